@@ -1,0 +1,5 @@
+"""Core subcommands: import, runs, train, predict, serve."""
+
+
+def register(subparsers) -> None:
+    """Add the core subcommands."""

@@ -1,0 +1,208 @@
+"""Run tables: the CSV schema of ``../shared/datasets/README.md``.
+
+One row per real execution of one job::
+
+    source,workload,framework,datasize,input_bytes,instance_type,instance_count,
+    vcpus,memory_gib,hourly_price_usd,config_json,runtime_s,completed,run_id
+
+``read_run_table`` validates every cell and raises one :class:`ParseError`
+naming the file, the line and the column of the first bad value, so a
+malformed file is rejected whole.  Files ending in ``.gz`` are decompressed.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+from pathlib import Path
+from typing import Iterable
+
+from jobgauge.errors import ParseError
+
+COLUMNS = (
+    "source", "workload", "framework", "datasize", "input_bytes",
+    "instance_type", "instance_count", "vcpus", "memory_gib",
+    "hourly_price_usd", "config_json", "runtime_s", "completed", "run_id",
+)
+REQUIRED_TEXT = ("source", "workload", "framework", "instance_type", "run_id")
+_TRUE = {"true", "1", "yes", "t"}
+_FALSE = {"false", "0", "no", "f"}
+
+
+def _open_text(path: Path):
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def _number(text, *, path, line, column, integer=False, optional=False, minimum=0.0):
+    text = text.strip()
+    if text == "":
+        if optional:
+            return math.nan if not integer else None
+        raise ParseError("missing value", path=path, line=line, column=column,
+                         expected="a number")
+    try:
+        value = float(text)
+    except ValueError:
+        raise ParseError("not a number", path=path, line=line, column=column,
+                         expected="a number", snippet=text) from None
+    if not math.isfinite(value) or value < minimum:
+        raise ParseError("out of range", path=path, line=line, column=column,
+                         expected=f"a finite number >= {minimum:g}", snippet=text)
+    if integer:
+        if value != int(value):
+            raise ParseError("not a whole number", path=path, line=line,
+                             column=column, expected="an integer", snippet=text)
+        return int(value)
+    return value
+
+
+def parse_row(raw: dict, *, path=None, line=None, runtime_optional=False) -> dict:
+    """Validate one CSV row (a dict of strings) into typed values."""
+    row = {}
+    for column in REQUIRED_TEXT:
+        value = (raw.get(column) or "").strip()
+        if not value:
+            raise ParseError("missing value", path=path, line=line, column=column,
+                             expected="a non-empty string")
+        row[column] = value
+    row["datasize"] = (raw.get("datasize") or "").strip()
+    row["input_bytes"] = _number(raw.get("input_bytes") or "", path=path, line=line,
+                                 column="input_bytes", optional=True)
+    row["instance_count"] = _number(raw.get("instance_count") or "", path=path, line=line,
+                                    column="instance_count", integer=True, minimum=1)
+    row["vcpus"] = _number(raw.get("vcpus") or "", path=path, line=line, column="vcpus",
+                           minimum=1e-9)
+    row["memory_gib"] = _number(raw.get("memory_gib") or "", path=path, line=line,
+                                column="memory_gib", minimum=1e-9)
+    row["hourly_price_usd"] = _number(raw.get("hourly_price_usd") or "", path=path,
+                                      line=line, column="hourly_price_usd", optional=True)
+    config_text = (raw.get("config_json") or "").strip() or "{}"
+    try:
+        config = json.loads(config_text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"invalid JSON ({exc.msg})", path=path, line=line,
+                         column="config_json", expected="a JSON object",
+                         snippet=config_text) from None
+    if not isinstance(config, dict):
+        raise ParseError("not a JSON object", path=path, line=line, column="config_json",
+                         expected="a JSON object", snippet=config_text)
+    row["config"] = {str(k): v for k, v in config.items()}
+    row["runtime_s"] = _number(raw.get("runtime_s") or "", path=path, line=line,
+                               column="runtime_s", optional=runtime_optional)
+    completed = (raw.get("completed") or "").strip().lower()
+    if completed in _TRUE:
+        row["completed"] = True
+    elif completed in _FALSE:
+        row["completed"] = False
+    elif completed == "" and runtime_optional:
+        row["completed"] = True
+    else:
+        raise ParseError("not a boolean", path=path, line=line, column="completed",
+                         expected="true or false", snippet=completed)
+    return row
+
+
+def iter_run_table(path, *, runtime_optional=False):
+    """Yield validated rows of one run table; raise ParseError on the first bad cell.
+
+    ``runtime_optional`` accepts an empty ``runtime_s`` (tables to predict for).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ParseError("no such file", path=path)
+    try:
+        handle = _open_text(path)
+        with handle:
+            reader = csv.DictReader(handle)
+            header = reader.fieldnames or []
+            missing = [c for c in COLUMNS if c not in header]
+            if missing:
+                raise ParseError("header lacks columns " + ", ".join(missing), path=path,
+                                 line=1, expected="the run-table header " + ",".join(COLUMNS))
+            for raw in reader:
+                line = reader.line_num
+                if None in raw:
+                    raise ParseError("more cells than header columns", path=path, line=line,
+                                     expected=f"{len(header)} cells")
+                if any(raw.get(c) is None for c in header):
+                    raise ParseError("fewer cells than header columns", path=path, line=line,
+                                     expected=f"{len(header)} cells")
+                yield parse_row(raw, path=path, line=line, runtime_optional=runtime_optional)
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError, csv.Error) as exc:
+        raise ParseError(f"unreadable as CSV text ({exc.__class__.__name__}: {exc})",
+                         path=path) from None
+
+
+def read_run_table(path, *, runtime_optional=False) -> list[dict]:
+    """Read and validate one whole run table; nothing is returned unless all of it is valid."""
+    rows = list(iter_run_table(path, runtime_optional=runtime_optional))
+    seen = {}
+    for index, row in enumerate(rows):
+        key = (row["source"], row["run_id"])
+        if key in seen:
+            raise ParseError(f"duplicate run_id {row['run_id']!r} of source {row['source']!r}"
+                             f" (first at row {seen[key] + 1})", path=path,
+                             line=index + 2, column="run_id")
+        seen[key] = index
+    return rows
+
+
+def read_run_tables(paths: Iterable, *, runtime_optional=False):
+    """Read several run tables into one pandas DataFrame (columns of COLUMNS plus ``config``)."""
+    import pandas as pd
+
+    rows = []
+    for path in paths:
+        rows.extend(read_run_table(path, runtime_optional=runtime_optional))
+    frame = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "config_json"] + ["config"])
+    frame["config_json"] = [json.dumps(c, sort_keys=True) for c in frame["config"]]
+    return frame
+
+
+def format_row(row: dict) -> dict:
+    """Turn a typed row back into CSV strings in schema order."""
+    out = {}
+    for column in COLUMNS:
+        if column == "config_json":
+            value = row.get("config")
+            if value is None:
+                value = row.get("config_json", "{}")
+            out[column] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+            continue
+        value = row.get(column)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            out[column] = ""
+        elif isinstance(value, bool):
+            out[column] = "true" if value else "false"
+        elif isinstance(value, float):
+            integral = column in ("input_bytes", "instance_count") and value.is_integer()
+            out[column] = str(int(value)) if integral else repr(round(value, 6))
+        else:
+            out[column] = str(value)
+    return out
+
+
+def write_run_table(rows: Iterable[dict], path, *, extra_columns=()) -> int:
+    """Write rows in the schema (gzip when the name ends in .gz); return the row count."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fields = list(COLUMNS) + [c for c in extra_columns if c not in COLUMNS]
+    opener = (lambda: io.TextIOWrapper(gzip.open(path, "wb"), encoding="utf-8", newline="")) \
+        if path.suffix == ".gz" else (lambda: open(path, "w", encoding="utf-8", newline=""))
+    count = 0
+    with opener() as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            out = format_row(row)
+            for column in extra_columns:
+                value = row.get(column)
+                out[column] = "" if value is None else value
+            writer.writerow(out)
+            count += 1
+    return count

@@ -1,0 +1,82 @@
+"""The one profile structure every reader fills: Spark event logs, the History
+Server, MapReduce job history, counters and live runs.
+
+Metric names are shared where they mean the same thing (``TOTAL_METRICS``), so
+a Spark stage and a MapReduce job compare directly: ``input_bytes``,
+``shuffle_write_bytes``, ``executor_run_time_ms`` and so on.  A value the input
+does not say is ``None``, never a made-up zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Totals over the whole application or job. Readers fill what their input has.
+TOTAL_METRICS = (
+    "input_bytes", "input_records",
+    "output_bytes", "output_records",
+    "shuffle_read_bytes", "shuffle_read_records",
+    "shuffle_write_bytes", "shuffle_write_records",
+    "memory_spill_bytes", "disk_spill_bytes", "spilled_records",
+    "executor_run_time_ms", "executor_cpu_time_ms", "jvm_gc_time_ms",
+    "map_tasks", "reduce_tasks", "map_time_ms", "reduce_time_ms",
+)
+
+
+@dataclass
+class Profile:
+    """What a job read, shuffled and computed, and how its time was spent.
+
+    ``format`` names the input kind (``spark-eventlog``, ``spark-history``,
+    ``mapreduce-jhist``, ``mapreduce-conf``, ``mapreduce-counters``,
+    ``mapreduce-mr1``, ``spark-live``).  ``stages`` holds one dict per stage
+    (ids, ``parent_ids``, task aggregates); ``jobs``, ``sql`` and
+    ``executors`` likewise.  ``totals`` uses the names in TOTAL_METRICS.
+    """
+
+    format: str
+    engine: str                      # "spark" or "hadoop"
+    engine_version: str | None = None
+    app_id: str | None = None
+    app_name: str | None = None
+    user: str | None = None
+    status: str | None = None        # succeeded / failed / killed / running / None
+    start_ms: int | None = None
+    end_ms: int | None = None
+    runtime_s: float | None = None
+    n_jobs: int | None = None
+    n_stages: int | None = None
+    n_tasks: int | None = None
+    totals: dict[str, float | None] = field(default_factory=dict)
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    sql: list[dict[str, Any]] = field(default_factory=list)
+    executors: list[dict[str, Any]] = field(default_factory=list)
+    critical_path_s: float | None = None
+    idle_core_seconds: float | None = None
+    config: dict[str, str] = field(default_factory=dict)
+    source: str | None = None        # the file or URL read
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def summary(self) -> dict[str, Any]:
+        """The flat, one-line view the CLI prints and the store indexes."""
+        out = {
+            "format": self.format, "engine": self.engine,
+            "engine_version": self.engine_version, "app_id": self.app_id,
+            "app_name": self.app_name, "status": self.status,
+            "n_jobs": self.n_jobs, "n_stages": self.n_stages, "n_tasks": self.n_tasks,
+            "runtime_s": self.runtime_s, "critical_path_s": self.critical_path_s,
+            "idle_core_seconds": self.idle_core_seconds, "source": self.source,
+        }
+        for name in TOTAL_METRICS:
+            if self.totals.get(name) is not None:
+                out[name] = self.totals[name]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Profile":
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
