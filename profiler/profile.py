@@ -57,6 +57,14 @@ class Profile:
     idle_core_seconds: float | None = None
     config: dict[str, str] = field(default_factory=dict)
     source: str | None = None        # the file or URL read
+    # Added by the Spark event log / History Server readers (optional everywhere):
+    n_stage_attempts: int | None = None      # stage attempts (a retried stage counts twice)
+    n_failed_tasks: int | None = None        # task attempts that did not succeed
+    available_core_seconds: float | None = None  # executor cores x time alive, in the app
+    task_seconds: float | None = None        # sum of task attempt wall times
+    cores_timeline: list[dict[str, Any]] = field(default_factory=list)  # {time_ms, cores}
+    event_counts: dict[str, int] = field(default_factory=dict)  # events per type in the input
+    notes: list[str] = field(default_factory=list)  # what the reader tolerated or assumed
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -73,3 +73,62 @@ def spark(spark_eventlog_dir):
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A real PostgreSQL server from Debian's packages, started for this test run."""
+    import glob
+    import shutil
+    import subprocess
+
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not bins:
+        pytest.fail("PostgreSQL server binaries not found; the test command installs "
+                    "Debian's postgresql package")
+    bindir = Path(bins[-1]).parent
+    import tempfile
+
+    # Not pytest's tmp_path: its folders are private to root, and the server runs as postgres.
+    base = Path(tempfile.mkdtemp(prefix="jobgauge-pg-"))
+    data, sockets = base / "data", base / "sock"
+    sockets.mkdir()
+    prefix = []
+    if os.geteuid() == 0:  # initdb refuses to run as root
+        shutil.chown(base, "postgres")
+        shutil.chown(sockets, "postgres")
+        prefix = ["runuser", "-u", "postgres", "--"]
+    port = _free_port()
+    subprocess.run(prefix + [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U",
+                             "postgres", "--no-sync"], check=True, capture_output=True)
+    subprocess.run(prefix + [str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l",
+                             str(base / "server.log"), "-o",
+                             f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off",
+                             "start"], check=True, capture_output=True)
+    try:
+        subprocess.run(prefix + [str(bindir.parent / "bin" / "createdb"), "-h", "127.0.0.1",
+                                 "-p", str(port), "-U", "postgres", "jobgauge"],
+                       check=True, capture_output=True)
+        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/jobgauge"
+    finally:
+        subprocess.run(prefix + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
+                                 "stop"], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def tpch_data_root(tmp_path_factory) -> Path:
+    """TPC-H data at SF 0.01, generated once per test run with tpchgen-cli."""
+    from jobgauge.profiler.workloads.tpch import ensure_data
+
+    root = tmp_path_factory.mktemp("data")
+    ensure_data(root, "sf0.01")
+    return root

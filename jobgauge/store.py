@@ -1,0 +1,371 @@
+"""The run store: measured runs, their settings, profiles, DAGs and trained models.
+
+``open_store(None | URL | path | Store)`` is the one factory.  ``None`` means
+``$JOBGAUGE_STORE``, else the SQLite file ``DEFAULT_PATH``
+(``~/.local/share/jobgauge/jobgauge.db``).  A plain file path means SQLite at
+that path; anything with ``://`` is a SQLAlchemy URL (PostgreSQL works the
+same way).  SQLAlchemy is imported only here, when a store is opened.
+
+Every write happens inside one transaction (``Store.transaction``): it commits
+whole or rolls back and re-raises as :class:`StoreError`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from jobgauge.errors import GaugeError, StoreError
+
+DEFAULT_PATH = Path.home() / ".local" / "share" / "jobgauge" / "jobgauge.db"
+RUN_STATUSES = ("succeeded", "failed", "timed_out")
+TIME_KINDS = ("application", "query")
+
+
+def default_url() -> str:
+    env = os.environ.get("JOBGAUGE_STORE")
+    return _as_url(env) if env else _as_url(str(DEFAULT_PATH))
+
+
+def _as_url(target: str) -> str:
+    if "://" in target:
+        return target
+    path = Path(target).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+def open_store(target=None) -> "Store":
+    """Turn ``None | URL | path | Store`` into an open Store."""
+    if isinstance(target, Store):
+        return target
+    url = default_url() if target is None else _as_url(str(target))
+    return Store(url)
+
+
+def _schema(sa):
+    meta = sa.MetaData()
+    runs = sa.Table(
+        "runs", meta,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("source", sa.String(64), nullable=False),
+        sa.Column("run_id", sa.String(200), nullable=False),
+        sa.Column("workload", sa.String(200), nullable=False),
+        sa.Column("framework", sa.String(64), nullable=False),
+        sa.Column("engine_version", sa.String(64)),
+        sa.Column("query_text", sa.Text),
+        sa.Column("job_class", sa.String(200)),
+        sa.Column("datasize", sa.String(64), nullable=False, default=""),
+        sa.Column("input_bytes", sa.Float),
+        sa.Column("instance_type", sa.String(64), nullable=False),
+        sa.Column("instance_count", sa.Integer, nullable=False),
+        sa.Column("vcpus", sa.Float, nullable=False),
+        sa.Column("memory_gib", sa.Float, nullable=False),
+        sa.Column("hourly_price_usd", sa.Float),
+        sa.Column("master", sa.String(200)),
+        sa.Column("executor_instances", sa.Integer),
+        sa.Column("executor_cores", sa.Integer),
+        sa.Column("executor_memory_mb", sa.Integer),
+        sa.Column("time_kind", sa.String(16)),
+        sa.Column("started_at", sa.DateTime(timezone=True)),
+        sa.Column("ended_at", sa.DateTime(timezone=True)),
+        sa.Column("runtime_s", sa.Float),
+        sa.Column("completed", sa.Boolean, nullable=False),
+        sa.Column("status", sa.String(16), nullable=False),
+        sa.Column("error", sa.Text),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.UniqueConstraint("source", "run_id", name="uq_runs_source_run_id"),
+    )
+    settings = sa.Table(
+        "run_settings", meta,
+        sa.Column("run", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"),
+                  primary_key=True),
+        sa.Column("key", sa.String(200), primary_key=True),
+        sa.Column("value", sa.Text, nullable=False),
+    )
+    profiles = sa.Table(
+        "profiles", meta,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("run", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE")),
+        sa.Column("format", sa.String(64), nullable=False),
+        sa.Column("app_id", sa.String(200)),
+        sa.Column("n_jobs", sa.Integer), sa.Column("n_stages", sa.Integer),
+        sa.Column("n_tasks", sa.Integer),
+        sa.Column("summary_json", sa.Text, nullable=False),
+        sa.Column("profile_json", sa.Text, nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    )
+    dags = sa.Table(
+        "dags", meta,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("run", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE")),
+        sa.Column("workload", sa.String(200)),
+        sa.Column("source_format", sa.String(64)),
+        sa.Column("dag_json", sa.Text, nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    )
+    models = sa.Table(
+        "models", meta,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("name", sa.String(200), nullable=False),
+        sa.Column("kind", sa.String(64), nullable=False),
+        sa.Column("metrics_json", sa.Text, nullable=False),
+        sa.Column("payload", sa.LargeBinary, nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    )
+    return meta, runs, settings, profiles, dags, models
+
+
+def _clean(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _now():
+    return datetime.now(timezone.utc)
+
+
+class Store:
+    """An open run store. Use :func:`open_store` to get one."""
+
+    def __init__(self, url: str):
+        try:
+            import sqlalchemy as sa
+        except ImportError as exc:  # pragma: no cover
+            raise StoreError(f"SQLAlchemy is required for the store: {exc}") from None
+        self._sa = sa
+        self.url = url
+        try:
+            self.engine = sa.create_engine(url, future=True)
+            if url.startswith("sqlite"):
+                @sa.event.listens_for(self.engine, "connect")
+                def _sqlite_pragmas(dbapi_connection, _record):
+                    cursor = dbapi_connection.cursor()
+                    cursor.execute("PRAGMA foreign_keys=ON")
+                    cursor.execute("PRAGMA busy_timeout=30000")
+                    cursor.close()
+            (self.metadata, self.runs, self.settings, self.profiles, self.dags,
+             self.models) = _schema(sa)
+            self.metadata.create_all(self.engine)
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"cannot open store {self.display_url}: {exc.__class__.__name__}: "
+                             f"{str(exc).splitlines()[0]}") from None
+
+    @property
+    def display_url(self) -> str:
+        try:
+            return self._sa.engine.make_url(self.url).render_as_string(hide_password=True)
+        except Exception:  # noqa: BLE001 - only for display
+            return "<store>"
+
+    def __repr__(self):
+        return f"Store({self.display_url!r})"
+
+    def close(self):
+        self.engine.dispose()
+
+    @contextmanager
+    def transaction(self):
+        """One commit-or-rollback unit; database errors become StoreError."""
+        sa = self._sa
+        try:
+            with self.engine.begin() as connection:
+                yield connection
+        except GaugeError:
+            raise
+        except sa.exc.IntegrityError as exc:
+            raise StoreError(f"store constraint violated: {str(exc.orig).splitlines()[0]}") from None
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"store write failed: {exc.__class__.__name__}: "
+                             f"{str(exc).splitlines()[0]}") from None
+
+    # -- runs --------------------------------------------------------------
+    _RUN_FIELDS = ("source", "run_id", "workload", "framework", "engine_version", "query_text",
+                   "job_class", "datasize", "input_bytes", "instance_type", "instance_count",
+                   "vcpus", "memory_gib", "hourly_price_usd", "master", "executor_instances",
+                   "executor_cores", "executor_memory_mb", "time_kind", "started_at",
+                   "ended_at", "runtime_s", "completed", "status", "error")
+
+    def _run_values(self, run: dict) -> dict:
+        values = {k: _clean(run.get(k)) for k in self._RUN_FIELDS}
+        missing = [k for k in ("source", "run_id", "workload", "framework", "instance_type",
+                               "instance_count", "vcpus", "memory_gib") if values[k] in (None, "")]
+        if missing:
+            raise StoreError("a run needs " + ", ".join(missing))
+        values["datasize"] = values["datasize"] or ""
+        status = values["status"] or ("succeeded" if run.get("completed", True) else "failed")
+        if status not in RUN_STATUSES:
+            raise StoreError(f"run status must be one of {', '.join(RUN_STATUSES)}; got {status!r}")
+        values["status"] = status
+        if values["completed"] is None:
+            values["completed"] = status == "succeeded"
+        values["completed"] = bool(values["completed"])
+        if values["time_kind"] is not None and values["time_kind"] not in TIME_KINDS:
+            raise StoreError(f"time_kind must be one of {', '.join(TIME_KINDS)}")
+        values["created_at"] = _now()
+        return values
+
+    def _insert_run(self, connection, run, settings, profile, dag) -> int:
+        values = self._run_values(run)
+        run_key = connection.execute(self.runs.insert().values(**values)).inserted_primary_key[0]
+        if settings:
+            connection.execute(self.settings.insert(), [
+                {"run": run_key, "key": str(k), "value": v if isinstance(v, str) else json.dumps(v)}
+                for k, v in sorted(settings.items())])
+        if profile is not None:
+            self._insert_profile(connection, profile, run_key)
+        if dag is not None:
+            connection.execute(self.dags.insert().values(
+                run=run_key, workload=values["workload"], source_format=dag.get("source_format"),
+                dag_json=json.dumps(dag), created_at=_now()))
+        return run_key
+
+    def _insert_profile(self, connection, profile, run_key=None) -> int:
+        summary = profile.summary()
+        return connection.execute(self.profiles.insert().values(
+            run=run_key, format=profile.format, app_id=profile.app_id, n_jobs=profile.n_jobs,
+            n_stages=profile.n_stages, n_tasks=profile.n_tasks,
+            summary_json=json.dumps(summary, default=str),
+            profile_json=json.dumps(profile.to_dict(), default=str),
+            created_at=_now())).inserted_primary_key[0]
+
+    def add_run(self, run: dict, settings: dict | None = None, profile=None, dag=None) -> int:
+        """Record one run (with its settings, profile and DAG) in one transaction."""
+        if settings is None:
+            settings = run.get("config") or {}
+        with self.transaction() as connection:
+            return self._insert_run(connection, run, settings, profile, dag)
+
+    def add_runs(self, rows, *, skip_existing=False) -> tuple[int, int]:
+        """Record many run-table rows in ONE transaction; return (added, skipped)."""
+        sa = self._sa
+        added = skipped = 0
+        with self.transaction() as connection:
+            existing = set()
+            if skip_existing:
+                existing = set(connection.execute(
+                    sa.select(self.runs.c.source, self.runs.c.run_id)).all())
+            for row in rows:
+                if (row["source"], row["run_id"]) in existing:
+                    skipped += 1
+                    continue
+                run = dict(row)
+                run.setdefault("status", "succeeded" if row.get("completed", True) else "failed")
+                run.setdefault("time_kind", row.get("time_kind"))
+                self._insert_run(connection, run, row.get("config") or {}, None, None)
+                added += 1
+        return added, skipped
+
+    def add_profile(self, profile, run_key=None) -> int:
+        with self.transaction() as connection:
+            return self._insert_profile(connection, profile, run_key)
+
+    def has_run(self, source: str, run_id: str) -> bool:
+        sa = self._sa
+        with self.engine.connect() as connection:
+            return connection.execute(sa.select(self.runs.c.id).where(
+                self.runs.c.source == source, self.runs.c.run_id == run_id)).first() is not None
+
+    def count_runs(self, **filters) -> int:
+        sa = self._sa
+        query = sa.select(sa.func.count()).select_from(self.runs)
+        for key, value in filters.items():
+            query = query.where(self.runs.c[key] == value)
+        with self.engine.connect() as connection:
+            return connection.execute(query).scalar_one()
+
+    def counts_by_source(self) -> dict[str, int]:
+        sa = self._sa
+        with self.engine.connect() as connection:
+            return dict(connection.execute(
+                sa.select(self.runs.c.source, sa.func.count()).group_by(self.runs.c.source)
+                .order_by(self.runs.c.source)).all())
+
+    def runs_list(self, *, limit=50, offset=0, **filters) -> list[dict]:
+        sa = self._sa
+        query = sa.select(self.runs).order_by(self.runs.c.id.desc()).limit(limit).offset(offset)
+        for key, value in filters.items():
+            if value is not None:
+                query = query.where(self.runs.c[key] == value)
+        with self.engine.connect() as connection:
+            rows = [dict(r._mapping) for r in connection.execute(query)]
+            if rows:
+                ids = [r["id"] for r in rows]
+                settings = connection.execute(sa.select(self.settings).where(
+                    self.settings.c.run.in_(ids))).all()
+        by_run = {}
+        for run_key, key, value in (settings if rows else []):
+            by_run.setdefault(run_key, {})[key] = value
+        for row in rows:
+            row["config"] = by_run.get(row["id"], {})
+        return rows
+
+    def run_frame(self, **filters):
+        """All runs (optionally filtered by column equality) as a run-table DataFrame."""
+        import pandas as pd
+        sa = self._sa
+        query = sa.select(self.runs)
+        for key, value in filters.items():
+            if value is not None:
+                query = query.where(self.runs.c[key] == value)
+        with self.engine.connect() as connection:
+            runs = pd.DataFrame([dict(r._mapping) for r in connection.execute(query)])
+            settings = connection.execute(sa.select(self.settings)).all()
+        from jobgauge.runtable import COLUMNS
+        if runs.empty:
+            return pd.DataFrame(columns=list(COLUMNS) + ["config"])
+        by_run = {}
+        for run_key, key, value in settings:
+            by_run.setdefault(run_key, {})[key] = value
+        runs["config"] = [by_run.get(k, {}) for k in runs["id"]]
+        runs["config_json"] = [json.dumps(c, sort_keys=True) for c in runs["config"]]
+        for column in ("input_bytes", "hourly_price_usd", "runtime_s", "vcpus", "memory_gib"):
+            runs[column] = pd.to_numeric(runs[column], errors="coerce").astype(float)
+        runs["completed"] = runs["completed"].astype(bool)
+        return runs
+
+    def profiles_for(self, run_key: int) -> list[dict]:
+        sa = self._sa
+        with self.engine.connect() as connection:
+            rows = connection.execute(sa.select(self.profiles.c.profile_json).where(
+                self.profiles.c.run == run_key)).all()
+        return [json.loads(r[0]) for r in rows]
+
+    # -- models ------------------------------------------------------------
+    def save_model(self, name: str, kind: str, payload: bytes, metrics: dict | None = None) -> int:
+        with self.transaction() as connection:
+            return connection.execute(self.models.insert().values(
+                name=name, kind=kind, payload=payload,
+                metrics_json=json.dumps(metrics or {}, default=str),
+                created_at=_now())).inserted_primary_key[0]
+
+    def list_models(self) -> list[dict]:
+        sa = self._sa
+        with self.engine.connect() as connection:
+            rows = connection.execute(sa.select(
+                self.models.c.id, self.models.c.name, self.models.c.kind,
+                self.models.c.metrics_json, self.models.c.created_at)
+                .order_by(self.models.c.id.desc())).all()
+        return [{"id": r.id, "name": r.name, "kind": r.kind,
+                 "metrics": json.loads(r.metrics_json), "created_at": r.created_at}
+                for r in rows]
+
+    def load_model(self, name: str | None = None) -> tuple[dict, bytes]:
+        """The newest model (of ``name`` if given) as (meta, payload)."""
+        sa = self._sa
+        query = sa.select(self.models).order_by(self.models.c.id.desc()).limit(1)
+        if name:
+            query = query.where(self.models.c.name == name)
+        with self.engine.connect() as connection:
+            row = connection.execute(query).first()
+        if row is None:
+            raise StoreError("no trained model in the store" + (f" named {name!r}" if name else "")
+                             + "; run 'jobgauge train' first")
+        meta = {"id": row.id, "name": row.name, "kind": row.kind,
+                "metrics": json.loads(row.metrics_json), "created_at": row.created_at}
+        return meta, bytes(row.payload)

@@ -1,0 +1,218 @@
+"""What every runtime model shares: targets, censoring, features, intervals.
+
+A model learns the logarithm of the runtime, so its errors are relative
+errors (a 10 s miss on a 20 s job counts as much as a 100 s miss on a 200 s
+job).  Rows with ``completed=False`` hit a time limit: their runtime is at
+least ``runtime_s``.  They are kept as censored targets: models fit with
+``censored_iterations`` rounds that raise each censored target to
+max(observed bound, current prediction); the networks use a one-sided loss.
+
+Intervals are split-conformal: ``fit`` holds out ``calibration_size`` of the
+configurations (all runs of one configuration go to the same side), fits on
+the rest, keeps the held-out log residuals of completed runs, then refits on
+everything.  ``predict_interval(X, coverage)`` returns the residual
+quantiles around the prediction, so an 80 % interval covered 80 % of unseen
+configurations during fit.  ``calibration_size=0`` skips the extra fit and
+uses training residuals (cheaper, intervals too narrow).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+
+from jobgauge.errors import ModelError, NotFittedError
+from jobgauge.models._params import Boolean, Interval, RandomState, validate_params
+from jobgauge.models.features import RunFeatures, check_frame
+
+MIN_CALIBRATION_GROUPS = 5
+
+
+def targets(X, y=None):
+    """(runtime seconds, censored mask) of a run table, checked.
+
+    ``y`` defaults to ``X.runtime_s``; ``completed=False`` rows are censored.
+    """
+    if y is None:
+        if "runtime_s" not in X.columns:
+            raise ModelError("no target: pass y or give X a runtime_s column")
+        y = X["runtime_s"]
+    y = np.asarray(y, dtype=float).reshape(-1)
+    if len(y) != len(X):
+        raise ModelError(f"y has {len(y)} values for {len(X)} rows")
+    if not (np.isfinite(y) & (y > 0)).all():
+        bad = int(np.flatnonzero(~(np.isfinite(y) & (y > 0)))[0])
+        raise ModelError(f"runtime_s must be a positive number in every training row "
+                         f"(row {bad} has {y[bad]!r})")
+    if "completed" in X.columns:
+        censored = ~X["completed"].fillna(True).astype(bool).to_numpy()
+    else:
+        censored = np.zeros(len(X), dtype=bool)
+    if censored.all():
+        raise ModelError("every training run is censored (completed=false): "
+                         "at least one finished run is needed")
+    return y, censored
+
+
+def configuration_keys(X) -> np.ndarray:
+    """One string per row naming its configuration (job, size, cluster, knobs)."""
+    parts = []
+    for column in ("workload", "framework", "datasize", "instance_type", "instance_count",
+                   "config_json"):
+        if column in X.columns:
+            parts.append(X[column].astype(str).to_numpy())
+    keys = parts[0].astype(object)
+    for part in parts[1:]:
+        keys = keys + "|" + part.astype(object)
+    return keys
+
+
+def conformal_offsets(residuals, coverage):
+    """(low, high) log offsets that cover ``coverage`` of future residuals (split conformal)."""
+    n = len(residuals)
+    alpha = 1.0 - coverage
+    low_level = math.floor((n + 1) * alpha / 2) / n
+    high_level = min(math.ceil((n + 1) * (1 - alpha / 2)) / n, 1.0)
+    low = np.quantile(residuals, max(low_level, 0.0), method="inverted_cdf") if low_level > 0 \
+        else residuals.min() - (residuals.max() - residuals.min()) * 0.5
+    high = np.quantile(residuals, high_level, method="inverted_cdf")
+    if high_level >= 1.0:
+        high = residuals.max() + (residuals.max() - residuals.min()) * 0.5
+    return min(float(low), 0.0), max(float(high), 0.0)
+
+
+class RuntimeModel(RegressorMixin, BaseEstimator):
+    """Base of every runtime model (not registered itself).
+
+    Subclasses implement ``_fit_target(F, log_y, X)`` and ``_predict_matrix(F, X)``
+    on the feature matrix, or override ``_fit_log`` for a censored loss.
+    """
+
+    _parameter_constraints = {
+        "random_state": [RandomState()],
+        "calibration_size": [Interval(float, 0.0, 0.5)],
+        "censored_iterations": [Interval(int, 0, None)],
+        "with_classes": [Boolean()],
+    }
+
+    # ------------------------------------------------------------ public API
+    def fit(self, X, y=None):
+        """Learn from a run table; ``y`` defaults to ``X.runtime_s``. Returns self."""
+        validate_params(self)
+        check_frame(X, owner=type(self).__name__)
+        runtime, censored = targets(X, y)
+        X = X.reset_index(drop=True)
+        log_y = np.log(runtime)
+        residuals, source = None, "training residuals"
+        if self.calibration_size > 0:
+            split = self._calibration_split(X, censored)
+            if split is not None:
+                train, calibration = split
+                self._fit_log(X.iloc[train].reset_index(drop=True), log_y[train], censored[train])
+                keep = calibration[~censored[calibration]]
+                predicted = self._predict_log(X.iloc[keep].reset_index(drop=True))
+                residuals = log_y[keep] - predicted
+                source = "held-out configurations"
+        self._fit_log(X, log_y, censored)
+        if residuals is None:
+            done = ~censored
+            residuals = log_y[done] - self._predict_log(X.iloc[np.flatnonzero(done)]
+                                                        .reset_index(drop=True))
+        self.calibration_residuals_ = np.sort(residuals)
+        self.interval_source_ = source
+        self.n_training_rows_ = len(X)
+        self.n_censored_ = int(censored.sum())
+        return self
+
+    def predict(self, X):
+        """Predicted runtime in seconds, one per row."""
+        self._check_fitted()
+        check_frame(X, owner=type(self).__name__)
+        return np.exp(self._predict_log(X.reset_index(drop=True)))
+
+    def predict_interval(self, X, coverage=0.8):
+        """(low, high) runtime bounds in seconds holding ``coverage`` of outcomes."""
+        self._check_fitted()
+        if isinstance(coverage, bool) or not isinstance(coverage, (int, float)) \
+                or not 0.0 < coverage < 1.0:
+            raise ModelError(f"coverage must be a number between 0 and 1, got {coverage!r}")
+        check_frame(X, owner=type(self).__name__)
+        center = self._predict_log(X.reset_index(drop=True))
+        low, high = conformal_offsets(self.calibration_residuals_, coverage)
+        return np.exp(center + low), np.exp(center + high)
+
+    def score(self, X, y=None, sample_weight=None):
+        """Negative median absolute percentage error (higher is better)."""
+        runtime, censored = targets(X, y)
+        predicted = self.predict(X)
+        done = ~censored
+        return -float(np.median(np.abs(predicted[done] - runtime[done]) / runtime[done]))
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "calibration_residuals_")
+
+    # ------------------------------------------------------------- internals
+    def _check_fitted(self):
+        if not hasattr(self, "calibration_residuals_"):
+            raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call fit first")
+
+    def _rng(self):
+        return np.random.RandomState(self.random_state)
+
+    def _calibration_split(self, X, censored):
+        keys = configuration_keys(X)
+        unique = np.unique(keys)
+        if len(unique) < MIN_CALIBRATION_GROUPS:
+            return None
+        rng = self._rng()
+        n_calibration = max(1, int(round(self.calibration_size * len(unique))))
+        chosen = set(rng.choice(unique, size=n_calibration, replace=False))
+        mask = np.array([k in chosen for k in keys])
+        if censored[~mask].all() or (~censored[mask]).sum() == 0:
+            return None
+        return np.flatnonzero(~mask), np.flatnonzero(mask)
+
+    def _make_features(self):
+        return RunFeatures()
+
+    def _features_fit(self, X, log_y):
+        self.features_ = self._make_features().fit(X)
+        matrix = self.features_.transform(X)
+        if self.with_classes:
+            from jobgauge.models._classifier import JobClassifier
+
+            self.classifier_ = JobClassifier(random_state=self.random_state).fit(
+                X, np.exp(log_y))
+            matrix = np.hstack([matrix, self.classifier_.class_matrix(X)])
+        return matrix
+
+    def _features(self, X):
+        matrix = self.features_.transform(X)
+        if self.with_classes:
+            matrix = np.hstack([matrix, self.classifier_.class_matrix(X)])
+        return matrix
+
+    def _fit_log(self, X, log_y, censored):
+        """Fit on log runtimes; censored targets are raised to the prediction iteratively."""
+        matrix = self._features_fit(X, log_y)
+        work = log_y.copy()
+        rounds = self.censored_iterations if censored.any() else 0
+        self._fit_target(matrix, work, X)
+        for _ in range(rounds):
+            predicted = self._predict_matrix(matrix, X)
+            raised = np.maximum(log_y[censored], predicted[censored])
+            if np.allclose(raised, work[censored], atol=1e-4):
+                break
+            work[censored] = raised
+            self._fit_target(matrix, work, X)
+
+    def _predict_log(self, X):
+        return self._predict_matrix(self._features(X), X)
+
+    def _fit_target(self, matrix, log_y, X):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _predict_matrix(self, matrix, X):  # pragma: no cover - abstract
+        raise NotImplementedError

@@ -1,0 +1,681 @@
+"""How long a running Spark application has left.
+
+:class:`RemainingTimeEstimator` turns a progress snapshot (from the driver's
+REST API or a growing event log, see :mod:`jobgauge.profiler.live`) into
+seconds left, with an interval.  It follows the scikit-learn contract:
+keyword-only hyperparameters, ``fit`` learns, attributes ending in ``_`` hold
+what was learned.
+
+How it estimates (the AI Gauge recipe, on weighted units of work):
+
+* **With history** of the same application (same ``app_name``, i.e. the
+  app signature), ``fit`` learns the typical run: how long the start-up takes
+  and how long each job takes in submission order (the median "interval" of
+  job *k*: from its submission to the next job's submission, the last one to
+  the application's end), and how many jobs a run has.  Online, each finished
+  interval gives a speed ratio (observed / typical); an exponentially
+  weighted moving average of the ratios, decaying by ``1 - alpha`` per
+  *typical job's worth* of work, is the run's speed.  Seconds left = what the
+  current interval still needs at that speed + the speed times the typical
+  duration of the jobs not submitted yet.  When the current job already runs
+  longer than expected, that overrun counts as a (partial) sample too.
+* **Without history** only the work the application has announced can be
+  counted: tasks of the stages known from job-start events (pending stages
+  of the DAG included), else stages, else jobs.  The EWMA then runs over
+  wall-clock seconds per unit as units finish; jobs the driver has not
+  submitted yet are invisible (``basis == "known_work"``).
+
+The interval comes from ``fit``: replaying the training runs at several
+points of progress gives the spread of true/predicted remaining time, per
+band of progress; the band's ``(1 - interval) / 2`` quantiles scale the
+point estimate.
+
+Example (history from finished runs, then a live application)::
+
+    est = RemainingTimeEstimator(alpha=0.3).fit(read_enel_runs(folder))
+    remaining_seconds("http://driver:4040", estimator=est)
+    # {'remaining_seconds': 312.4, 'low_seconds': 250.0, 'progress': 0.41, ...}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from jobgauge.errors import GaugeError, ModelError, NotFittedError, ParseError, UsageError
+from jobgauge.profiler.live import JobProgress, ProgressSnapshot, ProgressTracker, read_snapshot
+
+__all__ = [
+    "AppTimeline",
+    "RemainingEstimate",
+    "RemainingTimeEstimator",
+    "absolute_percentage_error",
+    "read_enel_runs",
+    "remaining_seconds",
+]
+
+# Progress bands for the interval calibration (fraction of elapsed / total).
+_BANDS = (0.2, 0.4, 0.6, 0.8)
+_CALIBRATION_POINTS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+# ---------------------------------------------------------------- past runs
+
+@dataclass(frozen=True)
+class AppTimeline:
+    """One finished run: when it started and ended, and when each job ran.
+
+    ``signature`` names the application (Spark's ``app_name``; Enel's
+    ``application_signature``): runs with the same signature are the history
+    of one another.  ``jobs`` are :class:`~jobgauge.profiler.live.JobProgress`
+    in submission order, with ``submitted_s`` and ``completed_s`` set.
+    """
+
+    signature: str
+    started_s: float
+    ended_s: float
+    jobs: tuple[JobProgress, ...]
+    run_id: str = ""
+    scale_out: tuple[int, ...] = ()       # executors per job, where the source says
+
+    @property
+    def runtime_s(self) -> float:
+        return self.ended_s - self.started_s
+
+    def snapshot_at(self, moment_s: float) -> ProgressSnapshot:
+        """What a monitor would have seen at ``moment_s``: jobs submitted by
+        then, finished only if they had finished by then."""
+        if moment_s >= self.ended_s:
+            return ProgressSnapshot(self.run_id, self.signature, "history", None, self.started_s,
+                                    self.ended_s, self.ended_s, "succeeded", self.jobs)
+        seen = []
+        for job in self.jobs:
+            if job.submitted_s is None or job.submitted_s > moment_s:
+                continue
+            done = job.completed_s is not None and job.completed_s <= moment_s
+            seen.append(JobProgress(job.job_id, job.status if done else "running", job.submitted_s,
+                                    job.completed_s if done else None, job.stage_ids,
+                                    job.n_tasks, job.n_tasks or 0 if done else 0, job.name))
+        return ProgressSnapshot(self.run_id, self.signature, "history", None, self.started_s,
+                                moment_s, None, "running", tuple(seen))
+
+    @classmethod
+    def from_snapshot(cls, snapshot: ProgressSnapshot, *, signature: str | None = None) -> "AppTimeline":
+        """The timeline of a finished application (event log or History Server)."""
+        if not snapshot.finished:
+            raise UsageError(f"application {snapshot.app_id} is still running; "
+                             "only finished runs can serve as history")
+        if snapshot.started_s is None or snapshot.ended_s is None:
+            raise UsageError(f"application {snapshot.app_id} has no start or end time")
+        jobs = tuple(j for j in snapshot.jobs if j.submitted_s is not None)
+        return cls(signature or snapshot.app_name or "", snapshot.started_s, snapshot.ended_s,
+                   jobs, snapshot.app_id or "")
+
+    @classmethod
+    def from_eventlog(cls, path, *, signature: str | None = None) -> "AppTimeline":
+        """The timeline of a finished application from its event log."""
+        return cls.from_snapshot(read_snapshot(path), signature=signature)
+
+
+def _enel_time(text: str, path, line: int) -> float:
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ParseError("not a timestamp", path=path, line=line,
+                         expected="YYYY-MM-DD HH:MM:SS.fff", snippet=text) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def _read_ellis(path: Path) -> list[AppTimeline]:
+    header = ["ID", "APP_ID", "STARTED_AT", "FINISHED_AT", "APP_EVENT_ID", "JOB_ID",
+              "STARTED_AT", "FINISHED_AT", "DURATION_MS", "SCALE_OUT"]
+    runs: dict[str, dict] = {}
+    with open(path, encoding="utf-8") as handle:
+        first = handle.readline().rstrip("\r\n").split("|")
+        if first != header:
+            raise ParseError("not an Enel/Ellis job table", path=path, line=1,
+                             expected="|".join(header), snippet="|".join(first))
+        for line_no, line in enumerate(handle, start=2):
+            if not line.strip():
+                continue
+            cells = line.rstrip("\r\n").split("|")
+            if len(cells) != len(header):
+                raise ParseError(f"{len(cells)} fields instead of {len(header)}", path=path,
+                                 line=line_no, snippet=line.strip())
+            try:
+                run_id, job_id, scale_out = cells[0], int(cells[5]), int(cells[9])
+            except ValueError:
+                raise ParseError("ID, JOB_ID and SCALE_OUT must be integers", path=path,
+                                 line=line_no, snippet=line.strip()) from None
+            run = runs.setdefault(run_id, {
+                "signature": cells[1], "start": _enel_time(cells[2], path, line_no),
+                "end": _enel_time(cells[3], path, line_no), "jobs": []})
+            run["jobs"].append((_enel_time(cells[6], path, line_no),
+                                _enel_time(cells[7], path, line_no), job_id, scale_out))
+    out = []
+    for run_id, run in runs.items():
+        jobs = sorted(run["jobs"])
+        out.append(AppTimeline(
+            run["signature"], run["start"], run["end"],
+            tuple(JobProgress(job_id, "succeeded", start, end) for start, end, job_id, _ in jobs),
+            f"ellis-{run['signature']}-{run_id}", tuple(s for *_, s in jobs)))
+    return out
+
+
+def _read_enel_json(path: Path) -> list[AppTimeline]:
+    try:
+        records = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ParseError(f"not JSON ({exc})", path=path, expected="a JSON list of job records") from None
+    if not isinstance(records, list):
+        raise ParseError("not a list of job records", path=path, expected="a JSON list")
+    runs: dict[str, dict] = {}
+    for index, record in enumerate(records):
+        try:
+            run = runs.setdefault(record["application_execution_id"],
+                                  {"signature": record["application_signature"], "jobs": []})
+            run["jobs"].append((_enel_time(record["start_time"]["$date"], path, None),
+                                _enel_time(record["end_time"]["$date"], path, None),
+                                int(record["job_id"])))
+        except (KeyError, TypeError, ValueError):
+            raise ParseError(f"record {index} lacks application_execution_id, "
+                             "application_signature, job_id, start_time or end_time",
+                             path=path, snippet=json.dumps(record)[:80]) from None
+    out = []
+    for run_id, run in runs.items():
+        jobs = sorted(run["jobs"])
+        out.append(AppTimeline(
+            run["signature"], jobs[0][0], max(end for _, end, _ in jobs),
+            tuple(JobProgress(job_id, "succeeded", start, end) for start, end, job_id in jobs),
+            f"enel-{run_id}"))
+    return out
+
+
+def read_enel_runs(folder) -> list[AppTimeline]:
+    """Every run in the Enel data folder (``ellis-*.csv`` and ``enel_runs.json``),
+    oldest first.  Runs present in both files (same application and start
+    time) are kept once, from the CSV, which also has the scale-out per job."""
+    folder = Path(folder)
+    tables = sorted(folder.glob("ellis-*.csv"))
+    runs_json = folder / "enel_runs.json"
+    if not tables and not runs_json.exists():
+        raise UsageError(f"no ellis-*.csv or enel_runs.json in {folder}")
+    runs = [run for table in tables for run in _read_ellis(table)]
+    seen = {(run.signature, round(run.started_s, 3)) for run in runs}
+    if runs_json.exists():
+        runs += [run for run in _read_enel_json(runs_json)
+                 if (run.signature, round(run.started_s, 3)) not in seen]
+    return sorted(runs, key=lambda run: (run.started_s, run.signature))
+
+
+# ---------------------------------------------------------------- estimates
+
+@dataclass(frozen=True)
+class RemainingEstimate:
+    """Seconds left for one application at one moment.
+
+    ``basis`` says what the estimate rests on: ``history`` (past runs of the
+    same application), ``known_work`` (only the work announced so far;
+    jobs not yet submitted are not counted), ``finished`` or ``none`` (no
+    work has finished yet and no prior was given: ``remaining_seconds`` is None).
+    """
+
+    remaining_seconds: float | None
+    low_seconds: float | None
+    high_seconds: float | None
+    elapsed_s: float
+    basis: str
+    unit: str                         # "jobs", "stages" or "tasks"
+    units_completed: float
+    units_total: float | None
+    speed: float | None = None        # observed / typical time (history), or seconds per unit
+    status: str = "running"
+    details: dict = field(default_factory=dict)
+
+    @property
+    def total_seconds(self) -> float | None:
+        return None if self.remaining_seconds is None else self.elapsed_s + self.remaining_seconds
+
+    @property
+    def progress(self) -> float | None:
+        """Fraction of the run's time already spent (elapsed / predicted total)."""
+        total = self.total_seconds
+        if total is None:
+            return None
+        return 1.0 if total <= 0 else min(1.0, self.elapsed_s / total)
+
+
+def absolute_percentage_error(predicted: float, true: float) -> float:
+    """|predicted - true| / true, in percent."""
+    if true <= 0:
+        raise UsageError(f"true value must be > 0 for a percentage error. Got {true!r} instead.")
+    return 100.0 * abs(predicted - true) / true
+
+
+@dataclass
+class _SignatureProfile:
+    n_runs: int
+    n_jobs: int                         # median jobs per run
+    startup_s: float                    # median app start -> first job
+    job_seconds: list[float]            # median interval of job k (submission order)
+    total_s: float                      # median runtime
+    runtimes: list[float]
+    speed_intercept: float = 0.0        # log future speed = intercept + slope * log observed speed
+    speed_slope: float = 1.0
+    quantiles: list[tuple[float, float]] = field(default_factory=list)  # per progress band
+
+
+# Parameter constraints, as data: name -> (check, what it must be)
+def _is_fraction(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
+
+
+def _is_open_fraction(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1
+
+
+def _is_positive_or_none(value) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                             and value > 0 and math.isfinite(value))
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+_CONSTRAINTS = {
+    "alpha": (_is_fraction, "a float in (0, 1]"),
+    "prior_seconds_per_unit": (_is_positive_or_none, "None or a float > 0"),
+    "interval": (_is_open_fraction, "a float in (0, 1)"),
+    "min_history": (_is_count, "an int >= 1"),
+}
+
+
+class RemainingTimeEstimator:
+    """Seconds left for a running Spark application, from its progress so far.
+
+    Parameters (keyword-only):
+
+    alpha : float in (0, 1], default 0.3
+        EWMA smoothing: the weight of the newest observation per typical job's
+        worth of work (history) or per average stage's worth of tasks
+        (without history).  1 trusts only the latest unit.
+    prior_seconds_per_unit : float > 0 or None, default None
+        Without history: assumed seconds per unit of work before any unit has
+        finished.  None gives no estimate until the first unit finishes.
+    interval : float in (0, 1), default 0.8
+        Coverage of the ``low``/``high`` interval.
+    min_history : int >= 1, default 1
+        Past runs of an application needed before its history is used.
+
+    Learned in ``fit``: ``profiles_`` (per signature: typical job count,
+    start-up time, median duration of each job, runtime quantiles and the
+    interval's spread per progress band) and ``n_histories_``.
+    """
+
+    def __init__(self, *, alpha: float = 0.3, prior_seconds_per_unit: float | None = None,
+                 interval: float = 0.8, min_history: int = 1):
+        self.alpha = alpha
+        self.prior_seconds_per_unit = prior_seconds_per_unit
+        self.interval = interval
+        self.min_history = min_history
+
+    # -- scikit-learn style parameters
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _CONSTRAINTS}
+
+    def set_params(self, **params) -> "RemainingTimeEstimator":
+        for name, value in params.items():
+            if name not in _CONSTRAINTS:
+                raise UsageError(f"RemainingTimeEstimator has no parameter {name!r}; "
+                                 f"it has {', '.join(_CONSTRAINTS)}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"RemainingTimeEstimator({args})"
+
+    def _validate_params(self) -> None:
+        for name, (check, must) in _CONSTRAINTS.items():
+            value = getattr(self, name)
+            if not check(value):
+                raise UsageError(f"The {name!r} parameter of RemainingTimeEstimator must be "
+                                 f"{must}. Got {value!r} instead.")
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "profiles_"):
+            raise NotFittedError("This RemainingTimeEstimator is not fitted yet; call fit first "
+                                 "(fit([]) gives one without history)")
+
+    # -- learning
+    def fit(self, histories: Iterable[AppTimeline] = ()) -> "RemainingTimeEstimator":
+        """Learn each application's typical run from finished runs.
+
+        ``histories`` may be empty: the estimator then only uses each running
+        application's own progress."""
+        self._validate_params()
+        histories = list(histories)
+        for run in histories:
+            if not isinstance(run, AppTimeline):
+                raise UsageError(f"fit takes AppTimeline objects (finished runs). Got {type(run).__name__}.")
+        groups: dict[str, list[AppTimeline]] = {}
+        for run in histories:
+            if run.runtime_s > 0 and run.jobs:
+                groups.setdefault(run.signature, []).append(run)
+        self.profiles_ = {sig: self._profile(runs) for sig, runs in groups.items()
+                          if len(runs) >= self.min_history}
+        for sig, profile in self.profiles_.items():
+            self._learn_persistence(profile, groups[sig])
+            profile.quantiles = self._calibrate(profile, groups[sig])
+        self.n_histories_ = len(histories)
+        self.live_ = {}
+        return self
+
+    @staticmethod
+    def _intervals(run: AppTimeline) -> tuple[float, list[float]]:
+        submits = [job.submitted_s for job in run.jobs]
+        startup = max(0.0, submits[0] - run.started_s)
+        bounds = submits[1:] + [run.ended_s]
+        return startup, [max(0.0, b - a) for a, b in zip(submits, bounds)]
+
+    def _profile(self, runs: list[AppTimeline]) -> _SignatureProfile:
+        startups, per_job = [], []
+        for run in runs:
+            startup, intervals = self._intervals(run)
+            startups.append(startup)
+            per_job.append(intervals)
+        longest = max(len(x) for x in per_job)
+        job_seconds = []
+        for k in range(longest):
+            values = [x[k] for x in per_job if len(x) > k]
+            job_seconds.append(float(np.median(values)))
+        runtimes = [run.runtime_s for run in runs]
+        return _SignatureProfile(
+            n_runs=len(runs), n_jobs=int(round(float(np.median([len(x) for x in per_job])))),
+            startup_s=float(np.median(startups)), job_seconds=job_seconds,
+            total_s=float(np.median(runtimes)), runtimes=runtimes)
+
+    def _learn_persistence(self, profile: _SignatureProfile, runs: list[AppTimeline]) -> None:
+        """How much of the speed seen so far carries over to the jobs not yet
+        submitted: least squares of log(actual / typical future time) on
+        log(observed speed), over the training runs replayed at several points."""
+        xs, ys = [], []
+        for run in runs:
+            submits = [job.submitted_s for job in run.jobs]
+            for fraction in _CALIBRATION_POINTS:
+                moment = run.started_s + fraction * run.runtime_s
+                state = self._speed_state(run.snapshot_at(moment), profile)
+                next_index = state["next_index"]
+                if state["future_typical"] <= 0 or next_index >= len(submits):
+                    continue
+                actual = run.ended_s - submits[next_index]
+                if actual > 0 and state["speed"] > 0:
+                    xs.append(math.log(state["speed"]))
+                    ys.append(math.log(actual / state["future_typical"]))
+        if len(xs) < 5:
+            return
+        x, y = np.array(xs), np.array(ys)
+        slope = float(np.polyfit(x, y, 1)[0]) if np.ptp(x) > 1e-9 else 0.0
+        slope = min(max(slope, 0.0), 1.0)
+        profile.speed_slope = slope
+        profile.speed_intercept = float(np.median(y - slope * x))
+
+    def _calibrate(self, profile: _SignatureProfile, runs: list[AppTimeline]) -> list[tuple[float, float]]:
+        """Quantiles of log(true remaining / predicted) per progress band, from
+        replaying the training runs (in-sample: the profile is a median, so
+        one run moves it little)."""
+        by_band: list[list[float]] = [[] for _ in range(len(_BANDS) + 1)]
+        for run in runs:
+            for fraction in _CALIBRATION_POINTS:
+                moment = run.started_s + fraction * run.runtime_s
+                true_left = run.ended_s - moment
+                estimate = self._from_history(run.snapshot_at(moment), profile, calibrated=False)
+                if estimate.remaining_seconds and estimate.remaining_seconds > 0 and true_left > 0:
+                    band = int(np.searchsorted(_BANDS, estimate.progress, side="right"))
+                    by_band[band].append(math.log(true_left / estimate.remaining_seconds))
+        low_q, high_q = (1 - self.interval) / 2, 1 - (1 - self.interval) / 2
+        everything = [v for band in by_band for v in band]
+        out = []
+        for values in by_band:
+            pool = values if len(values) >= 10 else everything
+            if not pool:
+                out.append((0.0, 0.0))
+            else:
+                out.append((float(np.quantile(pool, low_q)), float(np.quantile(pool, high_q))))
+        return out
+
+    # -- online use
+    def update(self, event, *, app_id: str | None = None) -> "RemainingTimeEstimator":
+        """Take one observation of a running application: a Spark listener
+        event (dict, as in the event log) or a :class:`ProgressSnapshot`."""
+        self._check_fitted()
+        if isinstance(event, ProgressSnapshot):
+            self.live_[app_id or event.app_id or ""] = event
+            return self
+        if isinstance(event, dict):
+            key = app_id or ""
+            tracker = self.live_.get(key)
+            if not isinstance(tracker, ProgressTracker):
+                tracker = self.live_[key] = ProgressTracker(source="events")
+            tracker.feed(event)
+            return self
+        raise UsageError(f"update takes a Spark listener event (dict) or a ProgressSnapshot. "
+                         f"Got {type(event).__name__}.")
+
+    def estimate(self, snapshot: ProgressSnapshot | None = None, *, app_id: str | None = None,
+                 now: float | None = None, signature: str | None = None) -> RemainingEstimate:
+        """Seconds left (with an interval) for ``snapshot``, or for what
+        :meth:`update` has seen of ``app_id``.  ``signature`` overrides the
+        application name used to find its history."""
+        self._check_fitted()
+        if snapshot is None:
+            source = self.live_.get(app_id or "")
+            if source is None:
+                raise UsageError(f"nothing seen of application {app_id or '(default)'!r}; "
+                                 "pass a snapshot or call update first")
+            snapshot = source.snapshot(now=now) if isinstance(source, ProgressTracker) else source
+        if snapshot.finished:
+            return RemainingEstimate(0.0, 0.0, 0.0, snapshot.elapsed_s, "finished", "jobs",
+                                     snapshot.jobs_completed, snapshot.jobs_total, status=snapshot.status)
+        profile = self.profiles_.get(signature or snapshot.app_name or "")
+        if profile is not None:
+            return self._from_history(snapshot, profile)
+        return self._from_known_work(snapshot)
+
+    def predict(self, snapshots: Sequence[ProgressSnapshot]) -> np.ndarray:
+        """Seconds left for each snapshot (NaN where no estimate is possible)."""
+        out = [self.estimate(s).remaining_seconds for s in snapshots]
+        return np.array([np.nan if v is None else v for v in out], dtype=float)
+
+    # -- the two ways of estimating
+    def _decay(self, weight: float) -> float:
+        """Weight of a new sample worth ``weight`` typical units."""
+        return 1.0 - (1.0 - self.alpha) ** max(weight, 0.0) if self.alpha < 1 else (1.0 if weight > 0 else 0.0)
+
+    def _speed_state(self, snapshot: ProgressSnapshot, profile: _SignatureProfile) -> dict[str, float]:
+        """The run's speed so far (EWMA of observed / typical interval) and
+        where it stands in the typical run."""
+        now = snapshot.taken_s
+        submits = [j.submitted_s for j in snapshot.jobs if j.submitted_s is not None]
+        started = snapshot.started_s
+        if started is None:
+            started = submits[0] if submits else now
+        expected = profile.job_seconds
+        typical = max(profile.total_s / max(profile.n_jobs + 1, 1), 1e-9)
+        finished: list[tuple[float, float]] = []      # (observed, typical) seconds
+        if submits:
+            finished.append((submits[0] - started, profile.startup_s))
+            for k in range(len(submits) - 1):
+                finished.append((submits[k + 1] - submits[k], self._typical(expected, k)))
+            current_typical = self._typical(expected, len(submits) - 1)
+            current_elapsed = now - submits[-1]
+        else:
+            current_typical = profile.startup_s
+            current_elapsed = now - started
+        speed = 1.0
+        for observed, typical_s in finished:
+            if typical_s > 0:
+                speed += self._decay(typical_s / typical) * (observed / typical_s - speed)
+        # an overrunning current interval is a partial sample: the run is at least that slow
+        if current_typical > 0 and current_elapsed > speed * current_typical:
+            speed += self._decay(current_typical / typical) * (current_elapsed / current_typical - speed)
+        next_index = len(submits)
+        return {
+            "speed": speed, "started": started, "now": now, "n_submitted": len(submits),
+            "current_typical": current_typical, "current_elapsed": max(current_elapsed, 0.0),
+            "next_index": next_index,
+            "future_typical": sum(self._typical(expected, k) for k in range(next_index, profile.n_jobs)),
+        }
+
+    def _from_history(self, snapshot: ProgressSnapshot, profile: _SignatureProfile,
+                      *, calibrated: bool = True) -> RemainingEstimate:
+        state = self._speed_state(snapshot, profile)
+        speed = state["speed"]
+        current_left = max(speed * state["current_typical"] - state["current_elapsed"], 0.0)
+        future_speed = math.exp(profile.speed_intercept + profile.speed_slope * math.log(max(speed, 1e-9)))
+        remaining = current_left + future_speed * state["future_typical"]
+        elapsed = max(0.0, state["now"] - state["started"])
+        low = high = None
+        if calibrated and profile.quantiles:
+            progress = elapsed / (elapsed + remaining) if elapsed + remaining > 0 else 1.0
+            q_low, q_high = profile.quantiles[int(np.searchsorted(_BANDS, progress, side="right"))]
+            low, high = remaining * math.exp(q_low), remaining * math.exp(q_high)
+        n_submitted = state["n_submitted"]
+        done = n_submitted - 1 + (1 if snapshot.jobs and snapshot.jobs[-1].finished else 0)
+        return RemainingEstimate(
+            remaining, low, high, elapsed, "history", "jobs", float(max(done, 0)),
+            float(max(profile.n_jobs, n_submitted)), speed,
+            details={"typical_runtime_s": profile.total_s, "history_runs": profile.n_runs,
+                     "typical_jobs": profile.n_jobs, "future_speed": future_speed})
+
+    @staticmethod
+    def _typical(expected: list[float], k: int) -> float:
+        if k < len(expected):
+            return expected[k]
+        return float(np.median(expected)) if expected else 0.0
+
+    def _from_known_work(self, snapshot: ProgressSnapshot) -> RemainingEstimate:
+        now = snapshot.taken_s
+        elapsed = snapshot.elapsed_s
+        stages = [s for s in snapshot.stages if s.status != "skipped"]
+        use_tasks = any(s.n_tasks > 0 for s in stages)
+        samples: list[tuple[float, float]] = []        # (seconds, units) in completion order
+        origin = min((j.submitted_s for j in snapshot.jobs if j.submitted_s is not None),
+                     default=snapshot.started_s)
+        if stages and (use_tasks or True):
+            unit = "tasks" if use_tasks else "stages"
+            size = (lambda s: float(s.n_tasks)) if use_tasks else (lambda s: 1.0)
+            done_stages = sorted((s for s in stages if s.status == "complete" and s.completed_s),
+                                 key=lambda s: s.completed_s)
+            total = sum(size(s) for s in stages)
+            completed = sum(size(s) for s in done_stages)
+            last = origin
+            for s in done_stages:
+                if last is not None and size(s) > 0:
+                    samples.append((max(s.completed_s - last, 0.0), size(s)))
+                last = s.completed_s if last is None else max(last, s.completed_s)
+            active = [s for s in stages if s.status in ("active", "failed")]
+            partial = sum(min(s.n_completed_tasks, s.n_tasks) for s in active) if use_tasks else 0.0
+            if partial > 0 and last is not None:
+                samples.append((max(now - last, 0.0), partial))
+            completed += partial
+            reference = total / max(len(stages), 1)
+        elif snapshot.jobs:
+            unit = "jobs"
+            jobs = snapshot.jobs
+            total = float(len(jobs))
+            done_jobs = sorted((j for j in jobs if j.finished and j.completed_s), key=lambda j: j.completed_s)
+            completed = float(len(done_jobs))
+            last = origin
+            for j in done_jobs:
+                if last is not None:
+                    samples.append((max(j.completed_s - last, 0.0), 1.0))
+                last = j.completed_s
+            reference = 1.0
+        else:
+            unit, total, completed, reference = "jobs", 0.0, 0.0, 1.0
+        per_unit = self.prior_seconds_per_unit
+        for seconds, units in samples:
+            rate = seconds / units
+            per_unit = rate if per_unit is None else per_unit + self._decay(units / reference) * (rate - per_unit)
+        left_units = max(total - completed, 0.0)
+        if per_unit is None:
+            return RemainingEstimate(None, None, None, elapsed, "none", unit, completed, total or None)
+        remaining = per_unit * left_units
+        if unit == "jobs" and left_units > 0:
+            # the running job has been going for a while already
+            running = [j for j in snapshot.jobs if not j.finished and j.submitted_s is not None]
+            spent = sum(max(now - j.submitted_s, 0.0) for j in running)
+            remaining = max(remaining - spent, 0.0)
+        rates = [s / u for s, u in samples if u > 0]
+        spread = float(np.std(np.log(np.maximum(rates, 1e-9)))) if len(rates) >= 2 else 0.5
+        z = _normal_quantile(1 - (1 - self.interval) / 2)
+        factor = math.exp(z * spread)
+        return RemainingEstimate(remaining, remaining / factor, remaining * factor, elapsed,
+                                 "known_work", unit, completed, total, per_unit)
+
+
+def _normal_quantile(p: float) -> float:
+    """Standard normal quantile (Acklam's rational approximation, |error| < 1e-8)."""
+    from statistics import NormalDist  # noqa: PLC0415 - stdlib, cheap
+
+    return NormalDist().inv_cdf(p)
+
+
+# ---------------------------------------------------------------- one call for the web app
+
+def remaining_seconds(url_or_eventlog_path, estimator: RemainingTimeEstimator | None = None, *,
+                      app_id: str | None = None, now: float | None = None) -> dict[str, Any]:
+    """Seconds left for a running application, as a plain dict.
+
+    ``url_or_eventlog_path`` is the driver UI (``http://driver:4040``), any
+    ``.../api/v1/applications/<id>`` address, or an event log file/folder
+    Spark is writing.  ``estimator`` is a fitted
+    :class:`RemainingTimeEstimator` (None: one without history, which
+    counts only the work the application has announced).
+
+    Keys: ``app_id``, ``app_name``, ``status``, ``elapsed_s``, ``progress``
+    (fraction of the predicted total already spent), ``remaining_seconds``,
+    ``low_seconds``, ``high_seconds``, ``total_seconds``, ``basis``,
+    ``unit``, ``jobs_completed``/``jobs_total``, ``stages_completed``/
+    ``stages_total``, ``tasks_completed``/``tasks_total`` (totals count the
+    work known so far), ``source``, ``taken_at`` (ISO time of the reading).
+    """
+    if estimator is None:
+        estimator = RemainingTimeEstimator().fit([])
+    snapshot = read_snapshot(url_or_eventlog_path, app_id=app_id, now=now)
+    try:
+        estimate = estimator.estimate(snapshot)
+    except NotFittedError:
+        raise
+    except GaugeError:
+        raise
+    except (ArithmeticError, ValueError) as exc:  # a snapshot the model cannot use
+        raise ModelError(f"cannot estimate the remaining time of {snapshot.app_id}: {exc}") from exc
+    out = {
+        "app_id": snapshot.app_id, "app_name": snapshot.app_name, "status": snapshot.status,
+        "elapsed_s": round(snapshot.elapsed_s, 3),
+        "progress": None if estimate.progress is None else round(estimate.progress, 4),
+        "remaining_seconds": _rounded(estimate.remaining_seconds),
+        "low_seconds": _rounded(estimate.low_seconds),
+        "high_seconds": _rounded(estimate.high_seconds),
+        "total_seconds": _rounded(estimate.total_seconds),
+        "basis": estimate.basis, "unit": estimate.unit,
+        "source": snapshot.source,
+        "taken_at": datetime.fromtimestamp(snapshot.taken_s, tz=timezone.utc).isoformat(),
+    }
+    out.update(snapshot.counts())
+    return out
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 3)

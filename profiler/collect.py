@@ -1,0 +1,312 @@
+"""``jobgauge collect PLAN``: measure workloads × sizes × a configuration design.
+
+A plan is a TOML file::
+
+    name = "tpch-sf0.1"
+    workloads = ["tpch-q*"]          # names or shell patterns
+    sizes = ["sf0.1"]
+    timeout_s = 300                  # per run
+    seed = 7
+    out = "data/runs/tpch-sf0.1.csv.gz"
+
+    [design]
+    kind = "lhs"                     # "grid" (every combination), "lhs" or "sobol"
+    configs_per_group = 4            # session settings sampled per application group
+    include_defaults = true          # the first group also runs Spark's defaults
+
+    [repeats]
+    fraction = 0.1                   # share of (workload, size, config) measured
+    times = 3                        # this many times in all, for the noise report
+
+    [[groups]]                       # settings that need a new application
+    master = "local[2]"
+    conf = {}
+
+    [space]                          # SQL settings changed between runs in one app
+    "spark.sql.shuffle.partitions" = {low = 2, high = 400, log = true, type = "int"}
+    "spark.sql.adaptive.enabled" = {choices = ["true", "false"]}
+
+Every planned run has a stable id derived from the plan, so a collection that
+is stopped or killed continues where it stopped: finished runs are read back
+from the journal (``<work>/journal.jsonl``) and never repeated.  A run past
+its timeout is recorded as timed out.  Runs inside one application are
+shuffled (seeded) so no configuration always runs first; every application
+first runs an unrecorded warm-up query.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import itertools
+import json
+import math
+import random
+import statistics
+import sys
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+
+from jobgauge.errors import ParseError, UsageError
+
+SPARK_DEFAULTS_LABEL = "defaults"
+
+
+def load_plan(path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"plan file not found: {path}")
+    try:
+        plan = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ParseError(f"invalid TOML: {exc}", path=path) from None
+    for key in ("name", "workloads", "sizes", "groups"):
+        if key not in plan:
+            raise ParseError(f"plan lacks '{key}'", path=path, expected=f"a '{key}' entry")
+    plan.setdefault("timeout_s", 300)
+    plan.setdefault("seed", 0)
+    plan.setdefault("design", {})
+    plan.setdefault("space", {})
+    plan.setdefault("repeats", {"fraction": 0.0, "times": 1})
+    plan["_path"] = str(path)
+    return plan
+
+
+def _resolve_workloads(patterns) -> list[str]:
+    from jobgauge.profiler.workloads import workload_names
+
+    names = workload_names()
+    chosen = []
+    for pattern in patterns:
+        matched = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+        if not matched:
+            raise UsageError(f"plan workload {pattern!r} matches nothing; known: {', '.join(names)}")
+        chosen.extend(m for m in matched if m not in chosen)
+    return chosen
+
+
+def _unit_samples(kind: str, n: int, dims: int, seed: int):
+    if n <= 0:
+        return []
+    from scipy.stats import qmc
+
+    if kind == "sobol":
+        sampler = qmc.Sobol(d=dims, scramble=True, seed=seed)
+        points = sampler.random(n)
+    elif kind == "lhs":
+        points = qmc.LatinHypercube(d=dims, seed=seed).random(n)
+    else:
+        raise UsageError(f"design kind must be grid, lhs or sobol; got {kind!r}")
+    return points.tolist()
+
+
+def _value(spec: dict, u: float):
+    if "choices" in spec:
+        choices = spec["choices"]
+        return str(choices[min(int(u * len(choices)), len(choices) - 1)])
+    low, high = float(spec["low"]), float(spec["high"])
+    if spec.get("log"):
+        value = math.exp(math.log(low) + u * (math.log(high) - math.log(low)))
+    else:
+        value = low + u * (high - low)
+    if spec.get("type", "int") == "int":
+        return str(int(round(value)))
+    return f"{value:.3g}"
+
+
+def session_configs(plan: dict, group_index: int) -> list[dict]:
+    """The SQL-setting configurations one application group runs."""
+    space = plan["space"]
+    design = plan["design"]
+    kind = design.get("kind", "lhs")
+    names = sorted(space)
+    if kind == "grid":
+        axes = []
+        for name in names:
+            spec = space[name]
+            axes.append([str(c) for c in spec["choices"]] if "choices" in spec
+                        else [_value(spec, u) for u in (0.0, 0.5, 1.0)])
+        configs = [dict(zip(names, combo)) for combo in itertools.product(*axes)]
+    else:
+        count = int(design.get("configs_per_group", 4))
+        include = design.get("include_defaults", True) and group_index == 0
+        samples = _unit_samples(kind, count - (1 if include else 0), len(names),
+                                seed=int(plan["seed"]) * 1000 + group_index)
+        configs = [{n: _value(space[n], u) for n, u in zip(names, point)} for point in samples]
+        if include:
+            configs.insert(0, {})
+    return configs
+
+
+def _run_id(plan_name, workload, size, master, static, session, repetition) -> str:
+    blob = json.dumps([plan_name, workload, size, master, static, session], sort_keys=True)
+    digest = hashlib.sha1(blob.encode()).hexdigest()[:12]
+    return f"{plan_name}:{workload}:{size}:{digest}:r{repetition}"
+
+
+def planned_runs(plan: dict) -> list[dict]:
+    """Every run the plan asks for, in a stable order."""
+    workloads = _resolve_workloads(plan["workloads"])
+    rng = random.Random(int(plan["seed"]))
+    repeats = plan["repeats"]
+    runs = []
+    for group_index, group in enumerate(plan["groups"]):
+        master = group.get("master", "local[2]")
+        static = {k: str(v) for k, v in (group.get("conf") or {}).items()}
+        for session in session_configs(plan, group_index):
+            for size in plan["sizes"]:
+                for workload in workloads:
+                    times = int(repeats.get("times", 1)) if rng.random() < float(
+                        repeats.get("fraction", 0.0)) else 1
+                    for repetition in range(times):
+                        runs.append({
+                            "run_id": _run_id(plan["name"], workload, size, master, static,
+                                              session, repetition),
+                            "workload": workload, "size": size, "group": group_index,
+                            "master": master, "static": static, "session": session,
+                            "repetition": repetition})
+    return runs
+
+
+class Journal:
+    """Append-only record of finished runs (one JSON line each)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.entries: dict[str, dict] = {}
+        if self.path.exists():
+            with open(self.path, encoding="utf-8") as handle:
+                for line in handle:
+                    if line.strip():
+                        try:
+                            entry = json.loads(line)
+                        except json.JSONDecodeError:
+                            continue  # a line cut by a kill: the run is simply redone
+                        self.entries[entry["run"]["run_id"]] = entry
+
+    def add(self, entry: dict) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, default=str) + "\n")
+        self.entries[entry["run"]["run_id"]] = entry
+
+
+def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
+            progress=True) -> dict:
+    """Run what the plan still lacks; return a summary."""
+    from tqdm import tqdm
+
+    from jobgauge.profiler.runner import DEFAULT_DATA_ROOT, resources, run_batch, run_record
+    from jobgauge.profiler.workloads import get_workload
+
+    plan = load_plan(plan_path)
+    work_dir = Path(work_dir or Path("var") / "collect" / plan["name"])
+    journal = Journal(work_dir / "journal.jsonl")
+    data_root = Path(data_root or DEFAULT_DATA_ROOT)
+    runs = planned_runs(plan)
+    todo = [r for r in runs if r["run_id"] not in journal.entries]
+    if limit is not None:
+        todo = todo[:limit]
+    bar = tqdm(total=len(runs), initial=len(runs) - len([r for r in runs if r["run_id"] not in journal.entries]),
+               desc=plan["name"], unit="run", disable=not progress, file=sys.stderr,
+               dynamic_ncols=True)
+    by_app = defaultdict(list)
+    for run in todo:
+        by_app[(run["group"], run["size"])].append(run)
+    rng = random.Random(int(plan["seed"]) + 1)
+    timeout_s = float(plan["timeout_s"])
+    added = 0
+    for (group_index, size), group_runs in sorted(by_app.items()):
+        rng.shuffle(group_runs)
+        first = group_runs[0]
+        data_paths = {}
+        for run in group_runs:
+            if run["workload"] not in data_paths:
+                data_paths[run["workload"]] = get_workload(run["workload"]).prepare(data_root, size)
+        warm_workload = first["workload"]
+        items = [{"key": f"warmup-{group_index}-{size}", "workload": warm_workload,
+                  "data_path": str(data_paths[warm_workload]), "sql_conf": {},
+                  "timeout_s": timeout_s, "warmup": True}]
+        by_key = {}
+        for run in group_runs:
+            key = hashlib.sha1(run["run_id"].encode()).hexdigest()[:16]
+            by_key[key] = run
+            workload = get_workload(run["workload"])
+            items.append({"key": key, "workload": run["workload"],
+                          "data_path": str(data_paths[run["workload"]]),
+                          "sql_conf": run["session"], "timeout_s": timeout_s,
+                          "query_text": getattr(workload, "sql", None)})
+        resources_ = resources(first["master"], first["static"])
+        eventlog_dir = work_dir / "eventlogs"
+        app_info = {}
+
+        def on_record(record, items_by_key={i["key"]: i for i in items}):
+            nonlocal added
+            if record.get("warmup") or record["key"] not in by_key:
+                return
+            run = by_key[record["key"]]
+            item = items_by_key[record["key"]]
+            config = {"spark.master": run["master"], **run["static"], **run["session"]}
+            workload = get_workload(run["workload"])
+            row = run_record(record, item=item, resources_=resources_,
+                             engine_version=app_info.get("spark_version"), size=size,
+                             input_bytes=workload.input_bytes(Path(item["data_path"])),
+                             config=config, run_id=run["run_id"])
+            row["query_text"] = None  # kept once per workload, not per run
+            journal.add({"run": row, "job_ids": record.get("job_ids", []),
+                         "app_id": app_info.get("app_id"), "plan": plan["name"],
+                         "repetition": run["repetition"], "result": record.get("result")})
+            added += 1
+            bar.update(1)
+            if record["status"] != "succeeded":
+                bar.write(f"{run['workload']} {size}: {record['status']}: "
+                          f"{(record.get('error') or '').splitlines()[0][:160] if record.get('error') else ''}")
+
+        run_batch(items, master=first["master"], spark_conf=first["static"],
+                  eventlog_dir=eventlog_dir, work_dir=work_dir / "apps",
+                  app_name=f"jobgauge collect {plan['name']} g{group_index} {size}",
+                  on_start=app_info.update, on_record=on_record)
+    bar.close()
+    rows = [e["run"] for e in journal.entries.values()]
+    if plan.get("out"):
+        export(journal, plan["out"])
+    if store is not None:
+        store.add_runs([_store_row(r) for r in rows], skip_existing=True)
+    return {"plan": plan["name"], "planned": len(runs), "done": len(journal.entries),
+            "added": added, "noise": noise_report(journal)}
+
+
+def _store_row(row: dict) -> dict:
+    from datetime import datetime
+
+    out = dict(row)
+    for key in ("started_at", "ended_at"):
+        if isinstance(out.get(key), str):
+            out[key] = datetime.fromisoformat(out[key])
+    return out
+
+
+def export(journal: Journal, out_path) -> int:
+    """Write the journal's runs as a gzip run table (sorted by run id)."""
+    from jobgauge.runtable import write_run_table
+
+    rows = sorted((e["run"] for e in journal.entries.values()), key=lambda r: r["run_id"])
+    return write_run_table(rows, out_path)
+
+
+def noise_report(journal: Journal) -> dict:
+    """Coefficient of variation of repeated configurations, per workload."""
+    groups = defaultdict(list)
+    for entry in journal.entries.values():
+        run = entry["run"]
+        if run["status"] != "succeeded":
+            continue
+        base = run["run_id"].rsplit(":r", 1)[0]
+        groups[base].append(run["runtime_s"])
+    per_workload = defaultdict(list)
+    for base, values in groups.items():
+        if len(values) >= 2 and statistics.mean(values) > 0:
+            workload = base.split(":")[1]
+            per_workload[workload].append(statistics.stdev(values) / statistics.mean(values))
+    return {w: round(statistics.mean(v), 4) for w, v in sorted(per_workload.items())}

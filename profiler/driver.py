@@ -1,0 +1,118 @@
+"""The Spark application side of the runner: ``python -m jobgauge.profiler.driver SPEC``.
+
+The runner writes a JSON spec (master, Spark configuration, event-log folder,
+items to run) and starts this module in a child process, so a run that hangs
+or crashes the JVM can be killed without taking the caller down.  Each item
+is one workload with its SQL-level settings; the child times each item's own
+wall time (``time_kind="query"``), cancels an item past its timeout through
+its Spark job group, and appends one JSON line per item to the results file
+as soon as the item ends, so nothing measured is lost if the application dies
+later.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _emit(results, record: dict) -> None:
+    results.write(json.dumps(record, default=str) + "\n")
+    results.flush()
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc).strip() or exc.__class__.__name__
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[:12])[:4000]
+
+
+def run_spec(spec: dict) -> int:
+    from pyspark.sql import SparkSession
+
+    from jobgauge.profiler.workloads import get_workload
+
+    results = open(spec["results_path"], "a", encoding="utf-8")
+    builder = SparkSession.builder.master(spec["master"]).appName(spec.get("app_name", "jobgauge"))
+    for key, value in spec.get("spark_conf", {}).items():
+        builder = builder.config(key, str(value))
+    eventlog_dir = spec.get("eventlog_dir")
+    if eventlog_dir:
+        Path(eventlog_dir).mkdir(parents=True, exist_ok=True)
+        builder = (builder.config("spark.eventLog.enabled", "true")
+                   .config("spark.eventLog.dir", str(eventlog_dir)))
+    started = time.perf_counter()
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    context = spark.sparkContext
+    _emit(results, {"event": "started", "app_id": context.applicationId,
+                    "spark_version": spark.version,
+                    "session_start_s": round(time.perf_counter() - started, 3),
+                    "at": _now_iso()})
+    set_keys: set[str] = set()
+    try:
+        for item in spec["items"]:
+            for key in set_keys - set(item.get("sql_conf", {})):
+                spark.conf.unset(key)
+            for key, value in item.get("sql_conf", {}).items():
+                spark.conf.set(key, str(value))
+            set_keys = set(item.get("sql_conf", {}))
+            workload = get_workload(item["workload"])
+            group = f"jobgauge-{item['key']}"[:200]
+            context.setJobGroup(group, item["workload"], interruptOnCancel=True)
+            timed_out = threading.Event()
+
+            def _cancel(group=group, timed_out=timed_out):
+                timed_out.set()
+                context.cancelJobGroup(group)
+
+            timer = threading.Timer(float(item.get("timeout_s", 600)), _cancel)
+            record = {"event": "item", "key": item["key"], "workload": item["workload"],
+                      "warmup": bool(item.get("warmup")), "started_at": _now_iso()}
+            output_dir = Path(spec.get("output_root", "/tmp")) / group
+            begin = time.perf_counter()
+            timer.start()
+            try:
+                summary = workload.run(spark, Path(item["data_path"]), output_dir=output_dir)
+                record.update(status="succeeded", result=summary)
+            except Exception as exc:  # noqa: BLE001 - every failure is recorded, not raised
+                record.update(status="timed_out" if timed_out.is_set() else "failed",
+                              error=_error_text(exc))
+            finally:
+                timer.cancel()
+                record["runtime_s"] = round(time.perf_counter() - begin, 4)
+                record["ended_at"] = _now_iso()
+            record["job_ids"] = sorted(context.statusTracker().getJobIdsForGroup(group))
+            context.setLocalProperty("spark.jobGroup.id", None)
+            _emit(results, record)
+    finally:
+        spark.stop()
+        _emit(results, {"event": "stopped", "at": _now_iso()})
+        results.close()
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m jobgauge.profiler.driver SPEC.json", file=sys.stderr)
+        return 2
+    spec = json.loads(Path(argv[0]).read_text())
+    try:
+        return run_spec(spec)
+    except Exception:  # noqa: BLE001 - the parent reads stderr and records the failure
+        traceback.print_exc()
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

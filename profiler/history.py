@@ -1,0 +1,389 @@
+"""Spark History Server REST API -> :class:`~jobgauge.profiler.profile.Profile`.
+
+``read_history(url)`` reads one application from a running History Server
+(or a live driver's UI, which serves the same ``/api/v1``) with the standard
+library's ``urllib``: ``/applications/<id>``, then ``/jobs``, ``/stages``
+(with task quantiles), ``/allexecutors``, ``/environment`` and ``/sql`` of its
+latest attempt.  ``url`` is any of::
+
+    http://host:18080/api/v1/applications/<app id>[/<attempt id>]
+    http://host:18080/history/<app id>/...          (a UI page of the app)
+    http://host:18080   with  app_id="<app id>"
+
+Fields follow :func:`jobgauge.profiler.eventlog.read_eventlog`, with the same
+counting rules: ``n_stages`` counts stage ids that ran (status not SKIPPED or
+PENDING), ``n_tasks`` the task attempts that ended (complete + failed +
+killed over stage attempts).  What the API does not provide stays ``None``:
+stage ``parent_ids`` (hence ``critical_path_s``), the sum of task wall times
+(hence ``task_seconds`` and ``idle_core_seconds``; the executors' cores over
+time still give ``available_core_seconds``), and per-task details.  Task
+duration quantiles come from the server's own ``taskMetricsDistributions``
+(Spark >= 3.4: one request) or ``taskSummary`` per stage on older servers (at
+most ``max_stage_requests`` requests).
+
+Every failure - server unreachable, unknown application, a reply that is not
+the JSON the API documents - raises one :class:`ParseError` naming the URL.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import datetime
+
+from jobgauge.errors import ParseError
+from jobgauge.profiler._eventlog import SPARK_TASK_METRICS
+from jobgauge.profiler.profile import Profile
+
+__all__ = ["parse_history_url", "read_history"]
+
+_QUANTILES = "0.5,0.9,0.99,1.0"
+_SQL_PAGE = 500
+
+# StageData field -> TOTAL_METRICS name
+_STAGE_METRICS = {
+    "inputBytes": "input_bytes", "inputRecords": "input_records",
+    "outputBytes": "output_bytes", "outputRecords": "output_records",
+    "shuffleReadBytes": "shuffle_read_bytes", "shuffleReadRecords": "shuffle_read_records",
+    "shuffleWriteBytes": "shuffle_write_bytes", "shuffleWriteRecords": "shuffle_write_records",
+    "memoryBytesSpilled": "memory_spill_bytes", "diskBytesSpilled": "disk_spill_bytes",
+    "executorRunTime": "executor_run_time_ms", "executorCpuTime": "executor_cpu_time_ms",
+    "jvmGcTime": "jvm_gc_time_ms",
+}
+
+
+def parse_history_url(url: str, app_id: str | None = None) -> tuple[str, str | None, str | None]:
+    """Split ``url`` into (API root ``.../api/v1``, app id, attempt id)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ParseError("not an http(s) URL of a Spark History Server", path=url,
+                         expected="http://host:18080/api/v1/applications/<app id>")
+    path = parts.path.rstrip("/")
+    attempt = None
+    match = re.search(r"^(?P<prefix>.*?)/api/v1(?:/applications(?:/(?P<app>[^/]+)"
+                      r"(?:/(?P<attempt>[^/]+))?)?)?(?:/.*)?$", path)
+    if match:
+        prefix = match.group("prefix")
+        found_app = match.group("app")
+        attempt = match.group("attempt")
+        if attempt in ("jobs", "stages", "executors", "allexecutors", "environment", "sql",
+                       "storage", "logs", "streaming"):
+            attempt = None
+    else:
+        ui = re.search(r"^(?P<prefix>.*?)/history/(?P<app>[^/]+)(?:/(?P<attempt>\d+))?(?:/.*)?$",
+                       path)
+        prefix = ui.group("prefix") if ui else path
+        found_app = ui.group("app") if ui else None
+        attempt = ui.group("attempt") if ui else None
+    if app_id and found_app and app_id != found_app:
+        raise ParseError(f"URL names application {found_app!r} but {app_id!r} was asked for",
+                         path=url)
+    root = urllib.parse.urlunsplit((parts.scheme, parts.netloc, prefix + "/api/v1", "", ""))
+    return root, app_id or (urllib.parse.unquote(found_app) if found_app else None), attempt
+
+
+class _Client:
+    def __init__(self, root: str, url: str, timeout: float):
+        self.root = root
+        self.url = url
+        self.timeout = timeout
+
+    def get(self, path: str, *, missing_ok: bool = False):
+        address = self.root + path
+        request = urllib.request.Request(address, headers={"Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as reply:
+                body = reply.read()
+        except urllib.error.HTTPError as exc:
+            detail = exc.read(300).decode("utf-8", errors="replace").strip()
+            exc.close()
+            if exc.code == 404 and missing_ok:
+                return None
+            raise _HttpError(exc.code, detail, address) from None
+        except (urllib.error.URLError, socket.timeout, ConnectionError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ParseError(f"cannot reach the Spark History Server: {reason}",
+                             path=address, expected="a running History Server "
+                             "(start-history-server.sh) at this address") from None
+        try:
+            return json.loads(body)
+        except ValueError as exc:
+            raise ParseError(f"reply is not JSON ({exc})", path=address,
+                             expected="the JSON of the Spark REST API /api/v1",
+                             snippet=body[:80].decode("utf-8", errors="replace")) from None
+
+
+class _HttpError(ParseError):
+    def __init__(self, code, detail, address):
+        self.code = code
+        super().__init__(f"HTTP {code} from the History Server"
+                         + (f": {detail}" if detail else ""), path=address)
+
+
+def _ms(value) -> int | None:
+    """REST timestamps (``2026-11-21T06:12:11.091GMT``) to epoch milliseconds."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    text = str(value)
+    for suffix in ("GMT", "UTC", "Z"):
+        if text.endswith(suffix):
+            text = text[: -len(suffix)] + "+0000"
+            break
+    for pattern in ("%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%dT%H:%M:%S%z"):
+        try:
+            return int(datetime.strptime(text, pattern).timestamp() * 1000)
+        except ValueError:
+            continue
+    raise ValueError(f"unknown time format {value!r}")
+
+
+def _seconds(start, end):
+    return None if start is None or end is None else (end - start) / 1000.0
+
+
+def read_history(url: str, app_id: str | None = None, *, timeout: float = 30.0,
+                 max_stage_requests: int = 200) -> Profile:
+    """Read one application from a Spark History Server into a Profile."""
+    root, app_id, attempt_id = parse_history_url(url, app_id)
+    client = _Client(root, url, timeout)
+    if not app_id:
+        apps = client.get("/applications?limit=10") or []
+        known = ", ".join(a.get("id", "?") for a in apps[:10]) or "none"
+        raise ParseError("URL names no application", path=url,
+                         expected=f"/api/v1/applications/<app id> (this server has: {known})")
+    quoted = urllib.parse.quote(app_id, safe="")
+    try:
+        app = client.get(f"/applications/{quoted}")
+    except _HttpError as exc:
+        if exc.code != 404:
+            raise
+        apps = client.get("/applications?limit=10") or []
+        known = ", ".join(a.get("id", "?") for a in apps[:10]) or "none"
+        raise ParseError(f"no application {app_id!r} on the History Server", path=url,
+                         expected=f"one of its application ids ({known})") from None
+    try:
+        return _build(client, app, app_id, attempt_id, url, max_stage_requests)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        if isinstance(exc, ParseError):
+            raise
+        raise ParseError(f"unexpected reply from the History Server ({type(exc).__name__}: "
+                         f"{exc})", path=url,
+                         expected="the JSON of the Spark REST API /api/v1") from exc
+
+
+def _build(client, app, app_id, attempt_id, url, max_stage_requests) -> Profile:
+    attempts = app.get("attempts") or [{}]
+    attempt = attempts[0]
+    if attempt_id is not None:
+        chosen = [a for a in attempts if str(a.get("attemptId")) == str(attempt_id)]
+        if not chosen:
+            raise ParseError(f"application {app_id!r} has no attempt {attempt_id!r}", path=url)
+        attempt = chosen[0]
+    base = f"/applications/{urllib.parse.quote(app_id, safe='')}"
+    if attempt.get("attemptId") is not None:
+        base += f"/{urllib.parse.quote(str(attempt['attemptId']), safe='')}"
+    notes = []
+
+    jobs_raw = client.get(base + "/jobs") or []
+    stages_raw = client.get(f"{base}/stages?withSummaries=true&quantiles={_QUANTILES}") or []
+    executors_raw = client.get(base + "/allexecutors") or []
+    environment = client.get(base + "/environment", missing_ok=True) or {}
+    sql_raw = _sql_pages(client, base, notes)
+
+    start_ms = attempt.get("startTimeEpoch") or _ms(attempt.get("startTime"))
+    completed = bool(attempt.get("completed"))
+    end_ms = (attempt.get("endTimeEpoch") or _ms(attempt.get("endTime"))) if completed else None
+    if end_ms is not None and end_ms <= 0:
+        end_ms = None
+    exit_code = attempt.get("exitCode")
+    status = ("succeeded" if exit_code in (None, 0) else "failed") if completed else "running"
+
+    config = {}
+    for pair in environment.get("sparkProperties") or []:
+        if isinstance(pair, (list, tuple)) and len(pair) == 2:
+            config[str(pair[0])] = str(pair[1])
+    version = attempt.get("appSparkVersion")        # Spark >= 3.0 writes it
+
+    jobs = []
+    for job in sorted(jobs_raw, key=lambda j: j["jobId"]):
+        submitted, completed_ms = _ms(job.get("submissionTime")), _ms(job.get("completionTime"))
+        job_status = str(job.get("status", "")).lower()
+        jobs.append({
+            "job_id": job["jobId"], "stage_ids": sorted(job.get("stageIds") or []),
+            "submission_ms": submitted, "completion_ms": completed_ms,
+            "duration_s": _seconds(submitted, completed_ms),
+            "result": job_status if job_status in ("succeeded", "failed", "running")
+            else job_status or None,
+            "failure": None, "sql_execution_id": None,
+            "description": job.get("description"), "job_group": job.get("jobGroup"),
+            "critical_path_s": None, "skipped_stage_ids": None,
+        })
+
+    stages, totals, ran, task_attempts, failed_tasks = _stages(
+        client, base, stages_raw, max_stage_requests, notes)
+    skipped = {s["stageId"] for s in stages_raw if s.get("status") == "SKIPPED"}
+    job_of_stage: dict[int, list[int]] = {}
+    for job in jobs:
+        job["skipped_stage_ids"] = [s for s in job["stage_ids"] if s in skipped]
+        for sid in job["stage_ids"]:
+            job_of_stage.setdefault(sid, []).append(job["job_id"])
+    for stage in stages:
+        stage["job_ids"] = job_of_stage.get(stage["stage_id"], [])
+
+    sql = []
+    for entry in sorted(sql_raw, key=lambda e: e["id"]):
+        started = _ms(entry.get("submissionTime"))
+        duration = entry.get("duration")
+        job_ids = sorted((entry.get("successJobIds") or []) + (entry.get("failedJobIds") or [])
+                         + (entry.get("runningJobIds") or []))
+        for job in jobs:
+            if job["job_id"] in job_ids:
+                job["sql_execution_id"] = entry["id"]
+        sql.append({
+            "execution_id": entry["id"], "description": entry.get("description"),
+            "physical_plan_description": entry.get("planDescription"),
+            "start_ms": started,
+            "end_ms": None if started is None or duration is None or
+            entry.get("status") == "RUNNING" else started + duration,
+            "duration_s": None if duration is None else duration / 1000.0,
+            "job_ids": job_ids, "adaptive_updates": None,
+            "error": entry.get("errorMessage") or None,
+        })
+
+    horizon = end_ms if end_ms is not None else attempt.get("lastUpdatedEpoch")
+    executors, timeline, available = _executors(executors_raw, start_ms, horizon)
+    return Profile(
+        format="spark-history", engine="spark", engine_version=version,
+        app_id=app.get("id", app_id), app_name=app.get("name"),
+        user=attempt.get("sparkUser"), status=status,
+        start_ms=start_ms, end_ms=end_ms,
+        runtime_s=(attempt.get("duration") / 1000.0
+                   if completed and attempt.get("duration") is not None else None),
+        n_jobs=len(jobs), n_stages=len(ran), n_tasks=task_attempts,
+        totals=totals, jobs=jobs, stages=stages, sql=sql, executors=executors,
+        critical_path_s=None, idle_core_seconds=None,
+        config=dict(sorted(config.items())), source=url,
+        n_stage_attempts=len(stages), n_failed_tasks=failed_tasks,
+        available_core_seconds=available, task_seconds=None,
+        cores_timeline=timeline, event_counts={}, notes=notes,
+    )
+
+
+def _sql_pages(client, base, notes) -> list[dict]:
+    out, offset = [], 0
+    while True:
+        page = client.get(f"{base}/sql?details=false&planDescription=true"
+                          f"&offset={offset}&length={_SQL_PAGE}", missing_ok=True)
+        if page is None:
+            notes.append("the server has no /sql endpoint (Spark < 3.0): no SQL executions")
+            return out
+        out.extend(page)
+        if len(page) < _SQL_PAGE:
+            return out
+        offset += _SQL_PAGE
+
+
+def _quantiles(dist) -> tuple:
+    if not dist or not dist.get("duration"):
+        return None, None, None, None
+    values = list(dist["duration"]) + [None] * 4
+    return tuple(values[:4])
+
+
+def _stages(client, base, stages_raw, max_stage_requests, notes):
+    stages, totals, ran = [], {}, set()
+    task_attempts = failed_tasks = 0
+    requests = 0
+    for raw in sorted(stages_raw, key=lambda s: (s["stageId"], s["attemptId"])):
+        state = raw.get("status")
+        if state in ("SKIPPED", "PENDING"):
+            continue
+        ran.add(raw["stageId"])
+        complete = raw.get("numCompleteTasks") or 0
+        failed = raw.get("numFailedTasks") or 0
+        killed = raw.get("numKilledTasks") or 0
+        task_attempts += complete + failed + killed
+        failed_tasks += failed + killed
+        dist = raw.get("taskMetricsDistributions")
+        if dist is None and complete:
+            if requests < max_stage_requests:
+                requests += 1
+                dist = client.get(f"{base}/stages/{raw['stageId']}/{raw['attemptId']}"
+                                  f"/taskSummary?quantiles={_QUANTILES}", missing_ok=True)
+            elif requests == max_stage_requests:
+                requests += 1
+                notes.append(f"task duration quantiles fetched for the first "
+                             f"{max_stage_requests} stages only")
+        p50, p90, p99, maximum = _quantiles(dist)
+        submitted, completed_ms = _ms(raw.get("submissionTime")), _ms(raw.get("completionTime"))
+        stage = {
+            "stage_id": raw["stageId"], "attempt": raw["attemptId"], "name": raw.get("name"),
+            "status": {"COMPLETE": "complete", "FAILED": "failed",
+                       "ACTIVE": "running"}.get(state, str(state).lower()),
+            "parent_ids": None, "job_ids": [],
+            "n_tasks": raw.get("numTasks"), "n_task_attempts": complete + failed + killed,
+            "n_succeeded_tasks": complete, "n_failed_tasks": failed, "n_killed_tasks": killed,
+            "submission_ms": submitted, "completion_ms": completed_ms,
+            "duration_s": _seconds(submitted, completed_ms),
+            "task_duration_p50_ms": p50, "task_duration_p90_ms": p90,
+            "task_duration_p99_ms": p99, "task_duration_max_ms": maximum,
+            "task_skew": (maximum / p50) if p50 and maximum is not None else None,
+            "task_time_ms": None,
+            "peak_execution_memory_bytes": raw.get("peakExecutionMemory"),
+            "failure_reason": (str(raw["failureReason"]).splitlines()[0][:500]
+                               if raw.get("failureReason") else None),
+        }
+        for field_name, metric in _STAGE_METRICS.items():
+            value = raw.get(field_name)
+            if value is not None:            # CPU time stays in ns until the end: exact sums
+                totals[metric] = totals.get(metric, 0) + value
+            stage[metric] = value / 1e6 if value is not None and \
+                metric == "executor_cpu_time_ms" else value
+        stages.append(stage)
+    totals = {name: totals.get(name) for name in SPARK_TASK_METRICS}
+    if totals["executor_cpu_time_ms"] is not None:
+        totals["executor_cpu_time_ms"] = totals["executor_cpu_time_ms"] / 1e6
+    return stages, totals, ran, task_attempts, failed_tasks
+
+
+def _executors(executors_raw, start_ms, horizon):
+    executors, changes, available_ms = [], {}, 0.0
+    known = True
+    for raw in executors_raw:
+        added, removed = _ms(raw.get("addTime")), _ms(raw.get("removeTime"))
+        cores = raw.get("totalCores")
+        executors.append({
+            "executor_id": raw.get("id"), "host": (raw.get("hostPort") or "").rsplit(":", 1)[0]
+            or None, "cores": cores, "added_ms": added, "removed_ms": removed,
+            "removed_reason": raw.get("removeReason"),
+        })
+        if cores is None or added is None:
+            known = False
+            continue
+        if not cores:
+            continue                     # the driver of a cluster-mode app runs no tasks
+        start = max(added, start_ms) if start_ms is not None else added
+        end = removed if removed is not None else horizon
+        if end is None:
+            known = False
+            continue
+        if horizon is not None:
+            end = min(end, horizon)
+        if end > start:
+            available_ms += cores * (end - start)
+        changes[start] = changes.get(start, 0) + cores
+        if removed is not None:
+            changes[end] = changes.get(end, 0) - cores
+    if not known or not changes:
+        return executors, [], None
+    timeline, total = [], 0
+    for time_ms in sorted(changes):
+        total += changes[time_ms]
+        timeline.append({"time_ms": time_ms, "cores": total})
+    return executors, timeline, available_ms / 1000.0

@@ -1,0 +1,282 @@
+"""Run workloads as real Spark applications and record what happened.
+
+``run_batch`` starts one Spark application (a child process running
+``jobgauge.profiler.driver``) for a list of items that share the settings
+needing a restart (master, executor layout, serializer, codec, memory
+fraction, parallelism); SQL settings change between items inside the same
+application.  Every item gets its own timeout; the whole application gets a
+hard limit after which the child's process group is killed, and the item that
+was running is recorded as timed out.  Results stream back line by line, so
+a crash loses nothing already measured.
+
+``run_workload`` is the one-run convenience used by ``jobgauge run``: it runs,
+profiles the event log, and records the run in the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+from jobgauge.errors import RunError, UsageError
+
+DEFAULT_DATA_ROOT = Path(os.environ.get("JOBGAUGE_DATA", Path.home() / ".cache" / "jobgauge" / "data"))
+DEFAULT_EVENTLOG_DIR = Path.home() / ".local" / "share" / "jobgauge" / "eventlogs"
+# Settings that take effect only when the application starts.
+RESTART_PREFIXES = ("spark.executor.", "spark.driver.", "spark.cores.max", "spark.serializer",
+                    "spark.io.compression.codec", "spark.memory.", "spark.default.parallelism",
+                    "spark.master", "spark.eventLog.", "spark.local.dir", "spark.shuffle.")
+# SQL settings that are static in Spark and so also need a restart.
+STATIC_SQL = ("spark.sql.warehouse.dir", "spark.sql.extensions", "spark.sql.catalogImplementation")
+_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
+
+
+def needs_restart(key: str) -> bool:
+    return key.startswith(RESTART_PREFIXES) or key in STATIC_SQL or not key.startswith("spark.sql.")
+
+
+def split_config(config: dict) -> tuple[dict, dict]:
+    """(application settings, SQL session settings) of a run's configuration."""
+    static, session = {}, {}
+    for key, value in config.items():
+        if not _KEY.match(str(key)):
+            raise UsageError(f"invalid configuration key {key!r}")
+        (static if needs_restart(key) else session)[key] = str(value)
+    return static, session
+
+
+def parse_conf_pairs(pairs) -> dict:
+    """``["a=b", ...]`` from the command line into a dict, with clear errors."""
+    config = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key or not value.strip():
+            raise UsageError(f"--conf needs key=value; got {pair!r}")
+        if not _KEY.match(key):
+            raise UsageError(f"--conf key {key!r} is not a configuration name")
+        config[key] = value.strip()
+    return config
+
+
+def local_cores(master: str) -> int:
+    match = re.fullmatch(r"local(?:\[(\d+|\*)\])?", master.strip())
+    if not match:
+        raise UsageError(f"master must be local, local[N] or spark://HOST:PORT; got {master!r}")
+    value = match.group(1) or "1"
+    return os.cpu_count() or 1 if value == "*" else int(value)
+
+
+def memory_gib(text: str) -> float:
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*", str(text).lower())
+    if not match:
+        raise UsageError(f"memory size must look like 512m or 2g; got {text!r}")
+    value, unit = float(match.group(1)), match.group(2) or "m"
+    return value * {"k": 1 / 1024 ** 2, "m": 1 / 1024, "g": 1.0, "t": 1024.0}[unit]
+
+
+def resources(master: str, static: dict, cluster=None) -> dict:
+    """Where a run ran, in the run-table's words."""
+    driver_memory = static.get("spark.driver.memory", "1g")
+    if master.startswith("local"):
+        cores = local_cores(master)
+        return {"instance_type": f"local[{cores}]", "instance_count": 1, "vcpus": cores,
+                "memory_gib": round(memory_gib(driver_memory), 3), "master": master,
+                "executor_instances": 1, "executor_cores": cores,
+                "executor_memory_mb": int(memory_gib(driver_memory) * 1024)}
+    if cluster is None:
+        raise UsageError("a spark:// master needs its cluster description")
+    executor_cores = int(static.get("spark.executor.cores", cluster.cores_per_worker))
+    cores_max = int(static.get("spark.cores.max", cluster.workers * cluster.cores_per_worker))
+    return {"instance_type": "standalone", "instance_count": cluster.workers,
+            "vcpus": cluster.cores_per_worker, "memory_gib": round(memory_gib(cluster.memory_per_worker), 3),
+            "master": master, "executor_instances": max(1, cores_max // executor_cores),
+            "executor_cores": executor_cores,
+            "executor_memory_mb": int(memory_gib(static.get("spark.executor.memory", "1g")) * 1024)}
+
+
+def _read_new_lines(path: Path, offset: int) -> tuple[list[dict], int]:
+    if not path.exists():
+        return [], offset
+    with open(path, encoding="utf-8") as handle:
+        handle.seek(offset)
+        chunk = handle.read()
+    complete, _, _rest = chunk.rpartition("\n")
+    if not complete:
+        return [], offset
+    records = [json.loads(line) for line in complete.split("\n") if line.strip()]
+    return records, offset + len(complete.encode("utf-8")) + 1
+
+
+def run_batch(items: list[dict], *, master: str = "local[2]", spark_conf: dict | None = None,
+              eventlog_dir=None, work_dir=None, app_name: str = "jobgauge",
+              startup_timeout_s: float = 120.0, on_start=None, on_record=None) -> dict:
+    """Run ``items`` in one Spark application; return {"app": ..., "records": [...]}.
+
+    Each item: {"key", "workload", "data_path", "sql_conf", "timeout_s", "warmup"}.
+    ``on_start(app)`` is called once the application is up (app id, Spark version);
+    ``on_record(record)`` as each item ends (warm-ups included).
+    """
+    work_dir = Path(work_dir or tempfile.mkdtemp(prefix="jobgauge-run-"))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    token = uuid.uuid4().hex[:8]
+    results_path = work_dir / f"results-{token}.jsonl"
+    spec = {"master": master, "spark_conf": dict(spark_conf or {}), "app_name": app_name,
+            "eventlog_dir": str(eventlog_dir) if eventlog_dir else None,
+            "results_path": str(results_path), "output_root": str(work_dir / "output"),
+            "items": items}
+    spec_path = work_dir / f"spec-{token}.json"
+    spec_path.write_text(json.dumps(spec))
+    stderr_path = work_dir / f"driver-{token}.log"
+    limit = startup_timeout_s + sum(float(i.get("timeout_s", 600)) + 30 for i in items)
+    env = dict(os.environ)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    with open(stderr_path, "wb") as stderr:
+        child = subprocess.Popen([sys.executable, "-m", "jobgauge.profiler.driver", str(spec_path)],
+                                 stdout=stderr, stderr=subprocess.STDOUT, env=env,
+                                 start_new_session=True)
+        app, records, offset, killed = {}, [], 0, False
+        deadline = time.monotonic() + limit
+        try:
+            while True:
+                done = child.poll() is not None
+                new, offset = _read_new_lines(results_path, offset)
+                for record in new:
+                    if record.get("event") == "started":
+                        app = record
+                        if on_start:
+                            on_start(app)
+                    elif record.get("event") == "item":
+                        records.append(record)
+                        if on_record:
+                            on_record(record)
+                if done:
+                    break
+                if time.monotonic() > deadline:
+                    killed = True
+                    os.killpg(child.pid, signal.SIGKILL)
+                    child.wait()
+                    break
+                time.sleep(0.2)
+        except BaseException:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+            raise
+    # The item that was running when the application died or was killed.
+    finished = {r["key"] for r in records}
+    pending = [i for i in items if i["key"] not in finished]
+    if pending and (killed or child.returncode != 0):
+        tail = stderr_path.read_text(errors="replace")[-3000:].strip()
+        reason = ("application killed after its time limit" if killed
+                  else f"application exited with code {child.returncode}")
+        record = {"event": "item", "key": pending[0]["key"], "workload": pending[0]["workload"],
+                  "warmup": bool(pending[0].get("warmup")),
+                  "status": "timed_out" if killed else "failed",
+                  "error": f"{reason}\n{_last_error_lines(tail)}".strip(),
+                  "runtime_s": None, "job_ids": [], "started_at": None, "ended_at": None}
+        records.append(record)
+        if on_record:
+            on_record(record)
+    return {"app": app, "records": records, "returncode": child.returncode, "killed": killed,
+            "log": str(stderr_path),
+            "eventlog": find_eventlog(eventlog_dir, app.get("app_id")) if eventlog_dir else None}
+
+
+def _last_error_lines(text: str) -> str:
+    lines = [l for l in text.splitlines() if l.strip()]
+    interesting = [l for l in lines if re.search(r"(Error|Exception|error:)", l)]
+    return "\n".join((interesting or lines)[-5:])[:2000]
+
+
+def find_eventlog(eventlog_dir, app_id: str | None):
+    """The event log (file, or rolling ``eventlog_v2_*`` folder) Spark wrote for ``app_id``."""
+    if not app_id or not eventlog_dir:
+        return None
+    base = Path(eventlog_dir)
+    candidates = sorted(base.glob(f"eventlog_v2_{app_id}*")) + sorted(base.glob(f"{app_id}*"))
+    candidates = [c for c in candidates if not c.name.endswith(".inprogress")] or candidates
+    return str(candidates[0]) if candidates else None
+
+
+def read_profile(eventlog_path):
+    """Profile of a whole application from its event log (None if no log was written)."""
+    if not eventlog_path:
+        return None
+    from jobgauge.profiler.eventlog import read_eventlog
+
+    return read_eventlog(eventlog_path)
+
+
+def _parse_time(text):
+    return datetime.fromisoformat(text) if text else None
+
+
+def run_record(record: dict, *, item: dict, resources_: dict, engine_version: str | None,
+               size: str, input_bytes: int | None, config: dict, source: str = "local",
+               run_id: str | None = None) -> dict:
+    """A store/run-table run from one driver result line."""
+    return {
+        "source": source, "run_id": run_id or item["key"], "workload": item["workload"],
+        "framework": "spark", "engine_version": engine_version, "datasize": size,
+        "input_bytes": input_bytes, "hourly_price_usd": None,
+        "query_text": item.get("query_text"),
+        "time_kind": "query", "started_at": _parse_time(record.get("started_at")),
+        "ended_at": _parse_time(record.get("ended_at")), "runtime_s": record.get("runtime_s"),
+        "status": record["status"], "completed": record["status"] == "succeeded",
+        "error": record.get("error"), "config": dict(config), **resources_,
+    }
+
+
+def run_workload(workload_name: str, size: str, config: dict | None = None, *,
+                 master: str = "local[2]", timeout_s: float = 600, data_root=None,
+                 eventlog_dir=None, store=None, source: str = "local") -> dict:
+    """Run one workload once as a real Spark application, profile it, record it.
+
+    Returns the run (a dict in the store's shape, plus ``profile`` and
+    ``eventlog``).  A failed or timed-out run is recorded too, never lost.
+    """
+    from jobgauge.profiler.workloads import get_workload
+
+    workload = get_workload(workload_name)
+    if size not in workload.sizes:
+        raise UsageError(f"{workload_name} has sizes {', '.join(workload.sizes)}; got {size!r}")
+    config = dict(config or {})
+    static, session = split_config(config)
+    resources_ = resources(master, static)
+    data_root = Path(data_root or DEFAULT_DATA_ROOT)
+    data_path = workload.prepare(data_root, size)
+    eventlog_dir = Path(eventlog_dir or DEFAULT_EVENTLOG_DIR)
+    eventlog_dir.mkdir(parents=True, exist_ok=True)
+    key = f"{workload_name}-{size}-{datetime.now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    item = {"key": key, "workload": workload_name, "data_path": str(data_path),
+            "sql_conf": session, "timeout_s": timeout_s,
+            "query_text": getattr(workload, "sql", None)}
+    outcome = run_batch([item], master=master, spark_conf=static, eventlog_dir=eventlog_dir,
+                        app_name=f"jobgauge {workload_name} {size}")
+    record = outcome["records"][0] if outcome["records"] else {
+        "status": "failed", "error": "the application produced no result", "runtime_s": None}
+    run = run_record(record, item=item, resources_=resources_,
+                     engine_version=outcome["app"].get("spark_version"), size=size,
+                     input_bytes=workload.input_bytes(data_path), config=config, source=source)
+    profile = None
+    try:
+        profile = read_profile(outcome["eventlog"])
+    except Exception as exc:  # noqa: BLE001 - a broken log must not lose the measured run
+        run["error"] = ((run.get("error") or "") + f"\nprofile not read: {exc}").strip()
+    if store is not None:
+        run["id"] = store.add_run(run, config, profile=profile)
+    run["profile"] = profile
+    run["eventlog"] = outcome["eventlog"]
+    run["result"] = record.get("result")
+    return run

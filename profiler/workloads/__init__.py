@@ -1,0 +1,30 @@
+"""Workloads the runner can run: TPC-H queries and HiBench jobs."""
+
+from __future__ import annotations
+
+from jobgauge.errors import UsageError
+from jobgauge.profiler.workloads.base import Workload, directory_bytes
+from jobgauge.profiler.workloads.tpch import TPCH_WORKLOADS, TpchQuery
+
+__all__ = ["Workload", "TpchQuery", "directory_bytes", "get_workload", "workload_names"]
+
+
+def _all() -> dict:
+    workloads = dict(TPCH_WORKLOADS)
+    try:
+        from jobgauge.profiler.workloads.hibench import HIBENCH_WORKLOADS
+    except ImportError:  # pragma: no cover - only while the HiBench module is absent
+        HIBENCH_WORKLOADS = {}
+    workloads.update(HIBENCH_WORKLOADS)
+    return workloads
+
+
+def workload_names() -> list[str]:
+    return list(_all())
+
+
+def get_workload(name: str) -> Workload:
+    workloads = _all()
+    if name not in workloads:
+        raise UsageError(f"unknown workload {name!r}; known: " + ", ".join(workloads))
+    return workloads[name]

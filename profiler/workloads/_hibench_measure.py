@@ -1,0 +1,67 @@
+"""Measure HiBench workloads once per size in one local Spark application.
+
+``python -m jobgauge.profiler.workloads._hibench_measure --data-root DIR``
+prepares each (workload, size) (untimed, cached), then times ``run`` the way
+the runner's driver does (wall time around ``workload.run``) and prints one
+JSON line per run.  Used to fill the runtime columns of docs/workloads.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    from jobgauge.profiler.workloads.hibench import HIBENCH_WORKLOADS
+
+    parser = argparse.ArgumentParser(prog="python -m jobgauge.profiler.workloads._hibench_measure")
+    parser.add_argument("--data-root", required=True, type=Path)
+    parser.add_argument("--workloads", nargs="*", default=list(HIBENCH_WORKLOADS))
+    parser.add_argument("--sizes", nargs="*", default=["tiny", "medium", "small"])
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(args.master).appName("jobgauge-hibench-measure")
+             .config("spark.ui.enabled", "false")
+             .config("spark.driver.memory", args.driver_memory)
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    output_root = Path(tempfile.mkdtemp(prefix="hibench-out-"))
+    try:
+        for name in args.workloads:
+            workload = HIBENCH_WORKLOADS[name]
+            for size in args.sizes:
+                if size not in workload.sizes:
+                    continue
+                begin = time.perf_counter()
+                data_path = workload.prepare(args.data_root, size, seed=args.seed)
+                prepare_s = time.perf_counter() - begin
+                begin = time.perf_counter()
+                summary = workload.run(spark, data_path, output_dir=output_root / f"{name}-{size}")
+                runtime_s = time.perf_counter() - begin
+                summary.pop("centers", None)
+                summary.pop("output", None)
+                print(json.dumps({"workload": name, "size": size, "runtime_s": round(runtime_s, 2),
+                                  "prepare_s": round(prepare_s, 2),
+                                  "input_bytes": workload.input_bytes(data_path),
+                                  "records": json.loads((data_path / "_hibench.json").read_text())
+                                  ["records"], "result": summary}), flush=True)
+                shutil.rmtree(output_root / f"{name}-{size}", ignore_errors=True)
+    finally:
+        spark.stop()
+        shutil.rmtree(output_root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

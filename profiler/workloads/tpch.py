@@ -1,0 +1,118 @@
+"""TPC-H on Spark: data from the ``tpchgen-cli`` package, the standard 22 queries.
+
+Data for scale factor SF lives under ``<data_root>/tpch/sf<SF>/<table>.parquet``
+and is generated once (written to a temporary folder, then renamed, so a
+killed generation never leaves a half-written scale behind).
+
+Each query is one workload named ``tpch-q1`` ... ``tpch-q22``; sizes are the
+scale labels ``sf0.1``, ``sf0.3``, ``sf1`` and ``sf3``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from jobgauge.errors import RunError, UsageError
+from jobgauge.profiler.workloads._tpch_queries import QUERIES, TABLES
+from jobgauge.profiler.workloads.base import directory_bytes
+
+SIZES = ("sf0.01", "sf0.1", "sf0.3", "sf1", "sf3")  # sf0.01 is the tests' size
+
+
+def scale_label(scale) -> str:
+    """``0.1`` → ``sf0.1``; accepts a number or a label."""
+    text = str(scale).strip().lower()
+    if text.startswith("sf"):
+        text = text[2:]
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"TPC-H scale must be a number such as 0.1 or a label such as "
+                         f"sf0.1; got {scale!r}") from None
+    if not 0 < value <= 100:
+        raise UsageError(f"TPC-H scale must be > 0 and <= 100; got {scale!r}")
+    return f"sf{value:g}"
+
+
+def scale_factor(label: str) -> float:
+    return float(scale_label(label)[2:])
+
+
+def _tpchgen() -> str:
+    local = Path(sys.executable).with_name("tpchgen-cli")
+    if local.exists():
+        return str(local)
+    found = shutil.which("tpchgen-cli")
+    if not found:
+        raise RunError("tpchgen-cli not found; install the 'tpchgen-cli' package")
+    return found
+
+
+def ensure_data(data_root, scale) -> Path:
+    """Generate the TPC-H tables for ``scale`` as parquet if missing; return their folder."""
+    label = scale_label(scale)
+    target = Path(data_root) / "tpch" / label
+    if all((target / f"{t}.parquet").is_file() for t in TABLES):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{label}-", dir=target.parent))
+    try:
+        result = subprocess.run(
+            [_tpchgen(), "parquet", "-s", label[2:], "--output-dir", str(staging)],
+            capture_output=True, text=True, timeout=3600, check=False)
+        if result.returncode != 0:
+            raise RunError(f"tpchgen-cli failed for {label}: "
+                           f"{(result.stderr or result.stdout).strip()[-500:]}")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def register_tables(spark, data_path: Path) -> None:
+    """Make the eight tables queryable by name in ``spark`` (temporary views)."""
+    marker = f"jobgauge.tpch.path"
+    if spark.conf.get(marker, None) == str(data_path):
+        return
+    for table in TABLES:
+        spark.read.parquet(str(Path(data_path) / f"{table}.parquet")).createOrReplaceTempView(table)
+    spark.conf.set(marker, str(data_path))
+
+
+class TpchQuery:
+    """TPC-H query ``number`` as a workload."""
+
+    category = "tpch"
+    sizes = SIZES
+
+    def __init__(self, number: int):
+        if number not in QUERIES:
+            raise UsageError(f"TPC-H query must be 1..22; got {number!r}")
+        self.number = number
+        self.name = f"tpch-q{number}"
+        self.sql = QUERIES[number].strip()
+
+    def __repr__(self):
+        return f"TpchQuery({self.number})"
+
+    def prepare(self, data_root: Path, size: str, *, seed: int = 0) -> Path:
+        return ensure_data(data_root, size)
+
+    def input_bytes(self, data_path: Path) -> int:
+        return directory_bytes(data_path)
+
+    def run(self, spark, data_path: Path, *, output_dir: Path | None = None) -> dict:
+        register_tables(spark, data_path)
+        rows = spark.sql(self.sql).collect()
+        return {"rows": len(rows), "first": [str(v) for v in rows[0]] if rows else None}
+
+
+TPCH_WORKLOADS = {f"tpch-q{n}": TpchQuery(n) for n in QUERIES}

@@ -1,0 +1,96 @@
+"""Run tables: the shared schema read from the real shared datasets, and rejected when malformed."""
+
+import gzip
+
+import pytest
+
+from jobgauge.errors import ParseError
+from jobgauge.runtable import COLUMNS, read_run_table, read_run_tables, write_run_table
+
+
+def _lines(path):
+    with open(path, encoding="utf-8") as handle:
+        return handle.read().splitlines()
+
+
+@pytest.mark.parametrize("name", ["scout_multinode.csv", "c3o_emr.csv"])
+def test_reads_every_shared_table(datasets_dir, name):
+    path = datasets_dir / name
+    rows = read_run_table(path)
+    assert len(rows) == len(_lines(path)) - 1
+    assert all(r["runtime_s"] > 0 and r["instance_count"] >= 1 for r in rows)
+    # censored rows are kept and marked, not dropped
+    text_false = sum(1 for line in _lines(path)[1:] if ",false," in line)
+    assert sum(1 for r in rows if not r["completed"]) == text_false
+
+
+def test_scout_has_the_documented_timeouts(datasets_dir):
+    rows = read_run_table(datasets_dir / "scout_multinode.csv")
+    assert len(rows) == 1242
+    assert sum(1 for r in rows if not r["completed"]) == 75
+
+
+def test_round_trip_through_gzip(tmp_path, datasets_dir):
+    rows = read_run_table(datasets_dir / "c3o_emr.csv")[:50]
+    out = tmp_path / "t.csv.gz"
+    assert write_run_table(rows, out) == 50
+    back = read_run_table(out)
+    assert [r["run_id"] for r in back] == [r["run_id"] for r in rows]
+    assert [r["config"] for r in back] == [r["config"] for r in rows]
+    assert [r["runtime_s"] for r in back] == [r["runtime_s"] for r in rows]
+    with gzip.open(out, "rt") as handle:
+        assert handle.readline().strip() == ",".join(COLUMNS)
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    return path
+
+
+HEADER = ",".join(COLUMNS) + "\n"
+GOOD = "s,wc,spark,tiny,100,m4.large,2,2,8,0.1,{},12.5,true,r1\n"
+
+
+@pytest.mark.parametrize("line,column,match", [
+    ("s,wc,spark,tiny,100,m4.large,2,2,8,0.1,{},abc,true,r2\n", "runtime_s", "not a number"),
+    ("s,wc,spark,tiny,100,m4.large,0,2,8,0.1,{},1,true,r2\n", "instance_count", "out of range"),
+    ("s,wc,spark,tiny,100,m4.large,2,2,8,0.1,{oops},1,true,r2\n", "config_json", "invalid JSON"),
+    ("s,wc,spark,tiny,100,m4.large,2,2,8,0.1,[1],1,true,r2\n", "config_json", "not a JSON object"),
+    ("s,wc,spark,tiny,100,m4.large,2,2,8,0.1,{},1,maybe,r2\n", "completed", "not a boolean"),
+    ("s,,spark,tiny,100,m4.large,2,2,8,0.1,{},1,true,r2\n", "workload", "missing value"),
+    ("s,wc,spark,tiny,-5,m4.large,2,2,8,0.1,{},1,true,r2\n", "input_bytes", "out of range"),
+])
+def test_malformed_cell_names_line_and_column(tmp_path, line, column, match):
+    path = _write(tmp_path, HEADER + GOOD + line)
+    with pytest.raises(ParseError, match=rf"line 3, column {column}: {match}") as info:
+        read_run_table(path)
+    assert info.value.line == 3 and info.value.column == column
+
+
+def test_ragged_rows_and_bad_header(tmp_path):
+    with pytest.raises(ParseError, match="line 2: more cells"):
+        read_run_table(_write(tmp_path, HEADER + GOOD.strip() + ",extra\n"))
+    with pytest.raises(ParseError, match="line 2: fewer cells"):
+        read_run_table(_write(tmp_path, HEADER + "s,wc,spark\n"))
+    with pytest.raises(ParseError, match="line 1: header lacks columns runtime_s"):
+        read_run_table(_write(tmp_path, HEADER.replace("runtime_s", "seconds") + GOOD))
+
+
+def test_duplicate_run_id_and_binary_file(tmp_path):
+    with pytest.raises(ParseError, match="duplicate run_id 'r1'"):
+        read_run_table(_write(tmp_path, HEADER + GOOD + GOOD))
+    binary = tmp_path / "x.csv"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe" * 20)
+    with pytest.raises(ParseError, match="unreadable as CSV text|header lacks"):
+        read_run_table(binary)
+    with pytest.raises(ParseError, match="no such file"):
+        read_run_table(tmp_path / "missing.csv")
+
+
+def test_empty_runtime_allowed_only_when_asked(tmp_path):
+    path = _write(tmp_path, HEADER + "s,wc,spark,tiny,100,m4.large,2,2,8,0.1,{},,,r1\n")
+    with pytest.raises(ParseError, match="runtime_s: missing value"):
+        read_run_table(path)
+    frame = read_run_tables([path], runtime_optional=True)
+    assert frame["runtime_s"].isna().all() and len(frame) == 1

@@ -1,0 +1,100 @@
+"""The store: the same contract on the embedded SQLite file and on a real PostgreSQL server."""
+
+from datetime import datetime, timezone
+
+import pytest
+
+from jobgauge.errors import StoreError
+from jobgauge.profiler.profile import Profile
+from jobgauge.runtable import read_run_table
+from jobgauge.store import open_store
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        yield open_store(tmp_path / "store.db")
+    else:
+        url = request.getfixturevalue("postgres_url")
+        store = open_store(url)
+        with store.transaction() as connection:
+            for table in reversed(store.metadata.sorted_tables):
+                connection.execute(table.delete())
+        yield store
+    # nothing to clean for SQLite: tmp_path goes away
+
+
+RUN = {
+    "source": "local", "run_id": "r-1", "workload": "tpch-q1", "framework": "spark",
+    "engine_version": "4.3.0", "query_text": "select 1", "datasize": "sf0.1",
+    "input_bytes": 1000.0, "instance_type": "local[2]", "instance_count": 1, "vcpus": 2,
+    "memory_gib": 1.0, "master": "local[2]", "executor_instances": 1, "executor_cores": 2,
+    "executor_memory_mb": 1024, "time_kind": "query",
+    "started_at": datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc),
+    "ended_at": datetime(2026, 11, 21, 6, 0, 2, tzinfo=timezone.utc),
+    "runtime_s": 2.0, "status": "succeeded",
+}
+
+
+def test_run_with_settings_profile_and_dag(store):
+    profile = Profile(format="spark-eventlog", engine="spark", app_id="local-1", n_jobs=3,
+                      n_stages=5, n_tasks=17, totals={"input_bytes": 1000})
+    key = store.add_run(RUN, {"spark.sql.shuffle.partitions": "8"}, profile=profile,
+                        dag={"nodes": [{"id": "a"}], "edges": []})
+    listed = store.runs_list()
+    assert [r["id"] for r in listed] == [key]
+    assert listed[0]["config"] == {"spark.sql.shuffle.partitions": "8"}
+    assert listed[0]["completed"] is True
+    assert store.profiles_for(key)[0]["n_tasks"] == 17
+    frame = store.run_frame(workload="tpch-q1")
+    assert frame.loc[0, "config"] == {"spark.sql.shuffle.partitions": "8"}
+    assert frame.loc[0, "runtime_s"] == 2.0
+
+
+def test_failed_run_is_kept_with_its_error(store):
+    failed = dict(RUN, run_id="r-2", status="failed", runtime_s=None, error="OutOfMemoryError")
+    store.add_run(failed, {})
+    row = store.runs_list()[0]
+    assert row["status"] == "failed" and row["completed"] is False
+    assert row["error"] == "OutOfMemoryError" and row["runtime_s"] is None
+
+
+def test_a_write_is_one_transaction(store, datasets_dir):
+    rows = read_run_table(datasets_dir / "scout_multinode.csv")[:20]
+    rows.append(dict(rows[0]))  # the duplicate makes the whole batch fail
+    with pytest.raises(StoreError, match="constraint"):
+        store.add_runs(rows)
+    assert store.count_runs() == 0
+    assert store.add_runs(rows[:20]) == (20, 0)
+    assert store.add_runs(rows[:20], skip_existing=True) == (0, 20)
+    assert store.counts_by_source() == {"scout-multinode": 20}
+
+
+def test_bad_runs_are_refused(store):
+    with pytest.raises(StoreError, match="a run needs workload"):
+        store.add_run(dict(RUN, workload=""), {})
+    with pytest.raises(StoreError, match="run status must be one of"):
+        store.add_run(dict(RUN, status="exploded"), {})
+    assert store.count_runs() == 0
+
+
+def test_models_round_trip(store):
+    with pytest.raises(StoreError, match="no trained model"):
+        store.load_model()
+    store.save_model("default", "forest", b"first", {"mdape": 0.1})
+    store.save_model("default", "forest", b"second", {"mdape": 0.05})
+    meta, payload = store.load_model("default")
+    assert payload == b"second" and meta["metrics"] == {"mdape": 0.05}
+    assert [m["kind"] for m in store.list_models()] == ["forest", "forest"]
+
+
+def test_default_location_from_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("JOBGAUGE_STORE", str(tmp_path / "env.db"))
+    store = open_store()
+    assert store.url == f"sqlite:///{tmp_path / 'env.db'}"
+    assert (tmp_path / "env.db").exists()
+
+
+def test_unreachable_database_is_a_store_error():
+    with pytest.raises(StoreError, match="cannot open store"):
+        open_store("postgresql+psycopg2://nobody@127.0.0.1:1/none")
