@@ -122,7 +122,7 @@ class QueryDag(nx.DiGraph):
     its plan id), ``"HiveJoin (3)"`` (a Calcite operator, numbered in pre-order)
     and ``"Stage 4"`` (a Spark stage of an event log).
 
-    Node attributes (every node has all of the first six):
+    Node attributes (every reader sets all seven of these):
 
     - ``kind``: one of :data:`KINDS` - a stage/vertex kind (``map``, ``reduce``,
       ``map-local``, ``conditional``, ``fetch``, ``move``, ``stats``,
@@ -152,7 +152,10 @@ class QueryDag(nx.DiGraph):
     node), ``stage_type`` (Hive's own words: ``"Map Reduce"``, ``"Tez"``,
     ...), ``execution_mode`` (``"vectorized, llap"``), ``local_work``,
     ``codegen_stage`` (Spark whole-stage-codegen id), ``operator_id`` (Spark
-    plan id), ``name``, ``n_tasks`` and ``metrics`` (event-log stages).
+    plan id), ``partitions`` (shuffle partitions of a Spark exchange), and for
+    event-log stages ``stage_id``, ``name``, ``n_tasks``, ``metrics`` (measured
+    totals: kept for explanations, never used as features) and
+    ``absent_parents`` (parent stages Spark skipped).
 
     Edge attributes: ``edge_type`` - Hive's ``SIMPLE_EDGE``,
     ``BROADCAST_EDGE``, ``CUSTOM_SIMPLE_EDGE``, ``CUSTOM_EDGE``,
@@ -197,7 +200,7 @@ class QueryDag(nx.DiGraph):
                         Map Operator Tree:
                             TableScan
                               alias: src
-                              Statistics: Num rows: 500 Data size: 89000 Basic stats: COMPLETE Column stats: COMPLETE
+                              Statistics: Num rows: 500 Data size: 89000 Basic stats: COMPLETE
                               Reduce Output Operator
                     Reducer 2
                         Reduce Operator Tree:

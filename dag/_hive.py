@@ -15,8 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from jobgauge.dag._graph import (
-    QueryDag, check_acyclic, make_operator, operator_category, require_text,
-    scan_label, unit_attrs,
+    QueryDag, check_acyclic, make_operator, require_text, scan_label, unit_attrs,
 )
 from jobgauge.errors import ParseError
 
@@ -31,6 +30,8 @@ _STATS = re.compile(r"Num rows: (\d+)(?:/(\d+))?\s+Data size: (\d+)")
 _USER_STATS = re.compile(r"rows=(\d+)(?:/(\d+))?\s+width=(\d+)")
 _OPERATOR_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9 _\-]*")
 _STAGE_ID = re.compile(r"Stage-\d+")
+_CBO_LINE = re.compile(r"^([A-Za-z_][\w]*)\(")
+_CBO_ROWCOUNT = re.compile(r"rowcount = ([0-9][0-9.]*(?:[eE][+-]?\d+)?)")
 _EXPLAIN_PREFIX = re.compile(
     r"^\s*explain(\s+(analyze|extended|formatted|cbo|vectorization|detail|dependency|"
     r"authorization|locks|ast|logical|ddl|reoptimization|user|cost|joincost|only|summary|"
@@ -110,10 +111,10 @@ def _split_segments(lines: list[str]) -> list[_Segment]:
             if at_col0:
                 if _STAGE_LINE.match(line):
                     current.has_tree = True
-                elif not (" <- " in line and not current.has_tree):
+                elif current.has_tree or not (" <- " in line or _USER_DEP_HEADER.match(line)):
                     close(i)
         elif current.kind == "cbo":
-            if at_col0 and current.has_tree:
+            if at_col0 and current.has_tree and not _CBO_LINE.match(stripped):
                 close(i)
             else:
                 current.has_tree = True
@@ -323,14 +324,8 @@ def _parse_dependency_items(items: list[_Item], path) -> dict:
     return deps
 
 
-def _find(items: list[_Item], *, prefix: str = None, exact: str = None) -> list[_Item]:
-    found = []
-    for item in items:
-        if exact is not None and item.text == exact:
-            found.append(item)
-        elif prefix is not None and item.text.startswith(prefix):
-            found.append(item)
-    return found
+def _find(items: list[_Item], *, exact: str) -> list[_Item]:
+    return [item for item in items if item.text == exact]
 
 
 def _vertex_extra(items: list[_Item]) -> dict:
@@ -417,10 +412,11 @@ def _parse_classic(lines, segment: _Segment, path) -> QueryDag:
     deps_items = _find(roots, exact="STAGE DEPENDENCIES:")
     plan_items = _find(roots, exact="STAGE PLANS:")
     if not plan_items:
-        last = roots[-1] if roots else None
-        raise ParseError("plan has no STAGE PLANS section", path=path,
-                         line=last.line if last else segment.start + 1,
-                         expected="'STAGE PLANS:'", snippet=last.text if last else "")
+        last = max((i for i in range(segment.start, segment.end) if lines[i].strip()),
+                   default=segment.start)
+        raise ParseError("plan has no STAGE PLANS section", path=path, line=last + 1,
+                         expected="'STAGE PLANS:' after the stage dependencies",
+                         snippet=lines[last].strip())
     deps = _parse_dependency_items(deps_items[0].children, path)
     plans = [_classic_stage(item, path) for item in plan_items[0].children]
     return _build_stage_dag(deps, plans, fmt="hive-classic", path=path, line=segment.start + 1)
@@ -435,7 +431,7 @@ _USER_SCAN_TABLE = re.compile(r"^([\w$]+@[\w$]+),([^,]+),")
 
 
 def _parse_user(lines, segment: _Segment, path) -> QueryDag:
-    dep_edges: list[tuple] = []   # (src, dst, type, partitions, line)
+    dep_edges: list[tuple] = []   # (src, dst, edge_type, partitions)
     stages: dict[str, dict] = {}  # stage -> {"kind", "type", "ops", "vertices", "line"}
     depends: dict[str, list[str]] = {}
     vertex_stage: dict[str, str] = {}
@@ -587,8 +583,6 @@ def _user_vertex(name, stage_id, stage, vertex_stage, vertex_ops, vertex_extra, 
 
 
 # ---- Calcite CBO plan ------------------------------------------------------------------
-_CBO_LINE = re.compile(r"^([A-Za-z_][\w]*)\(")
-_CBO_ROWCOUNT = re.compile(r"rowcount = ([0-9][0-9.]*(?:[eE][+-]?\d+)?)")
 
 
 def _parse_cbo(lines, segment: _Segment, path) -> QueryDag:
@@ -756,7 +750,7 @@ def _json_cbo(plan, *, path, line) -> QueryDag:
     if isinstance(plan, str):
         try:
             plan = json.loads(plan)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ParseError("CBOPlan is not JSON", path=path, line=line,
                              expected="a JSON object with 'rels'", snippet=plan[:60]) from None
     rels = plan.get("rels") if isinstance(plan, dict) else None
@@ -910,5 +904,3 @@ def _build_stage_dag(deps: dict, plans: list[_StagePlan], *, fmt: str, path, lin
     dag.graph.update(format=fmt, engine=engine, stages=stages)
     return check_acyclic(dag, path=path, line=line)
 
-
-__all__ = ["parse_hive_plans", "operator_category"]

@@ -240,6 +240,7 @@ class _Reader:
         self.read_tree(start, end)
         detail_id = None
         subquery_roots: dict[str, str] = {}
+        pending: list[tuple] = []  # (root or None, subquery key, hosting node)
         i = end
         while i < len(lines):
             line = lines[i].rstrip()
@@ -258,13 +259,9 @@ class _Reader:
                                      path=self.path, line=i + 1,
                                      expected="a hosting operator id of the plan", snippet=line)
                 root = roots[0] if roots else None
-                if root is None and keys:
-                    root = subquery_roots.get(keys[-1])
-                if root is not None:
-                    if keys:
-                        subquery_roots.setdefault(keys[-1], root)
-                    if root != self.by_operator_id[host]:
-                        self.dag.add_edge(root, self.by_operator_id[host], edge_type="subquery")
+                if root is not None and keys:
+                    subquery_roots.setdefault(keys[-1], root)
+                pending.append((root, keys[-1] if keys else None, self.by_operator_id[host]))
                 i = tree_end
                 continue
             detail = _DETAIL.match(line)
@@ -285,6 +282,16 @@ class _Reader:
                 if partitions and attrs["kind"] == "exchange":
                     attrs["partitions"] = 1 if partitions.group(2) else int(partitions.group(1))
             i += 1
+        # a subquery printed without a tree reuses one printed (maybe later) with it
+        unresolved = []
+        for root, key, host in pending:
+            root = root or subquery_roots.get(key)
+            if root is None:
+                unresolved.append(host)
+            elif root != host:
+                self.dag.add_edge(root, host, edge_type="subquery")
+        if unresolved:
+            self.dag.graph["unresolved_subqueries"] = unresolved
 
     # ---- finishing ------------------------------------------------------------------
     def finish(self, line: int) -> QueryDag:
@@ -307,7 +314,7 @@ class _Reader:
             self.dag.add_edge(origin, node, edge_type="reuse")
             # the data leaves a reused exchange the way it left the original
             origin_kind = self.dag.nodes[origin]["kind"]
-            for _, consumer, attrs in self.dag.out_edges(node, data=True):
+            for _, _, attrs in self.dag.out_edges(node, data=True):
                 if attrs.get("edge_type") in ("exchange", "broadcast"):
                     attrs["edge_type"] = _edge_type(origin_kind)
         if self.dag.number_of_nodes() == 0:

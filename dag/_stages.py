@@ -6,6 +6,7 @@ import networkx as nx
 
 from jobgauge.dag._graph import KINDS, QueryDag, make_operator
 from jobgauge.errors import UsageError
+from jobgauge.profiler.profile import TOTAL_METRICS
 
 _VOLUME_BYTES = ("input_bytes", "shuffle_read_bytes")
 _VOLUME_ROWS = ("input_records", "shuffle_read_records")
@@ -56,7 +57,7 @@ def dag_from_stages(stages) -> QueryDag:
     for stage_id in sorted(by_id):
         stage = by_id[stage_id]
         metrics = dict(stage.get("metrics") or {}) if isinstance(stage.get("metrics"), dict) else {}
-        for name in _VOLUME_BYTES + _VOLUME_ROWS:
+        for name in TOTAL_METRICS + ("duration_s",):
             if name not in metrics and _number(stage.get(name)) is not None:
                 metrics[name] = stage[name]
         data = [_number(metrics.get(n)) for n in _VOLUME_BYTES]
@@ -79,7 +80,8 @@ def dag_from_stages(stages) -> QueryDag:
                      n_tasks=_as_int(n_tasks, "n_tasks", stage_id) if n_tasks is not None else None,
                      metrics={k: v for k, v in metrics.items() if _number(v) is not None})
     for stage_id in sorted(by_id):
-        parents = _first(by_id[stage_id], "parent_ids", "Parent IDs") or []
+        parents = _first(by_id[stage_id], "parent_ids", "Parent IDs")
+        parents = [] if parents is None else parents
         if not isinstance(parents, (list, tuple)):
             raise UsageError(f"stage {stage_id} has parent_ids that are not a list: {parents!r}")
         absent = []

@@ -1,8 +1,10 @@
 """Draw a QueryDag as SVG without graphviz: a layered layout computed here.
 
-Layers are the longest-path depth from the sources (data flows top to bottom);
-within a layer nodes start in topological order and are then reordered by a
-few barycenter sweeps to cut edge crossings.  All text is XML-escaped.
+Layers come from the longest path to a sink ("as late as possible"): data
+flows top to bottom and every producer sits right above its nearest consumer,
+which keeps query trees compact.  Within a layer nodes start in topological
+order and a few barycenter sweeps reorder them to cut edge crossings.  All
+text is XML-escaped.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def _cut(text: str, limit: int) -> str:
 def _human(number) -> str:
     if number is None:
         return ""
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        return str(number)
     for unit, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(number) >= size:
             return f"{number / size:.1f}{unit}"
@@ -42,10 +46,11 @@ def _human(number) -> str:
 
 def _layers(dag) -> list[list]:
     order = topological_order(dag)
-    depth, _ = _depths(dag)
-    layers: list[list] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
-    for node in order:
-        layers[depth[node]].append(node)
+    _, height = _depths(dag)
+    top = max(height.values(), default=-1)
+    layers: list[list] = [[] for _ in range(top + 1)]
+    for node in order:  # as late as possible: each node right above its nearest consumer
+        layers[top - height[node]].append(node)
     for _ in range(2):  # barycenter sweeps: down using parents, up using children
         for neighbours, sweep in ((dag.predecessors, range(1, len(layers))),
                                   (dag.successors, range(len(layers) - 2, -1, -1))):

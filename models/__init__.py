@@ -1,1 +1,58 @@
-"""models"""
+"""Runtime models: predict how long a job takes, with a calibrated interval.
+
+Every model follows the scikit-learn estimator contract and learns from a
+run-table DataFrame (``jobgauge.runtable.read_run_tables``), optionally with
+``profile`` and ``dag`` columns::
+
+    from jobgauge.models import make_model, predict_one, save_model
+    model = make_model("fc", random_state=0).fit(frame)
+    predict_one(model, workload="terasort", datasize="huge",
+                instance_type="m4.xlarge", instance_count=8, vcpus=4, memory_gib=16)
+    # {'runtime_s': ..., 'low_s': ..., 'high_s': ...}
+
+Registered models (``MODELS``): tree, svm, forest, gbm, ernest, fc, rnn; any
+of them with ``+classes`` (``with_classes=True``) adds :class:`JobClassifier`
+classes to its features.
+
+Names are loaded on first use (PEP 562), so ``import jobgauge.models.cli``
+(the ``jobgauge --help`` path) does not import scikit-learn or torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+_EXPORTS = {
+    "RuntimeModel": "_base",
+    "DecisionTreeModel": "_baselines", "ErnestModel": "_baselines",
+    "GradientBoostingModel": "_baselines", "RandomForestModel": "_baselines",
+    "SVRModel": "_baselines",
+    "JobClassifier": "_classifier",
+    "DagRNN": "_networks", "FullyConnectedModel": "_networks",
+    "InvalidParameterError": "_params",
+    "DEFAULT_MODEL": "_registry", "FORMAT_VERSION": "_registry", "MODELS": "_registry",
+    "configuration_frame": "_registry", "dumps_model": "_registry", "load_model": "_registry",
+    "loads_model": "_registry", "make_model": "_registry", "model_name": "_registry",
+    "model_names": "_registry", "predict_frame": "_registry", "predict_one": "_registry",
+    "read_header": "_registry", "save_model": "_registry",
+    "RunFeatures": "features",
+}
+# The online remaining-time estimator is its own module (models/remaining.py);
+# it is exported when the file exists, and an error inside it is not hidden.
+if importlib.util.find_spec("jobgauge.models.remaining") is not None:
+    _EXPORTS["RemainingTimeEstimator"] = "remaining"
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"jobgauge.models.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'jobgauge.models' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

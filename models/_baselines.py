@@ -125,7 +125,7 @@ class GradientBoostingModel(RuntimeModel):
         "l2_regularization": [Interval(float, 0.0, None)],
     }
 
-    def __init__(self, *, max_iter=600, learning_rate=0.05, max_leaf_nodes=15,
+    def __init__(self, *, max_iter=300, learning_rate=0.1, max_leaf_nodes=15,
                  min_samples_leaf=5, l2_regularization=0.0, random_state=0,
                  calibration_size=0.2, censored_iterations=3, with_classes=False):
         self.max_iter = max_iter
@@ -140,15 +140,20 @@ class GradientBoostingModel(RuntimeModel):
 
     def _fit_target(self, matrix, log_y, X):
         from sklearn.ensemble import HistGradientBoostingRegressor
+        from threadpoolctl import threadpool_limits
 
-        self.estimator_ = HistGradientBoostingRegressor(
-            max_iter=self.max_iter, learning_rate=self.learning_rate,
-            max_leaf_nodes=self.max_leaf_nodes, min_samples_leaf=self.min_samples_leaf,
-            l2_regularization=self.l2_regularization, early_stopping=False,
-            random_state=self.random_state).fit(matrix, log_y)
+        with threadpool_limits(1):  # the machine is shared: one OpenMP thread
+            self.estimator_ = HistGradientBoostingRegressor(
+                max_iter=self.max_iter, learning_rate=self.learning_rate,
+                max_leaf_nodes=self.max_leaf_nodes, min_samples_leaf=self.min_samples_leaf,
+                l2_regularization=self.l2_regularization, early_stopping=False,
+                random_state=self.random_state).fit(matrix, log_y)
 
     def _predict_matrix(self, matrix, X):
-        return self.estimator_.predict(matrix)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):
+            return self.estimator_.predict(matrix)
 
 
 class ErnestModel(RuntimeModel):

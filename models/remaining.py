@@ -39,16 +39,18 @@ Example (history from finished runs, then a live application)::
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from statistics import NormalDist
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from jobgauge.errors import GaugeError, ModelError, NotFittedError, ParseError, UsageError
+from jobgauge.errors import NotFittedError, ParseError, UsageError
 from jobgauge.profiler.live import JobProgress, ProgressSnapshot, ProgressTracker, read_snapshot
 
 __all__ = [
@@ -268,6 +270,8 @@ class _SignatureProfile:
     job_seconds: list[float]            # median interval of job k (submission order)
     total_s: float                      # median runtime
     runtimes: list[float]
+    fallback_s: float = 0.0             # typical interval of a job beyond the longest run seen
+    future_from: list[float] = field(default_factory=list)  # typical seconds of jobs k.. n_jobs-1
     speed_intercept: float = 0.0        # log future speed = intercept + slope * log observed speed
     speed_slope: float = 1.0
     quantiles: list[tuple[float, float]] = field(default_factory=list)  # per progress band
@@ -374,8 +378,9 @@ class RemainingTimeEstimator:
         self.profiles_ = {sig: self._profile(runs) for sig, runs in groups.items()
                           if len(runs) >= self.min_history}
         for sig, profile in self.profiles_.items():
-            self._learn_persistence(profile, groups[sig])
-            profile.quantiles = self._calibrate(profile, groups[sig])
+            replay = self._replay(profile, groups[sig])
+            self._learn_persistence(profile, replay)
+            profile.quantiles = self._calibrate(profile, replay)
         self.n_histories_ = len(histories)
         self.live_ = {}
         return self
@@ -399,49 +404,56 @@ class RemainingTimeEstimator:
             values = [x[k] for x in per_job if len(x) > k]
             job_seconds.append(float(np.median(values)))
         runtimes = [run.runtime_s for run in runs]
+        n_jobs = int(round(float(np.median([len(x) for x in per_job]))))
+        fallback = float(np.median(job_seconds))
+        typical = job_seconds + [fallback] * max(0, n_jobs - len(job_seconds))
+        future_from = [float(sum(typical[k:n_jobs])) for k in range(n_jobs + 1)]
         return _SignatureProfile(
-            n_runs=len(runs), n_jobs=int(round(float(np.median([len(x) for x in per_job])))),
-            startup_s=float(np.median(startups)), job_seconds=job_seconds,
-            total_s=float(np.median(runtimes)), runtimes=runtimes)
+            n_runs=len(runs), n_jobs=n_jobs, startup_s=float(np.median(startups)),
+            job_seconds=job_seconds, total_s=float(np.median(runtimes)), runtimes=runtimes,
+            fallback_s=fallback, future_from=future_from)
 
-    def _learn_persistence(self, profile: _SignatureProfile, runs: list[AppTimeline]) -> None:
-        """How much of the speed seen so far carries over to the jobs not yet
-        submitted: least squares of log(actual / typical future time) on
-        log(observed speed), over the training runs replayed at several points."""
-        xs, ys = [], []
+    def _replay(self, profile: _SignatureProfile, runs: list[AppTimeline]) -> list[tuple]:
+        """The training runs seen at several points of their progress:
+        (state, true seconds left, true seconds from the next job's submission)."""
+        out = []
         for run in runs:
             submits = [job.submitted_s for job in run.jobs]
             for fraction in _CALIBRATION_POINTS:
                 moment = run.started_s + fraction * run.runtime_s
-                state = self._speed_state(run.snapshot_at(moment), profile)
-                next_index = state["next_index"]
-                if state["future_typical"] <= 0 or next_index >= len(submits):
-                    continue
-                actual = run.ended_s - submits[next_index]
-                if actual > 0 and state["speed"] > 0:
-                    xs.append(math.log(state["speed"]))
-                    ys.append(math.log(actual / state["future_typical"]))
+                seen = bisect.bisect_right(submits, moment)
+                state = self._speed_state(run.started_s, submits[:seen], moment, profile)
+                after_next = run.ended_s - submits[seen] if seen < len(submits) else None
+                out.append((state, run.ended_s - moment, after_next))
+        return out
+
+    def _learn_persistence(self, profile: _SignatureProfile, replay: list[tuple]) -> None:
+        """How much of the speed seen so far carries over to the jobs not yet
+        submitted: least squares of log(actual / typical time of those jobs)
+        on log(speed so far), over the replayed training runs."""
+        xs, ys = [], []
+        for state, _, after_next in replay:
+            if state["future_typical"] > 0 and after_next and after_next > 0 and state["speed"] > 0:
+                xs.append(math.log(state["speed"]))
+                ys.append(math.log(after_next / state["future_typical"]))
         if len(xs) < 5:
             return
         x, y = np.array(xs), np.array(ys)
         slope = float(np.polyfit(x, y, 1)[0]) if np.ptp(x) > 1e-9 else 0.0
-        slope = min(max(slope, 0.0), 1.0)
-        profile.speed_slope = slope
-        profile.speed_intercept = float(np.median(y - slope * x))
+        profile.speed_slope = min(max(slope, 0.0), 1.0)
+        profile.speed_intercept = float(np.median(y - profile.speed_slope * x))
 
-    def _calibrate(self, profile: _SignatureProfile, runs: list[AppTimeline]) -> list[tuple[float, float]]:
+    def _calibrate(self, profile: _SignatureProfile, replay: list[tuple]) -> list[tuple[float, float]]:
         """Quantiles of log(true remaining / predicted) per progress band, from
-        replaying the training runs (in-sample: the profile is a median, so
+        the replayed training runs (in-sample: the profile is a median, so
         one run moves it little)."""
         by_band: list[list[float]] = [[] for _ in range(len(_BANDS) + 1)]
-        for run in runs:
-            for fraction in _CALIBRATION_POINTS:
-                moment = run.started_s + fraction * run.runtime_s
-                true_left = run.ended_s - moment
-                estimate = self._from_history(run.snapshot_at(moment), profile, calibrated=False)
-                if estimate.remaining_seconds and estimate.remaining_seconds > 0 and true_left > 0:
-                    band = int(np.searchsorted(_BANDS, estimate.progress, side="right"))
-                    by_band[band].append(math.log(true_left / estimate.remaining_seconds))
+        for state, true_left, _ in replay:
+            remaining, _ = self._left(state, profile)
+            if remaining > 0 and true_left > 0:
+                elapsed = state["now"] - state["started"]
+                band = bisect.bisect_right(_BANDS, elapsed / (elapsed + remaining))
+                by_band[band].append(math.log(true_left / remaining))
         low_q, high_q = (1 - self.interval) / 2, 1 - (1 - self.interval) / 2
         everything = [v for band in by_band for v in band]
         out = []
@@ -501,134 +513,117 @@ class RemainingTimeEstimator:
         """Weight of a new sample worth ``weight`` typical units."""
         return 1.0 - (1.0 - self.alpha) ** max(weight, 0.0) if self.alpha < 1 else (1.0 if weight > 0 else 0.0)
 
-    def _speed_state(self, snapshot: ProgressSnapshot, profile: _SignatureProfile) -> dict[str, float]:
+    def _speed_state(self, started: float, submits: list[float], now: float,
+                     profile: _SignatureProfile) -> dict[str, float]:
         """The run's speed so far (EWMA of observed / typical interval) and
-        where it stands in the typical run."""
-        now = snapshot.taken_s
-        submits = [j.submitted_s for j in snapshot.jobs if j.submitted_s is not None]
+        where it stands in the typical run.  ``submits``: submission times of
+        the jobs seen so far."""
+        expected, fallback = profile.job_seconds, profile.fallback_s
+        unit = max(profile.total_s / max(profile.n_jobs + 1, 1), 1e-9)   # one typical job's worth
+        speed = 1.0
+        previous, typical_s = started, profile.startup_s
+        for k, submitted in enumerate(submits):
+            if typical_s > 0:
+                speed += self._decay(typical_s / unit) * ((submitted - previous) / typical_s - speed)
+            previous, typical_s = submitted, expected[k] if k < len(expected) else fallback
+        current_elapsed = max(now - previous, 0.0)
+        # an overrunning current interval is a partial sample: the run is at least that slow
+        if typical_s > 0 and current_elapsed > speed * typical_s:
+            speed += self._decay(typical_s / unit) * (current_elapsed / typical_s - speed)
+        next_index = len(submits)
+        future = profile.future_from[next_index] if next_index < len(profile.future_from) else 0.0
+        return {"speed": speed, "started": started, "now": now, "n_submitted": next_index,
+                "current_typical": typical_s, "current_elapsed": current_elapsed,
+                "future_typical": future}
+
+    @staticmethod
+    def _left(state: dict[str, float], profile: _SignatureProfile) -> tuple[float, float]:
+        """(seconds left, speed assumed for the rest) from a speed state."""
+        future_speed = math.exp(profile.speed_intercept
+                                + profile.speed_slope * math.log(max(state["speed"], 1e-9)))
+        current_left = max(future_speed * state["current_typical"] - state["current_elapsed"], 0.0)
+        return current_left + future_speed * state["future_typical"], future_speed
+
+    def _from_history(self, snapshot: ProgressSnapshot, profile: _SignatureProfile) -> RemainingEstimate:
+        submits = sorted(j.submitted_s for j in snapshot.jobs if j.submitted_s is not None)
         started = snapshot.started_s
         if started is None:
-            started = submits[0] if submits else now
-        expected = profile.job_seconds
-        typical = max(profile.total_s / max(profile.n_jobs + 1, 1), 1e-9)
-        finished: list[tuple[float, float]] = []      # (observed, typical) seconds
-        if submits:
-            finished.append((submits[0] - started, profile.startup_s))
-            for k in range(len(submits) - 1):
-                finished.append((submits[k + 1] - submits[k], self._typical(expected, k)))
-            current_typical = self._typical(expected, len(submits) - 1)
-            current_elapsed = now - submits[-1]
-        else:
-            current_typical = profile.startup_s
-            current_elapsed = now - started
-        speed = 1.0
-        for observed, typical_s in finished:
-            if typical_s > 0:
-                speed += self._decay(typical_s / typical) * (observed / typical_s - speed)
-        # an overrunning current interval is a partial sample: the run is at least that slow
-        if current_typical > 0 and current_elapsed > speed * current_typical:
-            speed += self._decay(current_typical / typical) * (current_elapsed / current_typical - speed)
-        next_index = len(submits)
-        return {
-            "speed": speed, "started": started, "now": now, "n_submitted": len(submits),
-            "current_typical": current_typical, "current_elapsed": max(current_elapsed, 0.0),
-            "next_index": next_index,
-            "future_typical": sum(self._typical(expected, k) for k in range(next_index, profile.n_jobs)),
-        }
-
-    def _from_history(self, snapshot: ProgressSnapshot, profile: _SignatureProfile,
-                      *, calibrated: bool = True) -> RemainingEstimate:
-        state = self._speed_state(snapshot, profile)
-        speed = state["speed"]
-        current_left = max(speed * state["current_typical"] - state["current_elapsed"], 0.0)
-        future_speed = math.exp(profile.speed_intercept + profile.speed_slope * math.log(max(speed, 1e-9)))
-        remaining = current_left + future_speed * state["future_typical"]
+            started = submits[0] if submits else snapshot.taken_s
+        state = self._speed_state(started, submits, snapshot.taken_s, profile)
+        remaining, future_speed = self._left(state, profile)
         elapsed = max(0.0, state["now"] - state["started"])
         low = high = None
-        if calibrated and profile.quantiles:
+        if profile.quantiles:
             progress = elapsed / (elapsed + remaining) if elapsed + remaining > 0 else 1.0
-            q_low, q_high = profile.quantiles[int(np.searchsorted(_BANDS, progress, side="right"))]
+            q_low, q_high = profile.quantiles[bisect.bisect_right(_BANDS, progress)]
             low, high = remaining * math.exp(q_low), remaining * math.exp(q_high)
-        n_submitted = state["n_submitted"]
-        done = n_submitted - 1 + (1 if snapshot.jobs and snapshot.jobs[-1].finished else 0)
         return RemainingEstimate(
-            remaining, low, high, elapsed, "history", "jobs", float(max(done, 0)),
-            float(max(profile.n_jobs, n_submitted)), speed,
+            remaining, low, high, elapsed, "history", "jobs", float(snapshot.jobs_completed),
+            float(max(profile.n_jobs, len(submits))), state["speed"],
             details={"typical_runtime_s": profile.total_s, "history_runs": profile.n_runs,
                      "typical_jobs": profile.n_jobs, "future_speed": future_speed})
 
-    @staticmethod
-    def _typical(expected: list[float], k: int) -> float:
-        if k < len(expected):
-            return expected[k]
-        return float(np.median(expected)) if expected else 0.0
-
     def _from_known_work(self, snapshot: ProgressSnapshot) -> RemainingEstimate:
+        """No history: wall-clock seconds per unit of the work announced so far."""
         now = snapshot.taken_s
-        elapsed = snapshot.elapsed_s
         stages = [s for s in snapshot.stages if s.status != "skipped"]
-        use_tasks = any(s.n_tasks > 0 for s in stages)
-        samples: list[tuple[float, float]] = []        # (seconds, units) in completion order
         origin = min((j.submitted_s for j in snapshot.jobs if j.submitted_s is not None),
                      default=snapshot.started_s)
-        if stages and (use_tasks or True):
+        samples: list[tuple[float, float]] = []        # (seconds, units), in completion order
+        if stages:
+            use_tasks = any(s.n_tasks > 0 for s in stages)
             unit = "tasks" if use_tasks else "stages"
-            size = (lambda s: float(s.n_tasks)) if use_tasks else (lambda s: 1.0)
-            done_stages = sorted((s for s in stages if s.status == "complete" and s.completed_s),
-                                 key=lambda s: s.completed_s)
+
+            def size(stage) -> float:
+                return float(stage.n_tasks) if use_tasks else 1.0
+
             total = sum(size(s) for s in stages)
-            completed = sum(size(s) for s in done_stages)
+            done = sorted((s for s in stages if s.status == "complete" and s.completed_s),
+                          key=lambda s: s.completed_s)
+            completed = sum(size(s) for s in done)
             last = origin
-            for s in done_stages:
+            for s in done:
                 if last is not None and size(s) > 0:
                     samples.append((max(s.completed_s - last, 0.0), size(s)))
                 last = s.completed_s if last is None else max(last, s.completed_s)
-            active = [s for s in stages if s.status in ("active", "failed")]
-            partial = sum(min(s.n_completed_tasks, s.n_tasks) for s in active) if use_tasks else 0.0
-            if partial > 0 and last is not None:
-                samples.append((max(now - last, 0.0), partial))
-            completed += partial
-            reference = total / max(len(stages), 1)
-        elif snapshot.jobs:
+            if use_tasks:       # tasks already done in stages still running
+                partial = float(sum(min(s.n_completed_tasks, s.n_tasks) for s in stages
+                                    if s.status != "complete"))
+                if partial > 0 and last is not None:
+                    samples.append((max(now - last, 0.0), partial))
+                completed += partial
+            reference = total / len(stages)
+            running_since = None
+        else:
             unit = "jobs"
-            jobs = snapshot.jobs
-            total = float(len(jobs))
-            done_jobs = sorted((j for j in jobs if j.finished and j.completed_s), key=lambda j: j.completed_s)
+            total = float(len(snapshot.jobs))
+            done_jobs = sorted((j for j in snapshot.jobs if j.finished and j.completed_s),
+                               key=lambda j: j.completed_s)
             completed = float(len(done_jobs))
             last = origin
-            for j in done_jobs:
+            for job in done_jobs:
                 if last is not None:
-                    samples.append((max(j.completed_s - last, 0.0), 1.0))
-                last = j.completed_s
+                    samples.append((max(job.completed_s - last, 0.0), 1.0))
+                last = job.completed_s
             reference = 1.0
-        else:
-            unit, total, completed, reference = "jobs", 0.0, 0.0, 1.0
+            running_since = last
         per_unit = self.prior_seconds_per_unit
         for seconds, units in samples:
             rate = seconds / units
             per_unit = rate if per_unit is None else per_unit + self._decay(units / reference) * (rate - per_unit)
         left_units = max(total - completed, 0.0)
+        elapsed = snapshot.elapsed_s
         if per_unit is None:
             return RemainingEstimate(None, None, None, elapsed, "none", unit, completed, total or None)
         remaining = per_unit * left_units
-        if unit == "jobs" and left_units > 0:
-            # the running job has been going for a while already
-            running = [j for j in snapshot.jobs if not j.finished and j.submitted_s is not None]
-            spent = sum(max(now - j.submitted_s, 0.0) for j in running)
-            remaining = max(remaining - spent, 0.0)
-        rates = [s / u for s, u in samples if u > 0]
-        spread = float(np.std(np.log(np.maximum(rates, 1e-9)))) if len(rates) >= 2 else 0.5
-        z = _normal_quantile(1 - (1 - self.interval) / 2)
-        factor = math.exp(z * spread)
+        if running_since is not None and left_units > 0:
+            # jobs only: the running job has been going since the last one ended
+            remaining = max(remaining - max(now - running_since, 0.0), 0.0)
+        rates = [s / u for s, u in samples if u > 0 and s > 0]
+        spread = float(np.std(np.log(rates))) if len(rates) >= 2 else 0.5
+        factor = math.exp(NormalDist().inv_cdf(1 - (1 - self.interval) / 2) * spread)
         return RemainingEstimate(remaining, remaining / factor, remaining * factor, elapsed,
                                  "known_work", unit, completed, total, per_unit)
-
-
-def _normal_quantile(p: float) -> float:
-    """Standard normal quantile (Acklam's rational approximation, |error| < 1e-8)."""
-    from statistics import NormalDist  # noqa: PLC0415 - stdlib, cheap
-
-    return NormalDist().inv_cdf(p)
 
 
 # ---------------------------------------------------------------- one call for the web app
@@ -653,14 +648,7 @@ def remaining_seconds(url_or_eventlog_path, estimator: RemainingTimeEstimator | 
     if estimator is None:
         estimator = RemainingTimeEstimator().fit([])
     snapshot = read_snapshot(url_or_eventlog_path, app_id=app_id, now=now)
-    try:
-        estimate = estimator.estimate(snapshot)
-    except NotFittedError:
-        raise
-    except GaugeError:
-        raise
-    except (ArithmeticError, ValueError) as exc:  # a snapshot the model cannot use
-        raise ModelError(f"cannot estimate the remaining time of {snapshot.app_id}: {exc}") from exc
+    estimate = estimator.estimate(snapshot)
     out = {
         "app_id": snapshot.app_id, "app_name": snapshot.app_name, "status": snapshot.status,
         "elapsed_s": round(snapshot.elapsed_s, 3),

@@ -73,7 +73,10 @@ def _loads(line: bytes):
             return _fast_loads(line)
         except ValueError:
             pass  # NaN, huge integers: let the standard library decide
-    return json.loads(line)
+    try:
+        return json.loads(line)
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deeply") from exc
 
 
 class DurationSummary:
@@ -486,7 +489,8 @@ class EventLogAggregator:
         self._seen(added)
         self.executors[executor_id] = {
             "executor_id": executor_id, "host": info.get("Host"),
-            "cores": info.get("Total Cores"), "added_ms": added,
+            "cores": None if info.get("Total Cores") is None else int(info["Total Cores"]),
+            "added_ms": added,
             "removed_ms": None, "removed_reason": None,
         }
 
@@ -654,8 +658,11 @@ class EventLogAggregator:
             status = "succeeded" if self.exit_code in (None, 0) else "failed"
         else:
             status = "running"
-            self.notes.append("no SparkListenerApplicationEnd: the application was still "
-                              "running when the log was read, or its driver died")
+            self.notes.append(
+                "no SparkListenerApplicationEnd: the log is marked in progress, the "
+                "application was still running" if in_progress else
+                "no SparkListenerApplicationEnd although the log is not marked in progress: "
+                "the driver died, or the log was cut off")
         runtime = None
         if self.app_ended and self.start_ms is not None and self.end_ms is not None:
             runtime = (self.end_ms - self.start_ms) / 1000.0
@@ -760,9 +767,13 @@ def read_eventlog(path, *, on_read=None) -> Profile:
     if n_events == 0:
         raise ParseError("no Spark events in the log", path=layout.source,
                          expected=_EXPECTED_EVENT)
-    return aggregator.profile(
-        str(path), in_progress=layout.in_progress, version_hint=layout.version_hint,
-        app_id_hint=layout.app_id_hint, notes=notes)
+    try:
+        return aggregator.profile(
+            str(path), in_progress=layout.in_progress, version_hint=layout.version_hint,
+            app_id_hint=layout.app_id_hint, notes=notes)
+    except (TypeError, ValueError, ArithmeticError) as exc:   # values of the wrong kind
+        raise ParseError(f"inconsistent events ({type(exc).__name__}: {exc})",
+                         path=layout.source, expected=_EXPECTED_EVENT) from exc
 
 
 def iter_events(path):

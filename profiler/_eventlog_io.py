@@ -49,9 +49,9 @@ _CODEC_CLASSES = {"org.apache.spark.io.lz4compressioncodec": "lz4",
                   "org.apache.spark.io.zstdcompressioncodec": "zstd",
                   "org.apache.spark.io.lzfcompressioncodec": "lzf"}
 
-_ROLLING_PART = re.compile(
-    r"^events_(?P<index>\d+)_(?P<app>.+?)(?P<codec>\.(?:lz4|lzf|snappy|zstd|zst))?"
-    r"(?P<compact>\.compact)?(?P<inprogress>\.inprogress)?$")
+_PART_TAIL = r"(?P<codec>\.(?:lz4|lzf|snappy|zstd|zst))?(?P<compact>\.compact)?$"
+_ROLLING_PART = re.compile(r"^events_(?P<index>\d+)_(?P<app>[^./]+)" + _PART_TAIL)
+_ROLLING_PREFIX = "eventlog_v2_"
 _LEGACY_PART = re.compile(r"^EVENT_LOG_(?P<index>\d+)$")
 
 
@@ -100,9 +100,24 @@ def sniff_codec(head: bytes) -> str | None:
     return None
 
 
+def _rolling_pattern(folder: Path):
+    """Part names of a rolling folder: ``events_<n>_<app>[.codec][.compact]``.
+
+    In an ``eventlog_v2_<app>`` folder ``<app>`` is exactly the folder's
+    suffix (it may hold dots); elsewhere an app id without dots is assumed.
+    """
+    if folder.name.startswith(_ROLLING_PREFIX):
+        app = re.escape(folder.name[len(_ROLLING_PREFIX):])
+        return re.compile(rf"^events_(?P<index>\d+)_(?P<app>{app})" + _PART_TAIL)
+    return _ROLLING_PART
+
+
 def is_rolling_dir(path: Path) -> bool:
-    return path.is_dir() and (path.name.startswith("eventlog_v2_") or any(
-        _ROLLING_PART.match(p.name) for p in path.iterdir()))
+    if not path.is_dir():
+        return False
+    pattern = _rolling_pattern(path)
+    return path.name.startswith(_ROLLING_PREFIX) or any(
+        pattern.match(p.name) for p in path.iterdir())
 
 
 def is_legacy_dir(path: Path) -> bool:
@@ -124,13 +139,14 @@ def resolve_layout(path) -> LogLayout:
     if not path.is_dir():
         raise ParseError("not a regular file or directory", path=path)
     entries = sorted(p for p in path.iterdir() if not p.name.startswith("."))
-    rolling = [(m, p) for p in entries if (m := _ROLLING_PART.match(p.name))]
+    pattern = _rolling_pattern(path)
+    rolling = [(m, p) for p in entries if (m := pattern.match(p.name))]
     if rolling:
         return _rolling_layout(path, entries, rolling)
     legacy = [(int(m.group("index")), p) for p in entries if (m := _LEGACY_PART.match(p.name))]
     if legacy:
         return _legacy_layout(path, entries, legacy)
-    if path.name.startswith("eventlog_v2_"):
+    if path.name.startswith(_ROLLING_PREFIX):
         raise ParseError("rolling event log folder holds no events_<n>_<app> files", path=path,
                          expected="events_1_<app id>[.lz4|.snappy|.zstd]")
     raise ParseError("folder is not a Spark event log", path=path,
@@ -148,6 +164,9 @@ def _rolling_layout(path, entries, rolling) -> LogLayout:
     indices = [t[0] for t in parts]
     layout = LogLayout(path, [], "rolling")
     for i in range(1, len(indices)):
+        if indices[i] == indices[i - 1]:
+            raise ParseError(f"two parts with index {indices[i]}", path=path,
+                             expected="one events_<n>_<app> file per index")
         if indices[i] != indices[i - 1] + 1:
             layout.notes.append(f"rolling parts {indices[i - 1]} and {indices[i]} are not "
                                 "consecutive: events in between are missing")

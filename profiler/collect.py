@@ -267,14 +267,105 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                   eventlog_dir=eventlog_dir, work_dir=work_dir / "apps",
                   app_name=f"jobgauge collect {plan['name']} g{group_index} {size}",
                   on_start=app_info.update, on_record=on_record)
+        attach_profiles(work_dir, journal)
     bar.close()
+    attach_profiles(work_dir, journal)
     rows = [e["run"] for e in journal.entries.values()]
     if plan.get("out"):
         export(journal, plan["out"])
+        export_profiles(work_dir, profiles_path_for(plan["out"]))
     if store is not None:
         store.add_runs([_store_row(r) for r in rows], skip_existing=True)
     return {"plan": plan["name"], "planned": len(runs), "done": len(journal.entries),
             "added": added, "noise": noise_report(journal)}
+
+
+PROFILE_STAGE_KEYS = ("stage_id", "parent_ids", "name", "n_tasks", "duration_s",
+                      "task_duration_p50_ms", "task_duration_max_ms", "task_skew",
+                      "input_bytes", "shuffle_read_bytes", "shuffle_write_bytes",
+                      "executor_run_time_ms", "executor_cpu_time_ms", "jvm_gc_time_ms",
+                      "memory_spill_bytes", "disk_spill_bytes")
+
+
+def compact_profile(profile) -> dict:
+    """What the shipped corpus keeps of one run's profile: the summary, the stage DAG
+    with per-stage aggregates, and the physical plan Spark executed."""
+    plans = [q.get("physical_plan_description") for q in profile.sql
+             if q.get("physical_plan_description")]
+    return {"summary": profile.summary(),
+            "stages": [{k: s.get(k) for k in PROFILE_STAGE_KEYS} for s in profile.stages],
+            "physical_plan": plans[0] if plans else None}
+
+
+def attach_profiles(work_dir, journal: Journal) -> int:
+    """Profile every journaled run that has none yet, reading each event log once."""
+    from jobgauge.errors import GaugeError
+    from jobgauge.profiler.eventlog import read_eventlog
+    from jobgauge.profiler.runner import find_eventlog, query_profile
+
+    work_dir = Path(work_dir)
+    path = work_dir / "profiles.jsonl"
+    done = set()
+    if path.exists():
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    done.add(json.loads(line)["run_id"])
+                except (json.JSONDecodeError, KeyError):
+                    continue
+    by_app = defaultdict(list)
+    for run_id, entry in journal.entries.items():
+        if run_id not in done and entry.get("app_id") and entry.get("job_ids"):
+            by_app[entry["app_id"]].append(entry)
+    added = 0
+    with open(path, "a", encoding="utf-8") as out:
+        for app_id, entries in sorted(by_app.items()):
+            log = find_eventlog(work_dir / "eventlogs", app_id)
+            if log is None or log.endswith(".inprogress"):
+                continue
+            try:
+                app_profile = read_eventlog(log)
+            except GaugeError as exc:
+                print(f"event log of {app_id} not read: {exc}", file=sys.stderr)
+                continue
+            for entry in entries:
+                profile = query_profile(app_profile, entry["job_ids"],
+                                        runtime_s=entry["run"].get("runtime_s"))
+                out.write(json.dumps({"run_id": entry["run"]["run_id"],
+                                      "source": entry["run"]["source"],
+                                      **compact_profile(profile)}, default=str) + "\n")
+                added += 1
+    return added
+
+
+def profiles_path_for(runs_out) -> Path:
+    """data/runs/NAME.csv.gz → data/profiles/NAME.jsonl.gz"""
+    runs_out = Path(runs_out)
+    name = runs_out.name.removesuffix(".gz").removesuffix(".csv")
+    return runs_out.parent.parent / "profiles" / f"{name}.jsonl.gz"
+
+
+def export_profiles(work_dir, out_path) -> int:
+    """Write the collected profiles, sorted by run id, as gzip JSON lines."""
+    import gzip
+
+    source = Path(work_dir) / "profiles.jsonl"
+    if not source.exists():
+        return 0
+    records = {}
+    with open(source, encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            records[record["run_id"]] = record
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(out_path, "wt", encoding="utf-8") as out:
+        for run_id in sorted(records):
+            out.write(json.dumps(records[run_id], sort_keys=True) + "\n")
+    return len(records)
 
 
 def _store_row(row: dict) -> dict:

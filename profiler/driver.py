@@ -61,34 +61,43 @@ def run_spec(spec: dict) -> int:
     set_keys: set[str] = set()
     try:
         for item in spec["items"]:
-            for key in set_keys - set(item.get("sql_conf", {})):
-                spark.conf.unset(key)
-            for key, value in item.get("sql_conf", {}).items():
-                spark.conf.set(key, str(value))
-            set_keys = set(item.get("sql_conf", {}))
-            workload = get_workload(item["workload"])
             group = f"jobgauge-{item['key']}"[:200]
-            context.setJobGroup(group, item["workload"], interruptOnCancel=True)
-            timed_out = threading.Event()
+            timed_out, finished = threading.Event(), threading.Event()
+            limit = float(item.get("timeout_s", 600))
 
-            def _cancel(group=group, timed_out=timed_out):
+            def _watch(group=group, timed_out=timed_out, finished=finished, limit=limit):
+                # Past the limit, keep cancelling: a job submitted after the first
+                # cancel (planning can outlast a short limit) must stop too.
+                if finished.wait(limit):
+                    return
                 timed_out.set()
-                context.cancelJobGroup(group)
+                while not finished.is_set():
+                    context.cancelJobGroup(group)
+                    finished.wait(0.2)
 
-            timer = threading.Timer(float(item.get("timeout_s", 600)), _cancel)
+            timer = threading.Thread(target=_watch, daemon=True)
             record = {"event": "item", "key": item["key"], "workload": item["workload"],
                       "warmup": bool(item.get("warmup")), "started_at": _now_iso()}
             output_dir = Path(spec.get("output_root", "/tmp")) / group
             begin = time.perf_counter()
-            timer.start()
             try:
+                for key in set_keys - set(item.get("sql_conf", {})):
+                    spark.conf.unset(key)
+                set_keys = set()
+                for key, value in item.get("sql_conf", {}).items():
+                    spark.conf.set(key, str(value))
+                    set_keys.add(key)
+                workload = get_workload(item["workload"])
+                context.setJobGroup(group, item["workload"], interruptOnCancel=True)
+                begin = time.perf_counter()
+                timer.start()
                 summary = workload.run(spark, Path(item["data_path"]), output_dir=output_dir)
                 record.update(status="succeeded", result=summary)
             except Exception as exc:  # noqa: BLE001 - every failure is recorded, not raised
                 record.update(status="timed_out" if timed_out.is_set() else "failed",
                               error=_error_text(exc))
             finally:
-                timer.cancel()
+                finished.set()
                 record["runtime_s"] = round(time.perf_counter() - begin, 4)
                 record["ended_at"] = _now_iso()
             record["job_ids"] = sorted(context.statusTracker().getJobIdsForGroup(group))

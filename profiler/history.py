@@ -19,7 +19,11 @@ stage ``parent_ids`` (hence ``critical_path_s``), the sum of task wall times
 time still give ``available_core_seconds``), and per-task details.  Task
 duration quantiles come from the server's own ``taskMetricsDistributions``
 (Spark >= 3.4: one request) or ``taskSummary`` per stage on older servers (at
-most ``max_stage_requests`` requests).
+most ``max_stage_requests`` requests).  On stages whose tasks all succeeded
+they equal ``read_eventlog``'s; where tasks failed or were killed the server
+also scans those attempts (a killed speculative copy can be its "max"), while
+``read_eventlog`` uses successful tasks only.  Metrics an old log did not
+record are ``None`` in ``read_eventlog`` and ``0`` here.
 
 Every failure - server unreachable, unknown application, a reply that is not
 the JSON the API documents - raises one :class:`ParseError` naming the URL.
@@ -208,7 +212,7 @@ def _build(client, app, app_id, attempt_id, url, max_stage_requests) -> Profile:
     for pair in environment.get("sparkProperties") or []:
         if isinstance(pair, (list, tuple)) and len(pair) == 2:
             config[str(pair[0])] = str(pair[1])
-    version = attempt.get("appSparkVersion")        # Spark >= 3.0 writes it
+    version = attempt.get("appSparkVersion") or None   # "" when the log has no version
 
     jobs = []
     for job in sorted(jobs_raw, key=lambda j: j["jobId"]):

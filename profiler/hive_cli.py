@@ -1,5 +1,255 @@
-"""Subcommands of this profiler piece (registered by jobgauge.cli)."""
+"""``jobgauge hive start|stop|status|load-tpch|explain|run``: queries on a live HiveServer2.
+
+Exit codes: ``start`` 0 once the server answers, 1 when one already runs for
+the state folder (or it fails to start); ``stop`` 0, also when no server was
+running (it says so); ``status`` 0 when a server runs, 1 when none does;
+``run`` 0 when the query succeeded, 1 when it failed or timed out (the run is
+recorded either way).  Without ``--host``/``--port`` the commands talk to the
+server ``jobgauge hive start`` runs (its state file), else 127.0.0.1:10000.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
 
 
 def register(subparsers) -> None:
-    """Add this piece's subcommands to the jobgauge parser."""
+    """Add ``hive`` and its subcommands."""
+    parser = subparsers.add_parser(
+        "hive", help="run and measure queries on a HiveServer2 (Hive or Spark Thrift server)",
+        description="Start a local HiveServer2 (Spark's Thrift server), load TPC-H into it, "
+                    "show query plans and record measured query runs with their DAGs.")
+    commands = parser.add_subparsers(dest="hive_command", metavar="COMMAND", required=True)
+
+    start = commands.add_parser("start", help="start a local Spark Thrift server on 127.0.0.1")
+    start.add_argument("--port", type=int, default=None, metavar="P", help="default 10000")
+    _state_dir(start)
+    start.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    start.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                       help="spark.* setting (--conf) or hive.* setting (--hiveconf); repeat")
+    start.add_argument("--timeout", type=float, default=300, metavar="SECONDS",
+                       help="how long to wait for the server to answer (default 300)")
+    start.add_argument("--json", action="store_true")
+    start.set_defaults(handler=start_command)
+
+    stop = commands.add_parser("stop", help="stop the local server (and its JVM)")
+    _state_dir(stop)
+    stop.add_argument("--json", action="store_true")
+    stop.set_defaults(handler=stop_command)
+
+    status = commands.add_parser("status", help="is the local server running?")
+    _state_dir(status)
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(handler=status_command)
+
+    load = commands.add_parser("load-tpch", help="create the TPC-H tables over parquet files")
+    _scale(load)
+    _connection(load)
+    load.add_argument("--json", action="store_true")
+    load.set_defaults(handler=load_command)
+
+    explain = commands.add_parser("explain", help="print a TPC-H query's plan (or its DAG)")
+    explain.add_argument("--query", type=int, required=True, metavar="N", help="1..22")
+    _scale(explain)
+    explain.add_argument("--mode", default=None, metavar="MODE",
+                         help="EXPLAIN variant: formatted (Spark's default), extended, cost, "
+                              "codegen; on Hive cbo, vectorization, ... (default: the engine's)")
+    _connection(explain)
+    explain.add_argument("--json", action="store_true", help="print the DAG as JSON")
+    explain.set_defaults(handler=explain_command)
+
+    run = commands.add_parser("run", help="run a TPC-H query once and record it with its DAG")
+    run.add_argument("--query", type=int, required=True, metavar="N", help="1..22")
+    _scale(run)
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="knobs",
+                     help="a Hive or Spark SQL session setting; repeat for more")
+    run.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
+                     help="cancel the query after this long (default 600)")
+    for name, kind in (("--instance-type", str), ("--instance-count", int), ("--vcpus", float),
+                       ("--memory-gib", float)):
+        run.add_argument(name, type=kind, default=None,
+                         help="where the server runs (needed for a server not on this machine)")
+    _connection(run)
+    run.add_argument("--json", action="store_true")
+    run.set_defaults(handler=run_command)
+
+
+def _state_dir(parser):
+    parser.add_argument("--state-dir", metavar="DIR", default=None,
+                        help="the local server's folder (default ~/.local/share/jobgauge/hive "
+                             "or $JOBGAUGE_HIVE_STATE)")
+
+
+def _scale(parser):
+    parser.add_argument("--scale", default="0.1", metavar="SF", help="TPC-H scale (default 0.1)")
+    parser.add_argument("--data-root", metavar="DIR", default=None,
+                        help="where generated TPC-H data is cached")
+
+
+def _connection(parser):
+    parser.add_argument("--host", default=None, help="HiveServer2 host (default: the local server)")
+    parser.add_argument("--port", type=int, default=None, metavar="P",
+                        help="HiveServer2 port (default: the local server's, else 10000)")
+    parser.add_argument("--username", default=None)
+    parser.add_argument("--auth", default=None, metavar="MODE",
+                        help="NONE (default), NOSASL, LDAP, CUSTOM or KERBEROS; the password for "
+                             "LDAP/CUSTOM is read from $JOBGAUGE_HIVE_PASSWORD")
+    parser.add_argument("--kerberos-service-name", default=None, metavar="NAME")
+    _state_dir(parser)
+
+
+def _print(args, payload: dict, lines: list[str]) -> None:
+    if args.json:
+        print(json.dumps(payload, default=str))
+    else:
+        print("\n".join(lines))
+
+
+# -- server ------------------------------------------------------------------------
+def start_command(args) -> int:
+    from jobgauge.profiler.hive import DEFAULT_PORT, start_server
+    from jobgauge.profiler.runner import parse_conf_pairs
+
+    conf = parse_conf_pairs(args.conf)
+    state = start_server(port=args.port or DEFAULT_PORT, state_dir=args.state_dir,
+                         master=args.master, conf=conf, timeout_s=args.timeout)
+    _print(args, state.to_dict(), [
+        f"Hive server (Spark Thrift server, {state.master}) answering on "
+        f"{state.host}:{state.port}, pid {state.pid}, started in {state.startup_s:.1f} s",
+        f"  log: {state.log_path}", f"  state: {state.state_dir}"])
+    return 0
+
+
+def stop_command(args) -> int:
+    from jobgauge.profiler.hive import DEFAULT_STATE_DIR, stop_server
+
+    state = stop_server(args.state_dir)
+    if state is None:
+        where = args.state_dir or DEFAULT_STATE_DIR
+        _print(args, {"stopped": None}, [f"no Hive server is running (state {where})"])
+        return 0
+    _print(args, {"stopped": state.to_dict()},
+           [f"stopped the Hive server on {state.host}:{state.port} (pid {state.pid})"])
+    return 0
+
+
+def status_command(args) -> int:
+    from jobgauge.profiler.hive import DEFAULT_STATE_DIR, server_status
+
+    status = server_status(args.state_dir)
+    if status is None:
+        where = args.state_dir or DEFAULT_STATE_DIR
+        _print(args, {"running": False}, [f"no Hive server is running (state {where})"])
+        return 1
+    _print(args, {"running": True, **status}, [
+        f"Hive server running on {status['host']}:{status['port']} (pid {status['pid']}, "
+        f"{status['master']}, up {status['uptime_s']:.0f} s, "
+        + ("answering)" if status["answering"] else "NOT answering)"),
+        f"  log: {status['log_path']}"])
+    return 0
+
+
+# -- queries -----------------------------------------------------------------------
+def open_session(args, database: str = "default"):
+    """A HiveSession on --host/--port, else the local server, else 127.0.0.1:10000."""
+    from jobgauge.profiler.hive import DEFAULT_PORT, HiveSession, default_endpoint
+
+    if args.host is None and args.port is None:
+        host, port = default_endpoint(args.state_dir)
+    else:
+        host, port = args.host or "127.0.0.1", args.port or DEFAULT_PORT
+    password = os.environ.get("JOBGAUGE_HIVE_PASSWORD") if (args.auth or "").upper() in (
+        "LDAP", "CUSTOM") else None
+    return HiveSession(host=host, port=port, username=args.username, auth=args.auth,
+                       password=password, database=database,
+                       kerberos_service_name=args.kerberos_service_name)
+
+
+def _load(session, args) -> dict:
+    print(f"loading TPC-H {args.scale} into {session.where} ...", file=sys.stderr, flush=True)
+    loaded = session.load_tpch(args.scale, args.data_root)
+    session.use(loaded["database"])
+    return loaded
+
+
+def load_command(args) -> int:
+    with open_session(args) as session:
+        loaded = _load(session, args)
+    _print(args, loaded, [
+        f"TPC-H {loaded['scale']} in database {loaded['database']} "
+        f"({len(loaded['created'])} tables created, {len(loaded['kept'])} already there) "
+        f"over {loaded['data_path']}"])
+    return 0
+
+
+def _query(number: int):
+    from jobgauge.errors import UsageError
+    from jobgauge.profiler.workloads._tpch_queries import QUERIES
+
+    if number not in QUERIES:
+        raise UsageError(f"TPC-H query must be 1..22; got {number}")
+    return f"tpch-q{number}", QUERIES[number].strip()
+
+
+def explain_command(args) -> int:
+    from jobgauge.profiler.hive import plan_dag
+
+    workload, sql = _query(args.query)
+    with open_session(args) as session:
+        _load(session, args)
+        text = session.explain(sql, args.mode)
+        engine = session.engine
+    if args.json:
+        dag = plan_dag(text, engine).to_dict()
+        dag["source_format"] = dag["graph"].get("format")
+        print(json.dumps(dag, default=str))
+    else:
+        print(text)
+    return 0
+
+
+def run_command(args) -> int:
+    from jobgauge.errors import UsageError
+    from jobgauge.profiler.hive import run_query
+    from jobgauge.profiler.runner import parse_conf_pairs
+    from jobgauge.profiler.workloads.base import directory_bytes
+    from jobgauge.store import open_store
+
+    workload, sql = _query(args.query)
+    knobs = parse_conf_pairs(args.knobs)
+    given = {"instance_type": args.instance_type, "instance_count": args.instance_count,
+             "vcpus": args.vcpus, "memory_gib": args.memory_gib}
+    resources = None
+    if any(v is not None for v in given.values()):
+        if any(v is None for v in given.values()):
+            raise UsageError("give all of --instance-type, --instance-count, --vcpus and "
+                             "--memory-gib, or none (then they are read from a local server)")
+        resources = given
+    store = open_store(args.store)
+    with open_session(args) as session:
+        loaded = _load(session, args)
+        print(f"running {workload} at {loaded['scale']} on {session.where} ...", file=sys.stderr,
+              flush=True)
+        run = run_query(session, workload, sql, loaded["scale"], knobs, store,
+                        timeout_s=args.timeout, input_bytes=directory_bytes(loaded["data_path"]),
+                        resources=resources)
+    if args.json:
+        out = {k: v for k, v in run.items() if k not in ("plan", "query_text")}
+        print(json.dumps(out, default=str))
+    else:
+        runtime = f" in {run['runtime_s']:.3f} s" if run["runtime_s"] is not None else ""
+        print(f"run {run['id']}: {workload} {run['datasize']} on {run['framework']} "
+              f"{run['engine_version']} {run['status']}{runtime}, {run['rows']} rows")
+        settings = run["settings"]
+        if settings["requested"]:
+            print("  applied: " + (", ".join(f"{k}={v}" for k, v in settings["applied"].items())
+                                   or "nothing"))
+        for key, reason in settings["ignored"].items():
+            print(f"  ignored {key}: {reason}")
+        if run["dag"] is not None:
+            print(f"  DAG: {len(run['dag']['nodes'])} operators, {len(run['dag']['edges'])} edges")
+        if run.get("error"):
+            print("  error: " + run["error"].splitlines()[0])
+    return 0 if run["status"] == "succeeded" else 1

@@ -754,6 +754,7 @@ def _assemble(*, format, job, tasks, attempts, job_counters, map_counters, reduc
 
 _MR1_PAIR = re.compile(r'([A-Z_]+)="((?:[^"\\]|\\.)*)"', re.S)
 _MR1_TYPE = re.compile(r"^([A-Za-z]+)\s")
+_MR1_QUOTE = re.compile(r'(?<!\\)(?:\\\\)*"')       # a quote not escaped by a backslash
 _MR1_STATUS = {"SUCCESS": "succeeded", "FAILED": "failed", "KILLED": "killed"}
 
 
@@ -811,17 +812,18 @@ def _mr1_records(section: list[tuple[int, str]], warnings: list[str]):
     """(line, type, {key: raw value}) for each complete record of a job log."""
     buffer: list[str] = []
     start_line = 0
+    quotes = 0
     for number, line in section:
         if not buffer:
             if not line.strip():
                 continue
             start_line = number
+            quotes = 0
         buffer.append(line)
-        joined = "\n".join(buffer)
-        quotes = len(re.findall(r'(?<!\\)(?:\\\\)*"', joined))
-        if quotes % 2 == 0 and joined.rstrip().endswith("."):
+        quotes += len(_MR1_QUOTE.findall(line))
+        if quotes % 2 == 0 and line.rstrip().endswith("."):
+            yield from _mr1_record(start_line, "\n".join(buffer), warnings)
             buffer = []
-            yield from _mr1_record(start_line, joined, warnings)
     if buffer:
         warnings.append(f"line {start_line}: record cut off at the end of the log")
 

@@ -1,5 +1,181 @@
-"""Subcommands of this profiler piece (registered by jobgauge.cli)."""
+"""``jobgauge profile``: what a finished (or running) job did, from its records.
+
+Inputs are told apart by content, not by name:
+
+* ``http://`` / ``https://`` URLs: a Spark History Server (``read_history``);
+* Spark event logs: plain, ``.lz4``, ``.snappy``, ``.zstd`` files, rolling
+  ``eventlog_v2_*`` folders and Spark 1.x ``<app>/EVENT_LOG_1`` folders
+  (``read_eventlog``); a folder of event logs (a ``spark.eventLog.dir``) is
+  profiled log by log;
+* MapReduce ``.jhist``, job conf XML, counter dumps and MR1 history
+  (``jobgauge.profiler.mapreduce.read_mapreduce``).
+
+``--json`` prints one JSON object per input, one per line (``Profile.summary()``,
+or the whole profile with ``--full``; a failed input prints
+``{"source": ..., "error": ...}``).  Without it, a short table.  A bad input
+prints its error line on stderr; the others are still profiled and the exit
+code is 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from jobgauge.errors import GaugeError, ParseError
+
+_SUMMARY_KEYS = ("format", "engine_version", "app_id", "n_jobs", "n_stages", "n_tasks",
+                 "runtime_s")
+_PROGRESS_MIN_BYTES = 32 << 20
 
 
 def register(subparsers) -> None:
-    """Add this piece's subcommands to the jobgauge parser."""
+    """Add ``profile`` to the jobgauge parser."""
+    parser = subparsers.add_parser(
+        "profile", help="profile Spark event logs, History Server apps and MapReduce jobs",
+        description="Read Spark event logs (plain, lz4, snappy, zstd, rolling folders), "
+                    "Spark History Server URLs and MapReduce job files, and print what each "
+                    "job did: jobs, stages, tasks, runtime, critical path, idle cores.")
+    parser.add_argument("inputs", nargs="+", metavar="FILE_OR_URL",
+                        help="event log file or folder, folder of event logs, "
+                             "http://host:18080/api/v1/applications/<id>, or MapReduce file")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON object per input, one per line")
+    parser.add_argument("--full", action="store_true",
+                        help="with --json: the whole profile (stages, jobs, SQL, executors)")
+    parser.set_defaults(handler=run_profile)
+
+
+def is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://"))
+
+
+def expand_inputs(inputs) -> list[str]:
+    """Inputs with each folder of event logs replaced by the logs inside it."""
+    from jobgauge.profiler._eventlog_io import is_legacy_dir, is_rolling_dir  # noqa: PLC0415
+    from jobgauge.profiler.eventlog import find_eventlogs  # noqa: PLC0415
+
+    out = []
+    for item in inputs:
+        path = Path(item)
+        if not is_url(item) and path.is_dir() and not (is_rolling_dir(path) or
+                                                       is_legacy_dir(path)):
+            found = find_eventlogs(path)
+            if found:
+                out.extend(str(p) for p in found)
+                continue
+        out.append(item)
+    return out
+
+
+def read_profile(item: str, *, progress: bool = False):
+    """Read one input of any kind into a Profile (ParseError when it is none of them)."""
+    if is_url(item):
+        from jobgauge.profiler.history import read_history  # noqa: PLC0415
+
+        return read_history(item)
+    from jobgauge.profiler.eventlog import looks_like_eventlog, read_eventlog  # noqa: PLC0415
+
+    path = Path(item)
+    if not path.exists():
+        raise ParseError("no such file or directory", path=item)
+    if looks_like_eventlog(path):
+        return _read_eventlog_with_progress(path) if progress else read_eventlog(path)
+    if path.is_dir():
+        raise ParseError("folder holds no Spark event log", path=item,
+                         expected="an event log folder (eventlog_v2_<app>, <app>/EVENT_LOG_1) "
+                                  "or a folder of event logs")
+    return _read_mapreduce(path)
+
+
+def _read_mapreduce(path: Path):
+    try:
+        from jobgauge.profiler import mapreduce  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - the MapReduce reader ships with jobgauge
+        raise ParseError("not a Spark event log, and the MapReduce reader is not installed",
+                         path=path) from None
+    try:
+        mapreduce.sniff_mapreduce(path)
+    except ParseError as exc:
+        if exc.reason.startswith("not a MapReduce job file"):
+            raise ParseError(
+                "not a Spark event log, History Server URL or MapReduce job file",
+                path=path, line=exc.line,
+                expected="Spark JSON events, a .jhist (Avro-Json), a job conf XML, "
+                         "a counter dump or an MR1 history log",
+                snippet=exc.snippet) from None
+        raise
+    return mapreduce.read_mapreduce(path)
+
+
+def _read_eventlog_with_progress(path: Path):
+    from jobgauge.profiler.eventlog import read_eventlog  # noqa: PLC0415
+
+    total = sum(p.stat().st_size for p in ([path] if path.is_file() else path.rglob("*"))
+                if p.is_file())
+    if total < _PROGRESS_MIN_BYTES:
+        return read_eventlog(path)
+    from tqdm import tqdm  # noqa: PLC0415
+
+    with tqdm(total=total, unit="B", unit_scale=True, desc=path.name, file=sys.stderr,
+              disable=None, leave=False) as bar:
+        return read_eventlog(path, on_read=bar.update)
+
+
+def _fmt(value, digits=1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _table(rows) -> str:
+    header = ("source", "format", "version", "app_id", "jobs", "stages", "tasks",
+              "runtime_s", "critical_s", "idle_core_s")
+    lines = [header]
+    for source, p in rows:
+        lines.append((source, p.format, _fmt(p.engine_version), _fmt(p.app_id),
+                      _fmt(p.n_jobs), _fmt(p.n_stages), _fmt(p.n_tasks), _fmt(p.runtime_s),
+                      _fmt(p.critical_path_s), _fmt(p.idle_core_seconds)))
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+    right = {4, 5, 6, 7, 8, 9}
+    return "\n".join(
+        "  ".join(str(cell).rjust(w) if i in right else str(cell).ljust(w)
+                  for i, (cell, w) in enumerate(zip(line, widths))).rstrip()
+        for line in lines)
+
+
+def _summary(profile) -> dict:
+    out = profile.summary()
+    for key in _SUMMARY_KEYS:
+        out.setdefault(key, getattr(profile, key, None))
+    return out
+
+
+def run_profile(args) -> int:
+    failures = 0
+    rows = []
+    for item in expand_inputs(args.inputs):
+        try:
+            profile = read_profile(item, progress=True)
+        except GaugeError as exc:
+            failures += 1
+            if getattr(args, "debug", False):
+                raise
+            print(f"jobgauge: error: {exc}", file=sys.stderr)
+            if args.json:
+                print(json.dumps({"source": item, "error": str(exc)}), flush=True)
+            continue
+        if args.json:
+            data = profile.to_dict() if args.full else _summary(profile)
+            print(json.dumps(data, default=str), flush=True)
+        else:
+            rows.append((item, profile))
+    if rows:
+        print(_table(rows))
+        for source, profile in rows:
+            for note in profile.notes:
+                print(f"note: {source}: {note}", file=sys.stderr)
+    return 1 if failures else 0

@@ -60,6 +60,7 @@ def _run(args, workload, size) -> int:
                                "input_bytes", "engine_version", "instance_type", "error")}
     out["config"] = config
     out["eventlog"] = run["eventlog"]
+    out["result"] = run.get("result")
     out["profile"] = profile.summary() if profile is not None else None
     if args.json:
         print(json.dumps(out, default=str))

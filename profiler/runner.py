@@ -240,11 +240,13 @@ def run_record(record: dict, *, item: dict, resources_: dict, engine_version: st
 
 def run_workload(workload_name: str, size: str, config: dict | None = None, *,
                  master: str = "local[2]", timeout_s: float = 600, data_root=None,
-                 eventlog_dir=None, store=None, source: str = "local") -> dict:
+                 eventlog_dir=None, store=None, source: str = "local", cluster=None) -> dict:
     """Run one workload once as a real Spark application, profile it, record it.
 
     Returns the run (a dict in the store's shape, plus ``profile`` and
     ``eventlog``).  A failed or timed-out run is recorded too, never lost.
+    ``cluster`` is a started :class:`~jobgauge.profiler.cluster.StandaloneCluster`
+    to run on instead of ``master``.
     """
     from jobgauge.profiler.workloads import get_workload
 
@@ -253,7 +255,10 @@ def run_workload(workload_name: str, size: str, config: dict | None = None, *,
         raise UsageError(f"{workload_name} has sizes {', '.join(workload.sizes)}; got {size!r}")
     config = dict(config or {})
     static, session = split_config(config)
-    resources_ = resources(master, static)
+    if cluster is not None:
+        cluster.check_fits(static)
+        master = cluster.master_url
+    resources_ = resources(master, static, cluster)
     data_root = Path(data_root or DEFAULT_DATA_ROOT)
     data_path = workload.prepare(data_root, size)
     eventlog_dir = Path(eventlog_dir or DEFAULT_EVENTLOG_DIR)
@@ -280,3 +285,41 @@ def run_workload(workload_name: str, size: str, config: dict | None = None, *,
     run["eventlog"] = outcome["eventlog"]
     run["result"] = record.get("result")
     return run
+
+
+_SUMMED = ("input_bytes", "input_records", "output_bytes", "output_records", "shuffle_read_bytes",
+           "shuffle_read_records", "shuffle_write_bytes", "shuffle_write_records",
+           "memory_spill_bytes", "disk_spill_bytes", "executor_run_time_ms",
+           "executor_cpu_time_ms", "jvm_gc_time_ms")
+
+
+def query_profile(app_profile, job_ids, *, runtime_s=None):
+    """The part of an application's profile made by the jobs ``job_ids`` (one query's run).
+
+    Stages shared by several queries are attributed to the first job that ran them;
+    totals are sums over the selected stages' attempts.
+    """
+    from jobgauge.profiler.profile import Profile
+
+    wanted = set(job_ids)
+    jobs = [j for j in app_profile.jobs if j.get("job_id") in wanted]
+    stage_ids = {s for j in jobs for s in j.get("stage_ids", ())
+                 if s not in set(j.get("skipped_stage_ids") or ())}
+    stages = [s for s in app_profile.stages if s.get("stage_id") in stage_ids]
+    totals = {name: sum((s.get(name) or 0) for s in stages) for name in _SUMMED}
+    sql_ids = {j.get("sql_execution_id") for j in jobs} - {None}
+    starts = [j["submission_ms"] for j in jobs if j.get("submission_ms") is not None]
+    ends = [j["completion_ms"] for j in jobs if j.get("completion_ms") is not None]
+    return Profile(
+        format=app_profile.format, engine=app_profile.engine,
+        engine_version=app_profile.engine_version, app_id=app_profile.app_id,
+        app_name=app_profile.app_name, user=app_profile.user,
+        status="succeeded" if jobs and all(j.get("result") == "succeeded" for j in jobs)
+        else ("failed" if jobs else None),
+        start_ms=min(starts) if starts else None, end_ms=max(ends) if ends else None,
+        runtime_s=runtime_s, n_jobs=len(jobs), n_stages=len(stages),
+        n_tasks=sum(s.get("n_tasks") or 0 for s in stages), totals=totals, jobs=jobs,
+        stages=stages, sql=[q for q in app_profile.sql if q.get("execution_id") in sql_ids],
+        executors=app_profile.executors,
+        critical_path_s=round(sum(j.get("critical_path_s") or 0 for j in jobs), 3),
+        idle_core_seconds=None, config=app_profile.config, source=app_profile.source)

@@ -386,7 +386,8 @@ def _check_outcome(path: Path) -> None:
     assert isinstance(profile, Profile)
     assert profile.format in ("mapreduce-jhist", "mapreduce-conf", "mapreduce-counters", "mapreduce-mr1")
     assert profile.config or profile.n_tasks is not None or \
-        any(v is not None for v in profile.totals.values()) or profile.app_id
+        any(v is not None for v in profile.totals.values()) or profile.app_id \
+        or profile.jobs[0]["counters"]
     json.dumps(profile.to_dict())
 
 

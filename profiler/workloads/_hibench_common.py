@@ -80,26 +80,37 @@ def write_manifest(folder: Path, manifest: dict) -> None:
                                          encoding="utf-8")
 
 
+def generate_folder(folder: Path, workload: str, size: str, seed: int, params: dict,
+                    generate: Callable[[Path, dict, int], dict]) -> Path:
+    """Write a data set and its manifest into ``folder`` (created; must not hold files).
+
+    ``generate(folder, params, seed)`` writes the data files and returns
+    manifest fields (at least ``records``).
+    """
+    folder = Path(folder)
+    if folder.exists() and any(folder.iterdir()):
+        raise UsageError(f"{folder} is not empty; HiBench data needs a fresh folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    extra = generate(folder, params, seed)
+    files = data_files(folder)
+    write_manifest(folder, {"workload": workload, "size": size, "seed": seed,
+                            "generator_version": GENERATOR_VERSION, "params": params,
+                            "files": [str(p.relative_to(folder)) for p in files],
+                            "bytes": sum(p.stat().st_size for p in files), **extra})
+    return folder
+
+
 def cached_prepare(data_root: Path, workload: str, size: str, seed: int, params: dict,
                    generate: Callable[[Path, dict, int], dict]) -> Path:
-    """Return the data folder for (workload, size, seed), generating it if needed.
-
-    ``generate(folder, params, seed)`` writes the data files into ``folder``
-    and returns manifest fields (at least ``records``).
-    """
+    """Return the data folder for (workload, size, seed), generating it if needed."""
+    rng_for(workload, seed)  # validates the seed before any work
     target = Path(data_root) / "hibench" / workload / f"{size}-seed{seed}"
     if _complete(target, workload):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{size}-seed{seed}-", dir=target.parent))
     try:
-        extra = generate(staging, params, seed)
-        files = data_files(staging)
-        manifest = {"workload": workload, "size": size, "seed": seed,
-                    "generator_version": GENERATOR_VERSION, "params": params,
-                    "files": [str(p.relative_to(staging)) for p in files],
-                    "bytes": sum(p.stat().st_size for p in files), **extra}
-        write_manifest(staging, manifest)
+        generate_folder(staging, workload, size, seed, params, generate)
         if _complete(target, workload):  # another process finished first
             return target
         if target.exists():  # stale: older generator version or incomplete
@@ -165,26 +176,25 @@ def pseudo_words(count: int, dictionary_seed: int) -> list[str]:
 
 
 class WordTable:
-    """Words as one byte buffer (each word followed by a space), for fast text building."""
+    """Words as a padded byte matrix (each word followed by a space), for fast text building."""
 
     def __init__(self, words: list[str]):
         encoded = [w.encode("ascii") + b" " for w in words]
         self.lengths = np.array([len(e) for e in encoded], dtype=np.int64)
-        self.starts = np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
-        self.buffer = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        width = int(self.lengths.max())
+        self.padded = np.zeros((len(encoded), width), dtype=np.uint8)
+        for row, word in enumerate(encoded):
+            self.padded[row, :len(word)] = np.frombuffer(word, dtype=np.uint8)
+        self._columns = np.arange(width)
 
     def join(self, word_ids: np.ndarray, words_per_line: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Bytes of lines made of ``word_ids`` (consecutive runs of ``words_per_line``),
         words separated by one space, each line ended by ``\\n``; and each line's end offset."""
         word_ids = np.asarray(word_ids, dtype=np.int64)
         widths = self.lengths[word_ids]
+        out = self.padded[word_ids][self._columns[None, :] < widths[:, None]]
         ends = np.cumsum(widths)
-        total = int(ends[-1]) if len(ends) else 0
-        begins = ends - widths
-        gather = np.repeat(self.starts[word_ids] - begins, widths) + np.arange(total, dtype=np.int64)
-        out = self.buffer[gather]
-        last_word = np.cumsum(words_per_line) - 1
-        line_ends = ends[last_word]
+        line_ends = ends[np.cumsum(words_per_line) - 1]
         out[line_ends - 1] = ord("\n")
         return out, line_ends
 

@@ -38,9 +38,10 @@ from jobgauge.profiler.workloads import _hibench_micro as micro
 from jobgauge.profiler.workloads import _hibench_ml as ml
 from jobgauge.profiler.workloads import _hibench_sql as sql
 from jobgauge.profiler.workloads._hibench_common import (
-    DEFAULT_FILES, cached_prepare, data_bytes, read_manifest)
+    DEFAULT_FILES, cached_prepare, data_bytes, generate_folder, read_manifest, rng_for)
 
-__all__ = ["HIBENCH_WORKLOADS", "SIZES", "HiBenchWorkload", "write_edge_list"]
+__all__ = ["HIBENCH_SPARK_CONF", "HIBENCH_WORKLOADS", "SIZES", "HiBenchWorkload",
+           "write_edge_list"]
 
 write_edge_list = graph.write_edge_list
 
@@ -114,6 +115,11 @@ SIZES: dict[str, dict[str, dict]] = {
         "medium": {"pages": 50_000, "num_iterations": 3, **_F},
     },
 }
+# HiBench's conf/spark.conf.template (parallelism from hibench.conf's
+# hibench.default.map/shuffle.parallelism): the settings HiBench runs with.
+HIBENCH_SPARK_CONF = {"spark.driver.memory": "4g", "spark.default.parallelism": "8",
+                      "spark.sql.shuffle.partitions": "8"}
+
 # Fixed job parameters that HiBench sets outside the per-profile numbers.
 _ALS_FIXED = {"rank": 10, "num_iterations": 10, "lambda": 0.1, "blocks": 8}
 
@@ -145,8 +151,16 @@ class HiBenchWorkload:
         return {**self._size_params[size], **self._fixed}
 
     def prepare(self, data_root: Path, size: str, *, seed: int = 0) -> Path:
+        """The cached data folder for ``size`` and ``seed`` under ``data_root``."""
         params = self.params(size)
         return cached_prepare(Path(data_root), self.name, size, seed, params, self._generate)
+
+    def generate(self, folder: Path, params: dict, *, seed: int = 0) -> Path:
+        """Write this workload's data for explicit ``params`` (as :meth:`params`
+        returns them, possibly changed) into the new folder ``folder``; no cache."""
+        rng_for(self.name, seed)
+        return generate_folder(Path(folder), self.name, "custom", seed, dict(params),
+                               self._generate)
 
     def input_bytes(self, data_path: Path) -> int:
         data_path = Path(data_path)

@@ -1,0 +1,272 @@
+"""Neural runtime models (PyTorch, imported only inside fit/predict).
+
+:class:`FullyConnectedModel` ("fc") is a small ensemble of fully connected
+networks on the standardised run features.  :class:`DagRNN` ("rnn") adds a
+GRU/LSTM that reads the job's DAG, serialised node by node in topological
+order by :func:`jobgauge.dag.serialize`, from a ``dag`` column of QueryDag
+node-link dicts (rows without one get a one-node empty sequence, so the
+network still predicts from the run features).
+
+Both learn standardised log runtime with mean squared error; a censored run
+(``completed=False``) adds a loss only when the prediction is below its bound.
+Training is deterministic under ``random_state`` (its own torch RNG, one
+thread), and the module is built in ``fit`` from the ``module`` class and the
+size hyperparameters, so ``clone``/``get_params`` rebuild it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+
+from jobgauge.errors import ModelError
+from jobgauge.models._base import RuntimeModel
+from jobgauge.models._params import Interval, IntTuple, Options, Subclass
+
+
+@contextlib.contextmanager
+def _torch_session(seed, threads):
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            yield torch
+    finally:
+        torch.set_num_threads(previous)
+
+
+class _NetworkModel(RuntimeModel):
+    """Shared training loop of the network models."""
+
+    _parameter_constraints = {
+        **RuntimeModel._parameter_constraints,
+        "module": [None, Subclass("torch.nn:Module")],
+        "dropout": [Interval(float, 0.0, 1.0, closed="left")],
+        "epochs": [Interval(int, 1, None)],
+        "batch_size": [Interval(int, 1, None)],
+        "learning_rate": [Interval(float, 0.0, None, closed="neither")],
+        "weight_decay": [Interval(float, 0.0, None)],
+        "n_networks": [Interval(int, 1, None)],
+        "n_threads": [Interval(int, 1, None)],
+    }
+
+    # subclasses: _default_module(), _module_kwargs(n_inputs), _sequence_fit(X), _sequences(X)
+    def _sequence_fit(self, X):
+        return None
+
+    def _sequences(self, X):
+        return None
+
+    def _seed(self):
+        if self.random_state is None:
+            return int(np.random.randint(0, 2 ** 31 - 1))
+        return int(self.random_state)
+
+    def _fit_log(self, X, log_y, censored):
+        from sklearn.preprocessing import StandardScaler
+
+        matrix = self._features_fit(X, log_y)
+        self.scaler_ = StandardScaler().fit(matrix)
+        static = self.scaler_.transform(matrix).astype(np.float32)
+        self.target_mean_ = float(log_y.mean())
+        self.target_scale_ = float(log_y.std()) or 1.0
+        target = ((log_y - self.target_mean_) / self.target_scale_).astype(np.float32)
+        self._sequence_fit(X)
+        sequences = self._sequences(X)
+        module_class = self.module or self._default_module()
+        with _torch_session(self._seed(), self.n_threads) as torch:
+            inputs = [torch.as_tensor(static)]
+            if sequences is not None:
+                inputs += [torch.as_tensor(sequences[0]), torch.as_tensor(sequences[1])]
+            y = torch.as_tensor(target)
+            bound = torch.as_tensor(censored)
+            networks = []
+            for _ in range(self.n_networks):
+                try:
+                    network = module_class(**self._module_kwargs(static.shape[1]))
+                except TypeError as exc:
+                    raise ModelError(f"{module_class.__name__} cannot be built with "
+                                     f"{sorted(self._module_kwargs(static.shape[1]))}: {exc}") \
+                        from None
+                self._train(torch, network, inputs, y, bound)
+                network.eval()
+                networks.append(network)
+            self.module_ = torch.nn.ModuleList(networks)
+
+    def _train(self, torch, network, inputs, y, censored):
+        optimizer = torch.optim.Adam(network.parameters(), lr=self.learning_rate,
+                                     weight_decay=self.weight_decay)
+        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=self.epochs)
+        n = len(y)
+        batch = min(self.batch_size, n)
+        network.train()
+        for _ in range(self.epochs):
+            order = torch.randperm(n)
+            for start in range(0, n, batch):
+                rows = order[start:start + batch]
+                predicted = network(*[part[rows] for part in inputs])
+                diff = predicted - y[rows]
+                loss = torch.where(censored[rows], torch.relu(-diff) ** 2, diff ** 2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            schedule.step()
+        if not math.isfinite(float(loss.detach())):
+            raise ModelError(f"{type(self).__name__} training diverged (loss {float(loss.detach())}); "
+                             f"lower learning_rate")
+
+    def _predict_log(self, X):
+        matrix = self._features(X)
+        static = self.scaler_.transform(matrix).astype(np.float32)
+        sequences = self._sequences(X)
+        with _torch_session(0, self.n_threads) as torch, torch.no_grad():
+            inputs = [torch.as_tensor(static)]
+            if sequences is not None:
+                inputs += [torch.as_tensor(sequences[0]), torch.as_tensor(sequences[1])]
+            outputs = torch.stack([network(*inputs) for network in self.module_]).mean(0)
+        return outputs.numpy().astype(float) * self.target_scale_ + self.target_mean_
+
+
+class FullyConnectedModel(_NetworkModel):
+    """Ensemble of fully connected networks on the run features ("fc")."""
+
+    _parameter_constraints = {
+        **_NetworkModel._parameter_constraints,
+        "hidden_sizes": [IntTuple()],
+    }
+
+    def __init__(self, *, module=None, hidden_sizes=(128, 64), dropout=0.0, epochs=150,
+                 batch_size=64, learning_rate=3e-3, weight_decay=1e-4, n_networks=3,
+                 n_threads=1, random_state=0, calibration_size=0.2, censored_iterations=0,
+                 with_classes=False):
+        self.module = module
+        self.hidden_sizes = hidden_sizes
+        self.dropout = dropout
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.n_networks = n_networks
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.calibration_size = calibration_size
+        self.censored_iterations = censored_iterations
+        self.with_classes = with_classes
+
+    def _default_module(self):
+        from jobgauge.models._torch_modules import MLP
+
+        return MLP
+
+    def _module_kwargs(self, n_inputs):
+        return {"n_inputs": n_inputs, "hidden_sizes": tuple(self.hidden_sizes),
+                "dropout": self.dropout}
+
+
+class DagRNN(_NetworkModel):
+    """GRU/LSTM over the serialised DAG plus the run features ("rnn").
+
+    The ``dag`` column holds node-link dicts (``QueryDag.to_dict()``) or
+    QueryDag objects; sequences longer than ``max_nodes`` keep their first
+    ``max_nodes`` nodes (sources first).
+    """
+
+    _parameter_constraints = {
+        **_NetworkModel._parameter_constraints,
+        "hidden_size": [Interval(int, 1, None)],
+        "num_layers": [Interval(int, 1, None)],
+        "cell": [Options({"gru", "lstm"})],
+        "head_sizes": [IntTuple()],
+        "max_nodes": [Interval(int, 1, None)],
+    }
+
+    def __init__(self, *, module=None, hidden_size=32, num_layers=1, cell="gru",
+                 head_sizes=(128, 64), max_nodes=128, dropout=0.0, epochs=150, batch_size=64,
+                 learning_rate=3e-3, weight_decay=1e-4, n_networks=3, n_threads=1,
+                 random_state=0, calibration_size=0.2, censored_iterations=0,
+                 with_classes=False):
+        self.module = module
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.cell = cell
+        self.head_sizes = head_sizes
+        self.max_nodes = max_nodes
+        self.dropout = dropout
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.n_networks = n_networks
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.calibration_size = calibration_size
+        self.censored_iterations = censored_iterations
+        self.with_classes = with_classes
+
+    def _default_module(self):
+        from jobgauge.models._torch_modules import DagEncoderRegressor
+
+        return DagEncoderRegressor
+
+    def _module_kwargs(self, n_inputs):
+        return {"n_inputs": n_inputs, "n_node_features": self.node_mean_.shape[0],
+                "hidden_size": self.hidden_size, "num_layers": self.num_layers,
+                "cell": self.cell, "head_sizes": tuple(self.head_sizes),
+                "dropout": self.dropout}
+
+    def _raw_sequences(self, X):
+        from jobgauge.dag import FEATURE_NAMES
+
+        column = X["dag"].tolist() if "dag" in X.columns else [None] * len(X)
+        cache = {}
+        empty = np.zeros((1, len(FEATURE_NAMES)), dtype=np.float32)
+        sequences = []
+        for value in column:
+            key = id(value)
+            if key not in cache:
+                cache[key] = dag_matrix(value, empty)
+            sequences.append(cache[key])
+        return sequences
+
+    def _sequence_fit(self, X):
+        nodes = np.vstack(self._raw_sequences(X))
+        self.node_mean_ = nodes.mean(0)
+        self.node_scale_ = np.where(nodes.std(0) > 0, nodes.std(0), 1.0)
+        self.has_dag_ = "dag" in X.columns and X["dag"].notna().any()
+
+    def _sequences(self, X):
+        from jobgauge.dag import pad_sequences
+
+        scaled = [((s - self.node_mean_) / self.node_scale_).astype(np.float32)
+                  for s in self._raw_sequences(X)]
+        batch, lengths = pad_sequences(scaled, max_len=self.max_nodes)
+        return batch, lengths
+
+
+def dag_matrix(value, empty):
+    """The serialised node matrix of one ``dag`` cell (dict, QueryDag, JSON text or None)."""
+    import json
+
+    from jobgauge.dag import QueryDag, serialize
+    from jobgauge.errors import GaugeError
+
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return empty
+    if isinstance(value, str):
+        if not value.strip():
+            return empty
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ModelError(f"dag is not valid JSON: {value[:60]!r}") from None
+    try:
+        dag = value if isinstance(value, QueryDag) else QueryDag.from_dict(value)
+        matrix, _ = serialize(dag)
+    except GaugeError as exc:
+        raise ModelError(f"cannot read a dag cell: {exc}") from None
+    return matrix if len(matrix) else empty

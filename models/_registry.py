@@ -1,0 +1,249 @@
+"""The model registry, saving and loading, and one-call predictions.
+
+>>> model = make_model("gbm", random_state=0).fit(frame)              # doctest: +SKIP
+>>> predict_one(model, workload="tpch-q3", datasize="sf1",
+...             config={"spark.sql.shuffle.partitions": "64"})        # doctest: +SKIP
+{'runtime_s': 41.2, 'low_s': 36.0, 'high_s': 47.9}
+
+Saved models are bytes: the line ``JOBGAUGE-MODEL``, one JSON header line
+(``format_version``, model name, versions) and a pickle of the fitted model.
+Loading checks the header first, so a garbage file or a model saved by an
+incompatible jobgauge gives a clear :class:`ModelError`.  Like every pickle,
+a model file runs code when loaded: load only files you trust.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+from jobgauge.errors import ModelError, UsageError
+from jobgauge.models._base import RuntimeModel
+from jobgauge.models._baselines import (
+    DecisionTreeModel, ErnestModel, GradientBoostingModel, RandomForestModel, SVRModel,
+)
+from jobgauge.models._networks import DagRNN, FullyConnectedModel
+
+MODELS = {
+    "tree": DecisionTreeModel,
+    "svm": SVRModel,
+    "forest": RandomForestModel,
+    "gbm": GradientBoostingModel,
+    "ernest": ErnestModel,
+    "fc": FullyConnectedModel,
+    "rnn": DagRNN,
+}
+#: Suffix of a registry name that turns on job classes (``"fc+classes"``).
+CLASSES_SUFFIX = "+classes"
+#: The model ``jobgauge train`` uses unless told otherwise (best in bench/reports/evaluation.md).
+DEFAULT_MODEL = "fc"
+FORMAT_VERSION = 1
+MAGIC = b"JOBGAUGE-MODEL\n"
+
+
+def model_names(*, with_variants=False) -> list[str]:
+    """Registered names (with the ``+classes`` variants when asked)."""
+    names = list(MODELS)
+    if with_variants:
+        names += [n + CLASSES_SUFFIX for n in MODELS]
+    return names
+
+
+def make_model(name: str = DEFAULT_MODEL, **params) -> RuntimeModel:
+    """A new, unfitted model by registry name; ``name+classes`` sets ``with_classes=True``."""
+    base = name[:-len(CLASSES_SUFFIX)] if isinstance(name, str) and \
+        name.endswith(CLASSES_SUFFIX) else name
+    if base not in MODELS:
+        raise UsageError(f"unknown model {name!r}; choose one of "
+                         + ", ".join(model_names(with_variants=True)))
+    if base != name:
+        params.setdefault("with_classes", True)
+    cls = MODELS[base]
+    try:
+        return cls(**params)
+    except TypeError:
+        valid = sorted(cls().get_params(deep=False))
+        unknown = sorted(set(params) - set(valid))
+        raise UsageError(f"model {base!r} has no parameter(s) {', '.join(unknown)}; "
+                         f"its parameters are {', '.join(valid)}") from None
+
+
+def model_name(model) -> str:
+    """The registry name of a model instance (with ``+classes`` when it uses classes)."""
+    for name, cls in MODELS.items():
+        if type(model) is cls:
+            return name + (CLASSES_SUFFIX if getattr(model, "with_classes", False) else "")
+    return type(model).__name__
+
+
+def _json_params(model) -> dict:
+    out = {}
+    for key, value in model.get_params(deep=False).items():
+        if isinstance(value, type):
+            value = f"{value.__module__}.{value.__qualname__}"
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[key] = value
+    return out
+
+
+def dumps_model(model) -> bytes:
+    """A fitted model as bytes (header + pickle)."""
+    if not isinstance(model, RuntimeModel):
+        raise ModelError(f"only jobgauge runtime models can be saved, not {type(model).__name__}")
+    model._check_fitted()
+    from jobgauge import __version__
+
+    header = {"format_version": FORMAT_VERSION, "model": model_name(model),
+              "class": type(model).__name__, "jobgauge": __version__,
+              "params": _json_params(model),
+              "n_training_rows": getattr(model, "n_training_rows_", None)}
+    return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + \
+        pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def read_header(data: bytes) -> dict:
+    """The JSON header of saved model bytes (ModelError if it is not one)."""
+    if not isinstance(data, (bytes, bytearray)) or not data.startswith(MAGIC):
+        raise ModelError("not a jobgauge model file (it does not start with JOBGAUGE-MODEL)")
+    end = data.find(b"\n", len(MAGIC))
+    try:
+        header = json.loads(data[len(MAGIC):end].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ModelError("damaged jobgauge model file (unreadable header)") from None
+    if not isinstance(header, dict) or "format_version" not in header:
+        raise ModelError("damaged jobgauge model file (header lacks format_version)")
+    return header
+
+
+def loads_model(data: bytes) -> RuntimeModel:
+    """A model from :func:`dumps_model` bytes; ModelError on garbage or a version mismatch."""
+    header = read_header(data)
+    if header["format_version"] != FORMAT_VERSION:
+        raise ModelError(f"model file format version {header['format_version']!r} cannot be read "
+                         f"by this jobgauge (it reads version {FORMAT_VERSION}); retrain with "
+                         f"'jobgauge train'")
+    end = data.find(b"\n", len(MAGIC))
+    try:
+        model = pickle.loads(data[end + 1:])
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure means a damaged file
+        raise ModelError(f"damaged jobgauge model file ({type(exc).__name__}: {exc})") from None
+    if not isinstance(model, RuntimeModel):
+        raise ModelError("damaged jobgauge model file (it holds no runtime model)")
+    return model
+
+
+def save_model(model, path) -> Path:
+    """Write a fitted model to ``path`` (atomically: a temporary file, then a rename)."""
+    path = Path(path)
+    data = dumps_model(model)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(path.name + ".tmp")
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise ModelError(f"cannot write model to {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def load_model(path) -> RuntimeModel:
+    """Read a model written by :func:`save_model`."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ModelError(f"no model file at {path}") from None
+    except OSError as exc:
+        raise ModelError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+    try:
+        return loads_model(data)
+    except ModelError as exc:
+        raise ModelError(f"{path}: {exc}") from None
+
+
+def predict_frame(model, X, *, coverage=0.8):
+    """Predictions for every row of a run table, as a DataFrame aligned with ``X``:
+    ``predicted_runtime_s``, ``predicted_low_s``, ``predicted_high_s`` (seconds)."""
+    import pandas as pd
+
+    runtime = model.predict(X)
+    low, high = model.predict_interval(X, coverage=coverage)
+    return pd.DataFrame({"predicted_runtime_s": runtime, "predicted_low_s": low,
+                         "predicted_high_s": high}, index=X.index)
+
+
+def configuration_frame(configurations):
+    """A run-table DataFrame from dicts with the keyword arguments of :func:`predict_one`."""
+    import pandas as pd
+
+    rows = []
+    for index, raw in enumerate(configurations):
+        item = dict(raw)
+        workload = item.pop("workload", None)
+        if not isinstance(workload, str) or not workload.strip():
+            raise UsageError(f"configuration {index}: workload must be a non-empty string")
+        datasize = item.pop("datasize", "")
+        config = item.pop("config", None) or {}
+        if not isinstance(config, dict):
+            raise UsageError(f"configuration {index}: config must be a dict of knob: value")
+        instance_count = item.pop("instance_count", 1)
+        if isinstance(instance_count, bool) or not isinstance(instance_count, (int, np.integer)) \
+                or instance_count < 1:
+            raise UsageError(f"configuration {index}: instance_count must be an int >= 1, "
+                             f"got {instance_count!r}")
+        row = {
+            "source": "query", "workload": workload.strip(),
+            "framework": item.pop("framework", "spark") or "spark",
+            "datasize": "" if datasize is None else str(datasize),
+            "instance_type": item.pop("instance_type", "local") or "local",
+            "instance_count": int(instance_count), "run_id": str(index),
+            "config": {str(k): v for k, v in config.items()},
+            "runtime_s": math.nan, "completed": True,
+        }
+        for key in ("vcpus", "memory_gib", "input_bytes", "hourly_price_usd"):
+            value = item.pop(key, 2 if key == "vcpus" else None)
+            if value is None:
+                row[key] = math.nan
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
+                    or not math.isfinite(value) or value < 0 or (key == "vcpus" and value <= 0):
+                raise UsageError(f"configuration {index}: {key} must be a "
+                                 f"{'positive' if key == 'vcpus' else 'non-negative'} number, "
+                                 f"got {value!r}")
+            row[key] = float(value)
+        for key in ("profile", "dag"):
+            if key in item:
+                row[key] = item.pop(key)
+        if item:
+            raise UsageError(f"configuration {index}: unknown field(s) {', '.join(sorted(item))}")
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    frame["config_json"] = [json.dumps(c, sort_keys=True, default=str) for c in frame["config"]]
+    return frame
+
+
+def predict_one(model, *, workload, datasize, config=None, framework="spark",
+                instance_type="local", instance_count=1, vcpus=2, memory_gib=None,
+                input_bytes=None, hourly_price_usd=None, profile=None, dag=None,
+                coverage=0.8) -> dict:
+    """Predicted runtime of one configuration: ``{"runtime_s", "low_s", "high_s"}`` (seconds);
+    low/high bound the ``coverage`` interval."""
+    item = {"workload": workload, "datasize": datasize, "config": config,
+            "framework": framework, "instance_type": instance_type,
+            "instance_count": instance_count, "vcpus": vcpus, "memory_gib": memory_gib,
+            "input_bytes": input_bytes, "hourly_price_usd": hourly_price_usd}
+    if profile is not None:
+        item["profile"] = profile.summary() if hasattr(profile, "summary") else profile
+    if dag is not None:
+        item["dag"] = dag.to_dict() if hasattr(dag, "to_dict") else dag
+    frame = configuration_frame([item])
+    result = predict_frame(model, frame, coverage=coverage).iloc[0]
+    return {"runtime_s": float(result["predicted_runtime_s"]),
+            "low_s": float(result["predicted_low_s"]),
+            "high_s": float(result["predicted_high_s"])}

@@ -1,0 +1,79 @@
+"""Run one query through HiveServer2 and record it, with its plan's DAG, in the store."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from jobgauge.errors import ParseError, UsageError
+from jobgauge.profiler._hive_errors import HiveQueryError
+from jobgauge.profiler._hive_knobs import KnobPlan
+from jobgauge.profiler._hive_session import plan_dag
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+RESOURCE_FIELDS = ("instance_type", "instance_count", "vcpus", "memory_gib")
+
+
+def server_resources(session) -> dict:
+    """Where a local Spark Thrift server runs, in the run table's words (from its
+    ``spark.master`` and ``spark.driver.memory``)."""
+    from jobgauge.profiler.runner import resources
+
+    if session.engine != "spark-thrift":
+        raise UsageError("the resources of an Apache Hive server cannot be read over "
+                         "HiveServer2; give instance_type, instance_count, vcpus and memory_gib")
+    master = session.get("spark.master") or ""
+    if not master.startswith("local"):
+        raise UsageError(f"the Thrift server runs on {master or 'an unknown master'}, not on "
+                         "this machine; give instance_type, instance_count, vcpus and memory_gib")
+    return resources(master, {"spark.driver.memory": session.get("spark.driver.memory") or "1g"})
+
+
+def run_query(session, workload: str, sql: str, size: str, knobs: dict | None = None,
+              store=None, *, timeout_s: float = 600, input_bytes: int | None = None,
+              resources: dict | None = None, source: str | None = None,
+              explain_mode: str | None = None) -> dict:
+    """Set ``knobs``, EXPLAIN ``sql``, run it once and record the run (and its DAG)
+    in ``store`` when one is given.
+
+    The knobs stay set in ``session`` afterwards.  A failed or timed-out query
+    is recorded too.  Returns the run as recorded (with ``id`` when stored) plus
+    ``settings`` (requested/applied/translated/ignored), ``plan`` (the EXPLAIN
+    text, or None when the query could not be planned), ``dag`` (its
+    ``QueryDag.to_dict()`` with ``source_format``), ``rows`` and ``first``.
+    """
+    if resources is None:
+        resources = server_resources(session)
+    missing = [k for k in RESOURCE_FIELDS if resources.get(k) in (None, "")]
+    if missing:
+        raise UsageError("resources need " + ", ".join(missing))
+    plan = session.set(knobs) if knobs else KnobPlan()
+    notes = []
+    try:
+        plan_text = session.explain(sql, explain_mode)
+    except HiveQueryError as exc:
+        plan_text = None
+        notes.append(f"no plan: {exc}")
+    result = session.run(sql, timeout_s=timeout_s)
+    dag = None
+    if plan_text is not None:
+        try:
+            dag = plan_dag(plan_text, session.engine).to_dict()
+            dag["source_format"] = dag["graph"].get("format")
+        except ParseError as exc:
+            notes.append(f"DAG not read from the plan: {exc}")
+    error = "\n".join(part for part in [result["error"], *notes] if part) or None
+    run = {
+        "source": source or ("hive-local" if session.host in LOOPBACK else "hive"),
+        "run_id": f"{workload}-{size}-{datetime.now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}",
+        "workload": workload, "framework": session.engine, "engine_version": session.engine_version,
+        "query_text": sql.strip(), "datasize": size, "input_bytes": input_bytes,
+        "hourly_price_usd": None, "time_kind": "query",
+        "started_at": result["started_at"], "ended_at": result["ended_at"],
+        "runtime_s": result["runtime_s"], "status": result["status"],
+        "completed": result["status"] == "succeeded", "error": error, **resources,
+    }
+    if store is not None:
+        run["id"] = store.add_run(run, plan.settings(), dag=dag)
+    return {**run, "settings": plan.to_dict(), "plan": plan_text, "dag": dag,
+            "rows": result["rows"], "first": result["first"]}

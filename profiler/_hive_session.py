@@ -1,0 +1,374 @@
+"""A session on any HiveServer2 (Apache Hive, or Spark's Thrift server) through pyhive.
+
+>>> with HiveSession(port=10000) as session:                     # doctest: +SKIP
+...     session.load_tpch("sf0.01")
+...     session.set({"hive.auto.convert.join": "false"})
+...     print(session.explain("select count(*) from lineitem"))
+...     result = session.run("select count(*) from lineitem", timeout_s=60)
+
+The engine behind the endpoint is detected once (``engine``): ``spark-thrift``
+when the server answers ``SET spark.sql.shuffle.partitions`` with a value,
+``hive`` otherwise.  Hive knobs are translated to Spark SQL settings on a
+Spark Thrift server (see :mod:`jobgauge.profiler._hive_knobs`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from jobgauge.errors import UsageError
+from jobgauge.profiler._hive_errors import HiveConnectionError, HiveQueryError
+from jobgauge.profiler._hive_knobs import SHUFFLE_PARTITIONS, KnobPlan, translate_knobs
+from jobgauge.profiler._hive_server import port_answers, quiet_thrift
+
+AUTH_MODES = ("NONE", "NOSASL", "LDAP", "CUSTOM", "KERBEROS")
+EXPLAIN_MODES = ("", "extended", "formatted", "cost", "codegen",  # Spark SQL
+                 "cbo", "ast", "dependency", "vectorization", "analyze", "logical",
+                 "authorization", "locks")  # Hive
+_PLANNING_ERROR = "Error occurred during query planning"
+_HIVE_EXCEPTION_PREFIX = re.compile(r"^(?:org\.apache\.hive\.service\.cli\.)?HiveSQLException: ")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_UNDEFINED = "<undefined>"
+
+
+def _server_message(exc) -> str:
+    """The server's own error text from a pyhive error or an operation-status response."""
+    response = exc.args[0] if getattr(exc, "args", None) else exc
+    status = getattr(response, "status", None)
+    message = getattr(response, "errorMessage", None) or getattr(status, "errorMessage", None)
+    if not message and getattr(status, "infoMessages", None):
+        message = status.infoMessages[0].lstrip("*")
+    if not message:
+        message = str(exc)
+    message = _HIVE_EXCEPTION_PREFIX.sub("", str(message).strip())
+    return message.split("\n\tat ")[0][:4000]
+
+
+def _transport_errors() -> tuple:
+    from thrift.Thrift import TException
+
+    return (TException, OSError, EOFError)
+
+
+def _quote(text: str) -> str:
+    return "'" + str(text).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+class HiveSession:
+    """One HiveServer2 session (pyhive), opened at construction; close it when done.
+
+    ``auth`` is the server's ``hive.server2.authentication``: None or NONE (SASL
+    PLAIN, any user), NOSASL, LDAP or CUSTOM (with ``password``) or KERBEROS
+    (with ``kerberos_service_name``).  Raises :class:`HiveConnectionError` when no
+    session can be opened, :class:`UsageError` for settings pyhive cannot use.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 10000, username: str | None = None,
+                 auth: str | None = None, password: str | None = None,
+                 database: str = "default", *, kerberos_service_name: str | None = None,
+                 connect_timeout_s: float = 10):
+        mode = (auth or "NONE").upper()
+        if mode not in AUTH_MODES:
+            raise UsageError(f"auth must be one of {', '.join(AUTH_MODES)}; got {auth!r}")
+        if (password is not None) != (mode in ("LDAP", "CUSTOM")):
+            raise UsageError("a password is given with auth LDAP or CUSTOM, and only then")
+        if (kerberos_service_name is not None) != (mode == "KERBEROS"):
+            raise UsageError("auth KERBEROS needs kerberos_service_name (and only it uses one)")
+        if not isinstance(port, int) or not 1 <= port <= 65535:
+            raise UsageError(f"port must be 1..65535; got {port!r}")
+        self.host, self.port, self.username, self.auth = host, port, username, mode
+        self.where = f"{host}:{port}"
+        self._engine = self._engine_version = None
+        if not port_answers(host, port, timeout_s=connect_timeout_s):
+            raise HiveConnectionError(
+                f"cannot reach HiveServer2 at {self.where}: nothing answers there "
+                "(start a local one with 'jobgauge hive start', or give --host/--port)")
+        from pyhive import exc as pyhive_errors
+        from pyhive import hive
+
+        self._errors = pyhive_errors
+        try:
+            with quiet_thrift():
+                self._connection = hive.connect(
+                    host=host, port=port, username=username, auth=None if auth is None else mode,
+                    password=password, database=database,
+                    kerberos_service_name=kerberos_service_name)
+        except pyhive_errors.Error as exc:
+            raise HiveConnectionError(f"HiveServer2 at {self.where} refused the session: "
+                                      f"{_server_message(exc)}") from None
+        except _transport_errors() as exc:
+            raise HiveConnectionError(f"cannot open a session on HiveServer2 at {self.where} "
+                                      f"(auth {mode}): {exc}") from None
+        except ImportError as exc:
+            raise UsageError(f"auth {mode} needs a package pyhive could not import: {exc}") from None
+
+    # -- plumbing ---------------------------------------------------------------
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def __repr__(self):
+        return f"HiveSession({self.where!r}, auth={self.auth!r})"
+
+    def close(self) -> None:
+        connection, self._connection = getattr(self, "_connection", None), None
+        if connection is not None:
+            try:
+                connection.close()
+            except _transport_errors():
+                pass  # the server is gone already; nothing left to close
+
+    def _cursor(self):
+        if self._connection is None:
+            raise UsageError("this HiveSession is closed")
+        return self._connection.cursor(arraysize=10_000)
+
+    def execute(self, sql: str) -> list[tuple]:
+        """Run one statement to completion and return its rows.
+
+        Raises HiveQueryError with the server's message when it rejects the
+        statement, HiveConnectionError when the connection is lost.
+        """
+        cursor = self._cursor()
+        try:
+            cursor.execute(sql)
+            return cursor.fetchall() if cursor.description is not None else []
+        except self._errors.Error as exc:
+            raise HiveQueryError(_server_message(exc)) from None
+        except _transport_errors() as exc:
+            raise HiveConnectionError(f"lost the connection to HiveServer2 at {self.where}: "
+                                      f"{exc}") from None
+        finally:
+            self._close_cursor(cursor)
+
+    def _close_cursor(self, cursor) -> None:
+        try:
+            cursor.close()
+        except (self._errors.Error, *_transport_errors()):
+            pass  # closing a finished or failed operation; nothing to report
+
+    # -- what the server is -----------------------------------------------------
+    @property
+    def engine(self) -> str:
+        """``spark-thrift`` (Spark SQL behind HiveServer2) or ``hive``."""
+        if self._engine is None:
+            try:
+                rows = self.execute(f"SET {SHUFFLE_PARTITIONS}")
+            except HiveQueryError:
+                rows = []
+            spark = bool(rows) and len(rows[0]) == 2 and str(rows[0][1]).isdigit()
+            self._engine = "spark-thrift" if spark else "hive"
+        return self._engine
+
+    @property
+    def engine_version(self) -> str | None:
+        """The engine's version (``4.3.0`` for Spark, ``3.1.3`` for Hive), or None."""
+        if self._engine_version is None:
+            try:
+                rows = self.execute("SELECT version()")
+            except HiveQueryError:
+                return None
+            self._engine_version = str(rows[0][0]).split()[0] if rows and rows[0][0] else ""
+        return self._engine_version or None
+
+    def get(self, key: str) -> str | None:
+        """The session's value of setting ``key``, or None when it is not set."""
+        if not re.match(r"^[A-Za-z][A-Za-z0-9_.\-]*$", key):
+            raise UsageError(f"{key!r} is not a setting name")
+        rows = self.execute(f"SET {key}")
+        if not rows:
+            return None
+        if len(rows[0]) == 2:  # Spark: (key, value)
+            value = rows[0][1]
+            return None if value in (None, _UNDEFINED) else str(value)
+        text = str(rows[0][0])  # Hive: "key=value" or "key is undefined"
+        name, sep, value = text.partition("=")
+        return value if sep and name == key else None
+
+    # -- settings ---------------------------------------------------------------
+    def set(self, knobs: dict) -> KnobPlan:
+        """``SET`` each knob for the rest of this session; Hive knobs are translated on
+        a Spark Thrift server.  Returns what was requested, applied and ignored."""
+        from jobgauge.profiler._hive_knobs import check_knobs
+
+        requested = check_knobs(knobs)
+        current = None
+        if self.engine == "spark-thrift" and "hive.exec.reducers.max" in requested:
+            value = self.get(SHUFFLE_PARTITIONS)
+            current = int(value) if value and value.isdigit() else None
+        plan = translate_knobs(requested, engine=self.engine, shuffle_partitions=current)
+        for key, value in plan.applied.items():
+            self.execute(f"SET {key}={value}")
+        return plan
+
+    # -- plans and runs ---------------------------------------------------------
+    def explain(self, sql: str, mode: str | None = None) -> str:
+        """The plan text of ``sql``: ``EXPLAIN FORMATTED`` on Spark, plain ``EXPLAIN``
+        on Hive, unless ``mode`` names another (``extended``, ``cbo``, ...).
+
+        Raises HiveQueryError with the server's message when the query cannot be
+        planned (Spark returns that as plan text; it is turned into an error here).
+        """
+        if mode is None:
+            mode = "formatted" if self.engine == "spark-thrift" else ""
+        if mode.lower() not in EXPLAIN_MODES:
+            raise UsageError(f"explain mode must be one of {', '.join(m for m in EXPLAIN_MODES if m)}"
+                             f" or empty; got {mode!r}")
+        words = ["EXPLAIN", mode.upper(), sql.strip().rstrip(";")]
+        rows = self.execute(" ".join(word for word in words if word))
+        text = "\n".join("" if row[0] is None else str(row[0]) for row in rows)
+        if text.lstrip().startswith(_PLANNING_ERROR):
+            message = text.lstrip()[len(_PLANNING_ERROR):].lstrip(": \n").split("\n")[0]
+            raise HiveQueryError(f"the query cannot be planned: {message}")
+        if not text.strip():
+            raise HiveQueryError("the server returned an empty plan")
+        return text
+
+    def run(self, sql: str, knobs: dict | None = None, timeout_s: float = 600) -> dict:
+        """Run ``sql`` once and measure it; never raises for a failing query.
+
+        Returns ``status`` (succeeded | failed | timed_out), ``runtime_s`` (wall
+        time around execute, completion and fetching every row), ``rows``,
+        ``first`` (the first row as strings), ``error`` (the server's message),
+        ``started_at``/``ended_at`` and ``settings`` (the KnobPlan as a dict, when
+        ``knobs`` were given).  A query still running after ``timeout_s`` is
+        cancelled on the server.  Connection loss raises HiveConnectionError.
+        """
+        from TCLIService.ttypes import TOperationState
+
+        if not timeout_s or timeout_s <= 0:
+            raise UsageError(f"timeout_s must be > 0; got {timeout_s!r}")
+        plan = self.set(knobs) if knobs else None
+        outcome = {"status": "succeeded", "rows": None, "first": None, "error": None}
+        cursor = self._cursor()
+        started_at = datetime.now(timezone.utc)
+        started = time.perf_counter()
+        try:
+            try:
+                cursor.execute(sql.strip().rstrip(";"), async_=True)
+                deadline = started + timeout_s
+                interval = 0.005
+                while True:
+                    response = cursor.poll(get_progress_update=False)
+                    state = response.operationState
+                    if state == TOperationState.FINISHED_STATE:
+                        rows = cursor.fetchall() if cursor.description is not None else []
+                        ended = time.perf_counter()
+                        outcome["rows"] = len(rows)
+                        outcome["first"] = [str(v) for v in rows[0]] if rows else None
+                        break
+                    if state not in (TOperationState.INITIALIZED_STATE,
+                                     TOperationState.PENDING_STATE,
+                                     TOperationState.RUNNING_STATE):
+                        ended = time.perf_counter()
+                        name = TOperationState._VALUES_TO_NAMES.get(state, str(state))
+                        outcome.update(status="failed", error=_server_message(response)
+                                       if response.errorMessage else f"operation ended {name}")
+                        break
+                    ended = time.perf_counter()
+                    if ended >= deadline:
+                        cursor.cancel()
+                        outcome.update(status="timed_out",
+                                       error=f"ran past the {timeout_s:g} s limit; cancelled "
+                                             "on the server")
+                        break
+                    time.sleep(min(interval, max(deadline - time.perf_counter(), 0)))
+                    interval = min(interval * 2, 0.1)
+            except self._errors.Error as exc:
+                ended = time.perf_counter()
+                outcome.update(status="failed", error=_server_message(exc))
+            runtime_s = ended - started
+            if outcome["status"] == "timed_out":
+                self._wait_cancelled(cursor)
+        except _transport_errors() as exc:
+            raise HiveConnectionError(f"lost the connection to HiveServer2 at {self.where}: "
+                                      f"{exc}") from None
+        finally:
+            self._close_cursor(cursor)
+        outcome.update(runtime_s=round(runtime_s, 6), started_at=started_at,
+                       ended_at=started_at + timedelta(seconds=runtime_s),
+                       settings=plan.to_dict() if plan else None)
+        return outcome
+
+    def _wait_cancelled(self, cursor, limit_s: float = 15) -> None:
+        from TCLIService.ttypes import TOperationState
+
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            state = cursor.poll(get_progress_update=False).operationState
+            if state not in (TOperationState.RUNNING_STATE, TOperationState.PENDING_STATE):
+                return
+            time.sleep(0.2)
+
+    # -- TPC-H ------------------------------------------------------------------
+    def use(self, database: str) -> None:
+        if not _IDENTIFIER.match(database):
+            raise UsageError(f"{database!r} is not a database name")
+        self.execute(f"USE `{database}`")
+
+    def load_tpch(self, scale, data_root=None) -> dict:
+        """Make the eight TPC-H tables of ``scale`` queryable in database
+        ``tpch_sf<scale>`` (``tpch_sf0_01``), as tables over the parquet files of
+        :func:`jobgauge.profiler.workloads.tpch.ensure_data` (generated if missing).
+
+        Idempotent: tables already there over the same files are kept; a table
+        over other files (another data root) is re-created.  The files must be
+        readable by the server at the same path, so this is for a server on
+        this machine (Spark Thrift server); returns ``database``, ``data_path``,
+        ``created`` and ``kept``.
+        """
+        from jobgauge.profiler.runner import DEFAULT_DATA_ROOT
+        from jobgauge.profiler.workloads._tpch_queries import TABLES
+        from jobgauge.profiler.workloads.tpch import ensure_data, scale_label
+
+        if self.engine != "spark-thrift":
+            raise UsageError("load-tpch needs a Spark Thrift server (CREATE TABLE ... USING "
+                             "parquet over local files); this server is Apache Hive")
+        label = scale_label(scale)
+        database = tpch_database(label)
+        data_path = Path(ensure_data(Path(data_root or DEFAULT_DATA_ROOT), label)).resolve()
+        self.execute(f"CREATE DATABASE IF NOT EXISTS `{database}` "
+                     f"COMMENT {_quote('TPC-H ' + label + ' (jobgauge)')}")
+        locations = self._table_locations(database)
+        created, kept = [], []
+        for table in TABLES:
+            path = data_path / f"{table}.parquet"
+            if locations.get(table) == path.as_uri() or locations.get(table) == f"file:{path}":
+                kept.append(table)
+                continue
+            if table in locations:
+                self.execute(f"DROP TABLE `{database}`.`{table}`")  # external: files stay
+            self.execute(f"CREATE TABLE `{database}`.`{table}` USING parquet "
+                         f"LOCATION {_quote(str(path))}")
+            created.append(table)
+        return {"database": database, "scale": label, "data_path": str(data_path),
+                "created": created, "kept": kept}
+
+    def _table_locations(self, database: str) -> dict:
+        """``{table: location URI}`` of the tables in ``database``, in one statement."""
+        rows = self.execute(f"SHOW TABLE EXTENDED IN `{database}` LIKE '*'")
+        locations = {}
+        for row in rows:
+            table, information = row[1], row[-1]
+            match = re.search(r"^Location: (\S+)$", str(information or ""), re.MULTILINE)
+            locations[str(table)] = match.group(1) if match else None
+        return locations
+
+
+def tpch_database(scale_label_: str) -> str:
+    """``sf0.01`` -> ``tpch_sf0_01``."""
+    return "tpch_" + scale_label_.replace(".", "_")
+
+
+def plan_dag(plan_text: str, engine: str):
+    """The QueryDag of an EXPLAIN output of ``engine`` (raises ParseError if unreadable)."""
+    from jobgauge.dag import QueryDag
+
+    if engine == "spark-thrift":
+        return QueryDag.from_spark_plan(plan_text)
+    return QueryDag.from_hive_explain(plan_text)

@@ -1,0 +1,135 @@
+"""A Spark standalone cluster on 127.0.0.1 that jobgauge starts and stops itself.
+
+``StandaloneCluster(workers=2, cores_per_worker=1, memory_per_worker="2g")``
+starts ``org.apache.spark.deploy.master.Master`` and the workers through the
+``sbin/spark-daemon.sh`` that ships in the pyspark package, on free ports, with
+logs and pid files in a private folder, and waits until every worker has
+registered.  Use it as a context manager; leaving the block stops everything.
+
+In standalone mode ``--num-executors`` is ignored: the executor count is
+``spark.cores.max`` / ``spark.executor.cores``.  An executor that asks for
+more memory than a worker has waits forever, so the runner's timeouts apply
+and ``check_fits`` refuses such a layout up front.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from jobgauge.errors import RunError, UsageError
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class StandaloneCluster:
+    MASTER = "org.apache.spark.deploy.master.Master"
+    WORKER = "org.apache.spark.deploy.worker.Worker"
+
+    def __init__(self, *, workers: int = 1, cores_per_worker: int = 2,
+                 memory_per_worker: str = "2g", start_timeout_s: float = 90.0):
+        if not 1 <= workers <= 8:
+            raise UsageError(f"workers must be 1 to 8; got {workers}")
+        if cores_per_worker < 1:
+            raise UsageError(f"cores_per_worker must be >= 1; got {cores_per_worker}")
+        self.workers = workers
+        self.cores_per_worker = cores_per_worker
+        self.memory_per_worker = memory_per_worker
+        self.start_timeout_s = start_timeout_s
+        self.state_dir: Path | None = None
+        self.master_url: str | None = None
+        self.web_url: str | None = None
+
+    def _env(self) -> dict:
+        env = dict(os.environ)
+        env.update(SPARK_HOME=str(spark_home()), SPARK_LOG_DIR=str(self.state_dir / "logs"),
+                   SPARK_PID_DIR=str(self.state_dir / "pids"),
+                   SPARK_WORKER_DIR=str(self.state_dir / "work"),
+                   SPARK_IDENT_STRING="jobgauge", SPARK_NO_DAEMONIZE="")
+        env.pop("SPARK_NO_DAEMONIZE")
+        return env
+
+    def _daemon(self, action: str, cls: str, instance: int, *args: str) -> None:
+        script = spark_home() / "sbin" / "spark-daemon.sh"
+        result = subprocess.run(["bash", str(script), action, cls, str(instance), *args],
+                                env=self._env(), capture_output=True, text=True, timeout=60)
+        if result.returncode != 0 and action == "start":
+            raise RunError(f"could not start {cls.rsplit('.', 1)[1]}: "
+                           f"{(result.stderr or result.stdout).strip()[-400:]}")
+
+    def status(self) -> dict:
+        with urllib.request.urlopen(f"{self.web_url}/json/", timeout=5) as response:
+            return json.load(response)
+
+    def start(self) -> "StandaloneCluster":
+        self.state_dir = Path(tempfile.mkdtemp(prefix="jobgauge-standalone-"))
+        port, web = _free_port(), _free_port()
+        self.master_url = f"spark://127.0.0.1:{port}"
+        self.web_url = f"http://127.0.0.1:{web}"
+        self._daemon("start", self.MASTER, 1, "--host", "127.0.0.1", "--port", str(port),
+                     "--webui-port", str(web))
+        for index in range(1, self.workers + 1):
+            self._daemon("start", self.WORKER, index, "--host", "127.0.0.1", "--cores",
+                         str(self.cores_per_worker), "--memory", self.memory_per_worker,
+                         "--webui-port", str(_free_port()), self.master_url)
+        deadline = time.monotonic() + self.start_timeout_s
+        alive = 0
+        while time.monotonic() < deadline:
+            try:
+                alive = sum(1 for w in self.status().get("workers", []) if w.get("state") == "ALIVE")
+            except OSError:
+                alive = 0
+            if alive >= self.workers:
+                return self
+            time.sleep(0.5)
+        logs = "\n".join(p.read_text(errors="replace")[-500:]
+                         for p in sorted((self.state_dir / "logs").glob("*.out")))
+        self.stop()
+        raise RunError(f"standalone cluster did not come up in {self.start_timeout_s:.0f} s "
+                       f"({alive}/{self.workers} workers alive)\n{logs}")
+
+    def stop(self) -> None:
+        if self.state_dir is None:
+            return
+        for index in range(1, self.workers + 1):
+            self._daemon("stop", self.WORKER, index)
+        self._daemon("stop", self.MASTER, 1)
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+        self.state_dir = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def check_fits(self, config: dict) -> None:
+        """Refuse an executor layout the workers cannot host (it would wait forever)."""
+        from jobgauge.profiler.runner import memory_gib
+
+        cores = int(config.get("spark.executor.cores", self.cores_per_worker))
+        memory = memory_gib(config.get("spark.executor.memory", "1g"))
+        if cores > self.cores_per_worker:
+            raise UsageError(f"spark.executor.cores={cores} exceeds the {self.cores_per_worker} "
+                             "cores of a worker; the executor would never start")
+        if memory > memory_gib(self.memory_per_worker):
+            raise UsageError(f"spark.executor.memory={config.get('spark.executor.memory')} "
+                             f"exceeds the {self.memory_per_worker} of a worker; the executor "
+                             "would never start")

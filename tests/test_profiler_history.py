@@ -1,0 +1,235 @@
+"""Spark History Server REST -> Profile, against a real History Server.
+
+The module fixture starts Spark 4.3's own History Server (pyspark's sbin
+scripts) over the corpus event logs plus a log Spark wrote here, waits until
+it lists every application, and stops it at the end.  Each application read
+over REST must agree with ``read_eventlog`` of the same log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from jobgauge.cli import main
+from jobgauge.errors import GaugeError, ParseError
+from jobgauge.profiler.eventlog import read_eventlog
+from jobgauge.profiler.history import parse_history_url, read_history
+
+# Spark 4.3's History Server no longer reads the Spark 1.2 folder layout
+# (local-1426533911241/EVENT_LOG_1), so that one corpus log is left out here.
+CORPUS_LOGS = [
+    "apache-spark/app-20161116163331-0000",
+    "apache-spark/application_1506645932520_24630151",
+    "apache-spark/application_1536831636016_59384_1",
+    "apache-spark/application_1538416563558_0014",
+    "apache-spark/application_1628109047826_1317105",
+    "apache-spark/local-1422981780767",
+    "apache-spark/local-1430917381534",
+    "apache-spark/local-1430917381535_1",
+    "apache-spark/local-1596020211915",
+    "apache-spark/local-1642039451826",
+    "dr-elephant/event_log_1",
+    "sparklens/local-1532512550423",
+]
+
+_WRITE_LOG = textwrap.dedent('''
+    import sys
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[2]").appName("jobgauge-history")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.eventLog.enabled", "true").config("spark.eventLog.dir", sys.argv[1])
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    spark.sparkContext.setLogLevel("OFF")
+    df = spark.range(0, 3000, numPartitions=3)
+    df.groupBy((df.id % 5).alias("k")).count().collect()
+    try:
+        spark.range(0, 10, numPartitions=2).selectExpr("raise_error('jobgauge boom')").collect()
+    except Exception:
+        pass
+    print("APP=" + spark.sparkContext.applicationId)
+    spark.stop()
+''')
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _listed(base: str) -> set[str]:
+    with urllib.request.urlopen(base + "/api/v1/applications", timeout=5) as reply:
+        return {app["id"] for app in json.load(reply)}
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory, corpus_dir):
+    """A running Spark History Server over the corpus logs and a Spark 4.3 log."""
+    import pyspark
+
+    root = tmp_path_factory.mktemp("history")
+    logs, run_dir = root / "logs", root / "run"
+    logs.mkdir()
+    run_dir.mkdir()
+    for name in CORPUS_LOGS:
+        shutil.copyfile(corpus_dir / "spark-eventlogs" / name, logs / Path(name).name)
+    script = root / "write_log.py"
+    script.write_text(_WRITE_LOG)
+    done = subprocess.run([sys.executable, str(script), str(logs)], capture_output=True,
+                          text=True, timeout=600)
+    if done.returncode != 0:
+        pytest.fail(f"Spark could not write the log:\n{done.stderr[-3000:]}")
+    new_app = done.stdout.split("APP=")[-1].strip()
+
+    expected = {read_eventlog(p).app_id: p for p in logs.iterdir()}
+    assert new_app in expected
+    spark_home = os.path.dirname(pyspark.__file__)
+    port = _free_port()
+    env = {**os.environ, "SPARK_HOME": spark_home, "SPARK_LOG_DIR": str(run_dir),
+           "SPARK_PID_DIR": str(run_dir),
+           "SPARK_HISTORY_OPTS": f"-Dspark.history.fs.logDirectory=file://{logs} "
+                                 f"-Dspark.history.ui.port={port} "
+                                 "-Dspark.history.fs.update.interval=1s"}
+    subprocess.run(["bash", os.path.join(spark_home, "sbin", "start-history-server.sh")],
+                   env=env, check=True, capture_output=True, timeout=120)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 240
+        listed: set[str] = set()
+        while time.monotonic() < deadline:
+            try:
+                listed = _listed(base)
+            except OSError:
+                listed = set()
+            if set(expected) <= listed:
+                break
+            time.sleep(1)
+        else:
+            logs_text = "".join(p.read_text()[-2000:] for p in run_dir.glob("*.out"))
+            pytest.fail(f"History Server listed {sorted(listed)} of {sorted(expected)} "
+                        f"in time:\n{logs_text}")
+        yield {"base": base, "logs": expected, "new_app": new_app}
+    finally:
+        subprocess.run(["bash", os.path.join(spark_home, "sbin", "stop-history-server.sh")],
+                       env=env, capture_output=True, timeout=120)
+
+
+@pytest.mark.spark
+def test_rest_profile_agrees_with_the_event_log(history):
+    for app_id, path in sorted(history["logs"].items()):
+        from_log = read_eventlog(path)
+        from_rest = read_history(history["base"], app_id)
+        assert from_rest.format == "spark-history" and from_rest.engine == "spark"
+        for key in ("app_id", "app_name", "user", "engine_version", "status", "start_ms",
+                    "end_ms", "runtime_s", "n_jobs", "n_stages", "n_tasks",
+                    "n_stage_attempts", "n_failed_tasks", "available_core_seconds"):
+            assert getattr(from_rest, key) == getattr(from_log, key), (app_id, key)
+        for metric, value in from_log.totals.items():
+            # a metric an old log never recorded is None there, 0 over REST
+            assert from_rest.totals[metric] == pytest.approx(value if value is not None else 0)
+        assert [(j["job_id"], j["stage_ids"], j["result"], j["submission_ms"],
+                 j["completion_ms"], j["skipped_stage_ids"], j["sql_execution_id"])
+                for j in from_rest.jobs] == \
+               [(j["job_id"], j["stage_ids"], j["result"], j["submission_ms"],
+                 j["completion_ms"], j["skipped_stage_ids"], j["sql_execution_id"])
+                for j in from_log.jobs]
+        assert len(from_rest.stages) == len(from_log.stages)
+        for rest, log in zip(from_rest.stages, from_log.stages):
+            for key in ("stage_id", "attempt", "name", "status", "n_tasks",
+                        "n_task_attempts", "submission_ms", "completion_ms", "job_ids"):
+                assert rest[key] == log[key], (app_id, key)
+            if log["n_task_attempts"] == log["n_succeeded_tasks"]:   # see history.py
+                for key in ("task_duration_p50_ms", "task_duration_p90_ms",
+                            "task_duration_p99_ms", "task_duration_max_ms", "task_skew"):
+                    assert rest[key] == log[key], (app_id, rest["stage_id"], key)
+        assert [(s["execution_id"], s["description"], s["job_ids"]) for s in from_rest.sql] \
+            == [(s["execution_id"], s["description"], s["job_ids"]) for s in from_log.sql]
+        redacted = {k for k, v in from_rest.config.items() if v == "*********(redacted)"}
+        assert from_rest.config.keys() == from_log.config.keys()
+        assert {k: v for k, v in from_rest.config.items() if k not in redacted} == \
+            {k: v for k, v in from_log.config.items() if k not in redacted}
+        # what REST cannot tell stays None
+        assert from_rest.critical_path_s is None and from_rest.idle_core_seconds is None
+
+
+@pytest.mark.spark
+def test_rest_profile_of_a_spark_4_app_with_a_failed_job(history):
+    profile = read_history(f"{history['base']}/api/v1/applications/{history['new_app']}")
+    assert profile.engine_version == "4.3.0"
+    assert [j["result"] for j in profile.jobs].count("failed") == 1
+    assert profile.n_failed_tasks >= 1
+    assert profile.sql and "== Physical Plan ==" in profile.sql[0]["physical_plan_description"]
+    assert profile.executors[0]["cores"] == 2
+    assert profile.cores_timeline[0]["cores"] == 2
+
+
+@pytest.mark.spark
+def test_url_forms_and_attempts(history):
+    base = history["base"]
+    app = "application_1536831636016_59384"          # a YARN app with attempt "1"
+    forms = [read_history(base, app),
+             read_history(f"{base}/api/v1/applications/{app}"),
+             read_history(f"{base}/api/v1/applications/{app}/1/jobs"),
+             read_history(f"{base}/history/{app}/1/jobs/")]
+    assert {(p.app_id, p.n_tasks, p.runtime_s) for p in forms} == {(app, 100, 15.138)}
+    with pytest.raises(ParseError, match=r"application .* has no attempt '7'"):
+        read_history(f"{base}/api/v1/applications/{app}/7")
+
+
+@pytest.mark.spark
+def test_unknown_application_is_a_clear_error(history):
+    with pytest.raises(ParseError, match=r"no application 'app-nope' on the History Server "
+                                         r"\(expected one of its application ids \(.*local-"):
+        read_history(history["base"], "app-nope")
+    with pytest.raises(ParseError, match=r"URL names no application"):
+        read_history(history["base"])
+
+
+@pytest.mark.spark
+def test_cli_reads_history_urls(history, capsys):
+    url = f"{history['base']}/api/v1/applications/{history['new_app']}"
+    assert main(["profile", "--json", url, f"{history['base']}/api/v1/applications/nope"]) == 1
+    out, err = capsys.readouterr()
+    first, second = (json.loads(line) for line in out.splitlines())
+    assert first["format"] == "spark-history" and first["app_id"] == history["new_app"]
+    assert first["n_tasks"] == read_eventlog(history["logs"][history["new_app"]]).n_tasks
+    assert second["error"].startswith(f"{history['base']}/api/v1/applications/nope")
+    assert "no application 'nope'" in err
+
+
+def test_unreachable_server_is_a_clear_error():
+    port = _free_port()                                 # nothing listens there
+    with pytest.raises(ParseError, match=rf"127\.0\.0\.1:{port}/api/v1/applications/app-1: "
+                                         r"cannot reach the Spark History Server"):
+        read_history(f"http://127.0.0.1:{port}/api/v1/applications/app-1", timeout=5)
+
+
+def test_not_a_history_url():
+    with pytest.raises(ParseError, match="not an http"):
+        read_history("ftp://host/api/v1/applications/x")
+    with pytest.raises(GaugeError, match="URL names application 'a' but 'b' was asked for"):
+        read_history("http://host:18080/api/v1/applications/a", "b")
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("http://h:18080/api/v1/applications/app-1", ("http://h:18080/api/v1", "app-1", None)),
+    ("http://h:18080/api/v1/applications/app-1/2/stages",
+     ("http://h:18080/api/v1", "app-1", "2")),
+    ("http://h:18080/api/v1/applications/app-1/jobs", ("http://h:18080/api/v1", "app-1", None)),
+    ("https://gw/proxy/spark/history/application_1_2/1/jobs/",
+     ("https://gw/proxy/spark/api/v1", "application_1_2", "1")),
+    ("http://h:18080/", ("http://h:18080/api/v1", None, None)),
+])
+def test_parse_history_url(url, expected):
+    assert parse_history_url(url) == expected
