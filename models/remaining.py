@@ -64,6 +64,7 @@ __all__ = [
 
 # Progress bands for the interval calibration (fraction of elapsed / total).
 _BANDS = (0.2, 0.4, 0.6, 0.8)
+_MIN_CALIBRATION_RUNS = 5    # fewer past runs: the interval comes from the run's own spread
 _CALIBRATION_POINTS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 
@@ -272,8 +273,8 @@ class _SignatureProfile:
     runtimes: list[float]
     fallback_s: float = 0.0             # typical interval of a job beyond the longest run seen
     future_from: list[float] = field(default_factory=list)  # typical seconds of jobs k.. n_jobs-1
-    speed_intercept: float = 0.0        # log future speed = intercept + slope * log observed speed
-    speed_slope: float = 1.0
+    # log future speed = intercept + slope * log(speed so far), per band of typical progress
+    persistence: list[tuple[float, float]] = field(default_factory=list)
     quantiles: list[tuple[float, float]] = field(default_factory=list)  # per progress band
 
 
@@ -380,7 +381,8 @@ class RemainingTimeEstimator:
         for sig, profile in self.profiles_.items():
             replay = self._replay(profile, groups[sig])
             self._learn_persistence(profile, replay)
-            profile.quantiles = self._calibrate(profile, replay)
+            if profile.n_runs >= _MIN_CALIBRATION_RUNS:
+                profile.quantiles = self._calibrate(profile, replay)
         self.n_histories_ = len(histories)
         self.live_ = {}
         return self
@@ -429,19 +431,33 @@ class RemainingTimeEstimator:
 
     def _learn_persistence(self, profile: _SignatureProfile, replay: list[tuple]) -> None:
         """How much of the speed seen so far carries over to the jobs not yet
-        submitted: least squares of log(actual / typical time of those jobs)
-        on log(speed so far), over the replayed training runs."""
-        xs, ys = [], []
+        submitted: per band of typical progress, least squares of
+        log(actual / typical time of those jobs) on log(speed so far), over
+        the replayed training runs (bands with few samples use all of them)."""
+        samples: list[list[tuple[float, float]]] = [[] for _ in range(len(_BANDS) + 1)]
         for state, _, after_next in replay:
             if state["future_typical"] > 0 and after_next and after_next > 0 and state["speed"] > 0:
-                xs.append(math.log(state["speed"]))
-                ys.append(math.log(after_next / state["future_typical"]))
-        if len(xs) < 5:
+                samples[self._band(state, profile)].append(
+                    (math.log(state["speed"]), math.log(after_next / state["future_typical"])))
+        everything = [pair for band in samples for pair in band]
+
+        def line(pairs):
+            x, y = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+            slope = float(np.polyfit(x, y, 1)[0]) if np.ptp(x) > 1e-9 else 0.0
+            slope = min(max(slope, 0.0), 1.0)
+            return float(np.median(y - slope * x)), slope
+
+        if len(everything) < 5:
             return
-        x, y = np.array(xs), np.array(ys)
-        slope = float(np.polyfit(x, y, 1)[0]) if np.ptp(x) > 1e-9 else 0.0
-        profile.speed_slope = min(max(slope, 0.0), 1.0)
-        profile.speed_intercept = float(np.median(y - profile.speed_slope * x))
+        pooled = line(everything)
+        profile.persistence = [line(pairs) if len(pairs) >= 20 else pooled for pairs in samples]
+
+    @staticmethod
+    def _band(state: dict, profile: _SignatureProfile) -> int:
+        """Band of typical progress: share of the typical run's work already behind."""
+        total = profile.startup_s + (profile.future_from[0] if profile.future_from else 0.0)
+        ahead = state["future_typical"] + state["current_typical"]
+        return bisect.bisect_right(_BANDS, 1.0 - ahead / total if total > 0 else 0.0)
 
     def _calibrate(self, profile: _SignatureProfile, replay: list[tuple]) -> list[tuple[float, float]]:
         """Quantiles of log(true remaining / predicted) per progress band, from
@@ -521,10 +537,12 @@ class RemainingTimeEstimator:
         expected, fallback = profile.job_seconds, profile.fallback_s
         unit = max(profile.total_s / max(profile.n_jobs + 1, 1), 1e-9)   # one typical job's worth
         speed = 1.0
+        ratios = []
         previous, typical_s = started, profile.startup_s
         for k, submitted in enumerate(submits):
             if typical_s > 0:
-                speed += self._decay(typical_s / unit) * ((submitted - previous) / typical_s - speed)
+                ratios.append((submitted - previous) / typical_s)
+                speed += self._decay(typical_s / unit) * (ratios[-1] - speed)
             previous, typical_s = submitted, expected[k] if k < len(expected) else fallback
         current_elapsed = max(now - previous, 0.0)
         # an overrunning current interval is a partial sample: the run is at least that slow
@@ -534,13 +552,14 @@ class RemainingTimeEstimator:
         future = profile.future_from[next_index] if next_index < len(profile.future_from) else 0.0
         return {"speed": speed, "started": started, "now": now, "n_submitted": next_index,
                 "current_typical": typical_s, "current_elapsed": current_elapsed,
-                "future_typical": future}
+                "future_typical": future, "ratios": ratios}
 
     @staticmethod
     def _left(state: dict[str, float], profile: _SignatureProfile) -> tuple[float, float]:
         """(seconds left, speed assumed for the rest) from a speed state."""
-        future_speed = math.exp(profile.speed_intercept
-                                + profile.speed_slope * math.log(max(state["speed"], 1e-9)))
+        intercept, slope = (profile.persistence[RemainingTimeEstimator._band(state, profile)]
+                            if profile.persistence else (0.0, 1.0))
+        future_speed = math.exp(intercept + slope * math.log(max(state["speed"], 1e-9)))
         current_left = max(future_speed * state["current_typical"] - state["current_elapsed"], 0.0)
         return current_left + future_speed * state["future_typical"], future_speed
 
@@ -557,6 +576,11 @@ class RemainingTimeEstimator:
             progress = elapsed / (elapsed + remaining) if elapsed + remaining > 0 else 1.0
             q_low, q_high = profile.quantiles[bisect.bisect_right(_BANDS, progress)]
             low, high = remaining * math.exp(q_low), remaining * math.exp(q_high)
+        else:   # too few past runs to calibrate: the spread of this run's own ratios
+            logs = [math.log(r) for r in state["ratios"] if r > 0]
+            if len(logs) >= 3:
+                factor = math.exp(NormalDist().inv_cdf(1 - (1 - self.interval) / 2) * float(np.std(logs)))
+                low, high = remaining / factor, remaining * factor
         return RemainingEstimate(
             remaining, low, high, elapsed, "history", "jobs", float(snapshot.jobs_completed),
             float(max(profile.n_jobs, len(submits))), state["speed"],

@@ -658,3 +658,36 @@ def test_stage_dag_of_a_real_event_log():
     assert all(dag.nodes[n]["n_tasks"] for n in dag)
     features, ids = serialize(dag)
     assert features[:, FEATURE_NAMES.index("log1p_n_tasks")].min() > 0
+
+
+def test_json_tez_plan_edges_and_vertices():
+    # the corpus has no Tez JSON plan; this one follows the shape Hive's ExplainTask
+    # writes ("Edges:" maps a vertex to one {"parent", "type"} object or a list of them)
+    plan = {
+        "STAGE DEPENDENCIES": {"Stage-1": {"ROOT STAGE": "TRUE"},
+                               "Stage-0": {"DEPENDENT STAGES": "Stage-1"}},
+        "STAGE PLANS": {
+            "Stage-1": {"Tez": {
+                "Edges:": {"Reducer 2": [{"parent": "Map 1", "type": "SIMPLE_EDGE"},
+                                         {"parent": "Map 3", "type": "BROADCAST_EDGE"}],
+                           "Map 1": {"parent": "Union 4", "type": "CONTAINS"}},
+                "Vertices:": {
+                    "Map 1": {"Map Operator Tree:": [{"TableScan": {
+                        "alias:": "src", "OperatorId:": "TS_0",
+                        "Statistics:": "Num rows: 500 Data size: 89000 Basic stats: COMPLETE",
+                        "children": {"Reduce Output Operator": {"OperatorId:": "RS_1"}}}}],
+                        "Execution mode:": "vectorized"},
+                    "Map 3": {"Map Operator Tree:": [{"TableScan": {"alias:": "b"}}]},
+                    "Reducer 2": {"Reduce Operator Tree:": {"Group By Operator": {}}},
+                    "Union 4": {"Vertex:": "Union 4"}}}},
+            "Stage-0": {"Fetch Operator": {"limit:": "-1", "Processor Tree:": {"ListSink": {}}}}}}
+    dag = QueryDag.from_hive_explain(json.dumps(plan))
+    assert dag.graph["format"] == "hive-json" and dag.graph["engine"] == "tez"
+    assert sorted(dag.edges(data="edge_type")) == [
+        ("Map 1", "Reducer 2", "SIMPLE_EDGE"), ("Map 1", "Union 4", "CONTAINS"),
+        ("Map 3", "Reducer 2", "BROADCAST_EDGE"), ("Reducer 2", "Stage-0", "dependency"),
+        ("Union 4", "Stage-0", "dependency")]
+    assert dag.nodes["Map 1"]["rows"] == 500
+    assert [op["id"] for op in dag.nodes["Map 1"]["operators"]] == ["TS_0", "RS_1"]
+    assert dag.nodes["Map 1"]["execution_mode"] == "vectorized"
+    assert [op["type"] for op in dag.nodes["Stage-0"]["operators"]] == ["Fetch Operator", "ListSink"]

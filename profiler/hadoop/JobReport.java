@@ -27,6 +27,8 @@ import org.apache.hadoop.mapreduce.JobStatus;
  */
 public final class JobReport {
 
+    private static final long POLL_MS = 20L;
+
     private JobReport() {
     }
 
@@ -41,7 +43,7 @@ public final class JobReport {
         conf.set("fs.defaultFS", "file:///");
         conf.set("fs.file.impl", UncheckedLocalFileSystem.class.getName());
         conf.setBoolean("fs.file.impl.disable.cache", false);
-        conf.setInt("mapreduce.client.completion.pollinterval", 20);
+        conf.setInt("mapreduce.client.completion.pollinterval", (int) POLL_MS);
     }
 
     /** The local file system, writing and verifying no checksum files. */
@@ -74,12 +76,27 @@ public final class JobReport {
         boolean succeeded = false;
         String error = null;
         long preparationNs = 0L;
+        long runStartMs = -1L;
+        long mapsDoneMs = -1L;
         try {
             if (preparation != null) {
                 preparation.run();
                 preparationNs = System.nanoTime() - startNs;
             }
-            succeeded = job.waitForCompletion(false);
+            runStartMs = System.currentTimeMillis();
+            job.submit();
+            // The local runner starts reduces only once every map is done, so the
+            // moment map progress reaches 1 splits the job into its two phases.
+            while (!job.isComplete()) {
+                if (mapsDoneMs < 0 && job.mapProgress() >= 1.0f) {
+                    mapsDoneMs = System.currentTimeMillis();
+                }
+                Thread.sleep(POLL_MS);
+            }
+            if (mapsDoneMs < 0 && job.mapProgress() >= 1.0f) {
+                mapsDoneMs = System.currentTimeMillis();
+            }
+            succeeded = job.isSuccessful();
         } catch (Exception e) {
             error = e.toString();
         }
@@ -124,6 +141,8 @@ public final class JobReport {
         json.append("  \"submit_ms\": ").append(submitMs).append(",\n");
         json.append("  \"finish_ms\": ").append(finishMs).append(",\n");
         json.append("  \"job_runtime_ms\": ").append(elapsedNs / 1_000_000L).append(",\n");
+        json.append("  \"run_start_ms\": ").append(runStartMs).append(",\n");
+        json.append("  \"maps_done_ms\": ").append(mapsDoneMs).append(",\n");
         json.append("  \"preparation_ms\": ").append(preparationNs / 1_000_000L).append(",\n");
         json.append("  \"map_tasks\": ").append(conf.getInt("mapreduce.job.maps", -1)).append(",\n");
         json.append("  \"reduce_tasks\": ").append(conf.getInt("mapreduce.job.reduces", -1)).append(",\n");

@@ -117,7 +117,11 @@ def cached_prepare(data_root: Path, workload: str, size: str, seed: int, params:
             old = Path(tempfile.mkdtemp(prefix=f".old-{size}-seed{seed}-", dir=target.parent))
             os.replace(target, old / "data")
             shutil.rmtree(old, ignore_errors=True)
-        os.replace(staging, target)
+        try:
+            os.replace(staging, target)
+        except OSError:
+            if not _complete(target, workload):  # not a concurrent preparer's finished copy
+                raise
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

@@ -3,8 +3,10 @@
 ``python -m jobgauge.profiler.workloads._hibench_measure --data-root DIR``
 prepares each (workload, size) (untimed, cached), then times ``run`` the way
 the runner's driver does (wall time around ``workload.run``) and prints one
-JSON line per run, with the machine's 1-minute load average before and after.
-The application uses HiBench's own Spark settings (``HIBENCH_SPARK_CONF``).  Used to fill the runtime columns of docs/workloads.md.
+JSON line per run, with the machine's 1-minute load average before and
+after.  One unreported run of sort at tiny comes first.  The application
+uses HiBench's own Spark settings (``HIBENCH_SPARK_CONF``).  Used to fill the
+runtime columns of docs/workloads.md.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ def main(argv=None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     output_root = Path(tempfile.mkdtemp(prefix="hibench-out-"))
     try:
+        # One unreported run first, so the first measured job does not pay the
+        # JVM's start-up (class loading, JIT) alone.
+        warmup = HIBENCH_WORKLOADS["sort"]
+        warmup.run(spark, warmup.prepare(args.data_root, "tiny", seed=args.seed),
+                   output_dir=output_root / "warmup")
         for name in args.workloads:
             workload = HIBENCH_WORKLOADS[name]
             for size in args.sizes:

@@ -1,0 +1,129 @@
+"""Report on the shipped corpus of measured runs: spread across configurations and noise.
+
+    python bench/report_corpus.py [--runs 'data/runs/*.csv.gz'] [--out bench/reports]
+
+For each workload and size: runs, failures, the fastest and slowest measured
+runtime (median of repeats per configuration), max/min, Spark's defaults over
+the best configuration, and the noise of repeated configurations as the mean
+coefficient of variation.  Writes ``corpus.md`` and ``corpus.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from jobgauge.runtable import read_run_tables  # noqa: E402
+
+
+def is_default(config: dict) -> bool:
+    """Spark's defaults: nothing set beyond the master, which must be local[2]."""
+    return config == {"spark.master": "local[2]"} or config == {}
+
+
+def summarize(frame):
+    groups = defaultdict(lambda: defaultdict(list))
+    failures = defaultdict(int)
+    for row in frame.itertuples():
+        key = (row.workload, row.datasize, row.framework)
+        if not row.completed:
+            failures[key] += 1
+            continue
+        base = row.run_id.rsplit(":r", 1)[0]
+        groups[key][base].append((row.runtime_s, row.config))
+    table = []
+    for key in sorted(groups, key=lambda k: (k[2], k[1], _order(k[0]))):
+        configs = groups[key]
+        medians = {b: statistics.median(v for v, _ in runs) for b, runs in configs.items()}
+        defaults = [medians[b] for b, runs in configs.items() if is_default(runs[0][1])]
+        covs = [statistics.stdev(v for v, _ in runs) / statistics.mean(v for v, _ in runs)
+                for runs in configs.values() if len(runs) >= 2]
+        best, worst = min(medians.values()), max(medians.values())
+        table.append({
+            "workload": key[0], "datasize": key[1], "framework": key[2],
+            "runs": sum(len(r) for r in configs.values()) + failures[key],
+            "configs": len(configs), "failed": failures[key],
+            "best_s": best, "worst_s": worst, "spread": worst / best,
+            "default_s": defaults[0] if defaults else None,
+            "default_over_best": defaults[0] / best if defaults else None,
+            "cov": statistics.mean(covs) if covs else None, "repeated": len(covs),
+        })
+    return table
+
+
+def _order(name: str):
+    return (name.split("-q")[0], int(name.split("-q")[1])) if "-q" in name else (name, 0)
+
+
+def write_report(table, out_dir: Path, sources: list[str]) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    labels = [f"{r['workload']} {r['datasize']}" for r in table]
+    fig, ax = plt.subplots(figsize=(max(8, 0.32 * len(table)), 4.5))
+    xs = range(len(table))
+    ax.vlines(xs, [r["best_s"] for r in table], [r["worst_s"] for r in table], color="#7a8ca3",
+              linewidth=3, label="best to worst configuration")
+    ax.scatter(xs, [r["default_s"] if r["default_s"] else float("nan") for r in table],
+               color="#c0392b", zorder=3, s=14, label="Spark defaults")
+    ax.set_yscale("log")
+    ax.set_ylabel("runtime (s, log scale)")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(labels, rotation=90, fontsize=7)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title("Measured runtime across configurations")
+    fig.tight_layout()
+    fig.savefig(out_dir / "corpus.png", dpi=120)
+    plt.close(fig)
+
+    def fmt(value, pattern="{:.2f}"):
+        return "" if value is None else pattern.format(value)
+
+    lines = ["# Shipped corpus: spread across configurations and noise", "",
+             "Regenerate: `python bench/report_corpus.py`", "",
+             "Sources: " + ", ".join(f"`{s}`" for s in sources), "",
+             f"{sum(r['runs'] for r in table)} runs, {len(table)} workload x size groups.", "",
+             "Runtime per configuration is the median of its repeats. *default/best* is Spark's "
+             "defaults (local[2], nothing else set) over the fastest configuration; *CoV* is the "
+             "mean coefficient of variation over configurations measured 2 or more times.", "",
+             "![spread](corpus.png)", "",
+             "| workload | size | runs | configs | failed | best s | worst s | max/min | default s | default/best | CoV | repeated configs |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in table:
+        lines.append(f"| {r['workload']} | {r['datasize']} | {r['runs']} | {r['configs']} | "
+                     f"{r['failed']} | {fmt(r['best_s'])} | {fmt(r['worst_s'])} | "
+                     f"{fmt(r['spread'], '{:.1f}x')} | {fmt(r['default_s'])} | "
+                     f"{fmt(r['default_over_best'], '{:.2f}')} | {fmt(r['cov'], '{:.1%}')} | "
+                     f"{r['repeated']} |")
+    path = out_dir / "corpus.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", default=str(REPO / "data" / "runs" / "*.csv.gz"))
+    parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
+    args = parser.parse_args(argv)
+    files = sorted(glob.glob(args.runs))
+    if not files:
+        print(f"no run tables match {args.runs}", file=sys.stderr)
+        return 1
+    table = summarize(read_run_tables(files))
+    path = write_report(table, Path(args.out), [str(Path(f).relative_to(REPO)) if Path(f).is_relative_to(REPO) else f for f in files])
+    print(path.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,419 @@
+"""Honest evaluation of the runtime models: splits a user would face.
+
+Each data source (``scout-multinode``, ``c3o-emr``, ``local``) is evaluated on
+its own, under the protocols that apply to it:
+
+- ``configs`` (a): held-out configurations of seen workloads.  Runs are
+  grouped by configuration (instance type, instance count and knobs); every
+  run of a configuration is in the same fold (5-fold GroupKFold), so repeated
+  runs never leak into the training side.
+- ``scale`` (b): scale extrapolation.  Train on the smaller inputs, predict
+  the largest: the largest size label (``sf10`` > ``sf1``, ``bigdata`` >
+  ``huge``) or, without labels, each workload's largest third of distinct
+  input sizes.
+- ``workloads`` (c): leave one workload out (for local runs: unseen TPC-H
+  queries and HiBench jobs).  Unseen workloads are profiled once: every row
+  carries the profile (and DAG) of one *reference* run of its workload (the
+  smallest input, fewest knobs set), never its own; reference runs are not
+  scored.
+- ``cluster`` (d): held-out cluster configurations (instance type x count),
+  5-fold GroupKFold; the Scout and C3O tables.
+
+Metrics on the finished test runs: MdAPE, MAPE, P90 of the absolute
+percentage error, share within 10 %, and coverage of the 80 % interval.
+Censored test runs (``completed=False``) have no true runtime: they are not
+scored, but the share whose prediction is at least the time limit is shown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from jobgauge.errors import ModelError, UsageError
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+EVAL_VERSION = 3
+PROTOCOLS = {
+    "configs": "(a) held-out configurations",
+    "scale": "(b) scale extrapolation",
+    "workloads": "(c) held-out workloads",
+    "cluster": "(d) held-out cluster configurations",
+}
+PROTOCOLS_BY_SOURCE = {
+    "scout-multinode": ("cluster", "scale", "workloads"),   # no knobs: configs == cluster
+    "c3o-emr": ("configs", "cluster", "scale", "workloads"),
+}
+DEFAULT_PROTOCOLS = ("configs", "scale", "workloads")
+DEFAULT_MODELS = ("tree", "svm", "forest", "gbm", "ernest", "fc", "rnn", "gbm+classes",
+                  "fc+classes")
+QUICK_PARAMS = {"fc": {"epochs": 20, "n_networks": 1}, "rnn": {"epochs": 20, "n_networks": 1},
+                "forest": {"n_estimators": 30}, "gbm": {"max_iter": 60}}
+
+
+def default_run_tables() -> list[Path]:
+    """The shared Scout and C3O tables plus the local runs in data/runs."""
+    paths = [SHARED_DATASETS / "scout_multinode.csv", SHARED_DATASETS / "c3o_emr.csv"]
+    paths += sorted((REPO / "data" / "runs").glob("*.csv.gz"))
+    return [p for p in paths if p.is_file()]
+
+
+# ------------------------------------------------------------- profiles
+def read_profiles(paths) -> dict:
+    """Profile records of JSON-lines files (gzip or plain), keyed by (source, run_id).
+
+    Each line: ``{"source", "run_id", "summary": Profile.summary(), "stages": [...],
+    "physical_plan": text}``.
+    """
+    import gzip
+
+    records = {}
+    for path in paths:
+        path = Path(path)
+        opener = gzip.open if path.suffix == ".gz" else open
+        try:
+            with opener(path, "rt", encoding="utf-8") as handle:
+                for number, line in enumerate(handle, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise ModelError(f"{path}, line {number}: not JSON ({exc.msg})") from None
+                    if not isinstance(record, dict) or "run_id" not in record:
+                        raise ModelError(f"{path}, line {number}: a profile record needs run_id")
+                    records[(str(record.get("source", "local")), str(record["run_id"]))] = record
+        except OSError as exc:
+            raise ModelError(f"cannot read profiles {path}: {exc}") from None
+    return records
+
+
+def default_profile_files() -> list[Path]:
+    return sorted((REPO / "data" / "profiles").glob("*.jsonl*"))
+
+
+def _record_dag(record):
+    from jobgauge.dag import QueryDag
+    from jobgauge.errors import GaugeError
+
+    plan = record.get("physical_plan")
+    if plan:
+        try:
+            return QueryDag.from_spark_plan(plan).to_dict()
+        except GaugeError:
+            pass
+    if record.get("stages"):
+        try:
+            return QueryDag.from_stages(record["stages"]).to_dict()
+        except GaugeError:
+            return None
+    return None
+
+
+def attach_reference_profiles(frame, records):
+    """Add ``profile`` and ``dag`` columns from one reference run per workload.
+
+    The reference run of a workload is its profiled run with the smallest
+    input, then the fewest knobs set, then the smallest run_id; its profile
+    stands for "the user profiled this job once".  A ``profile_reference``
+    column marks the reference runs (they are not scored in evaluations).
+    """
+    frame = frame.copy()
+    frame["profile"] = None
+    frame["dag"] = None
+    frame["profile_reference"] = False
+    if not records:
+        return frame
+    keys = list(zip(frame["source"].astype(str), frame["run_id"].astype(str)))
+    has = np.array([k in records for k in keys])
+    if not has.any():
+        return frame
+    sizes = frame["input_bytes"].fillna(np.inf).to_numpy()
+    knobs = np.array([len(c) for c in frame["config"]])
+    for workload in frame.loc[has, "workload"].unique():
+        rows = np.flatnonzero(has & (frame["workload"].to_numpy() == workload))
+        best = min(rows, key=lambda i: (sizes[i], knobs[i], keys[i][1]))
+        record = records[keys[best]]
+        summary = record.get("summary") or None
+        dag = _record_dag(record)
+        same = np.flatnonzero(frame["workload"].to_numpy() == workload)
+        for i in same:
+            frame.at[frame.index[i], "profile"] = summary
+            frame.at[frame.index[i], "dag"] = dag
+        frame.at[frame.index[best], "profile_reference"] = True
+    return frame
+
+
+# ------------------------------------------------------------- protocols
+def _group_folds(groups, n_splits, seed=0):
+    from sklearn.model_selection import GroupKFold
+
+    unique = np.unique(groups)
+    if len(unique) < 2:
+        return []
+    splitter = GroupKFold(n_splits=min(n_splits, len(unique)), shuffle=True, random_state=seed)
+    return list(splitter.split(np.zeros(len(groups)), groups=groups))
+
+
+def _keys(frame, columns):
+    keys = frame[columns[0]].astype(str).to_numpy().astype(object)
+    for column in columns[1:]:
+        keys = keys + "|" + frame[column].astype(str).to_numpy().astype(object)
+    return keys
+
+
+def _size_rank(frame):
+    """Per row: True when its input is among the largest (the scale protocol's test side)."""
+    from jobgauge.models.features import size_scale
+
+    labels = frame["datasize"].fillna("").astype(str).to_numpy()
+    scales = np.array([size_scale(label) for label in labels], dtype=float).reshape(-1, 2)
+    labelled = np.isfinite(scales).any(1)
+    largest = np.zeros(len(frame), dtype=bool)
+    if labelled.all():
+        value = np.where(np.isfinite(scales[:, 0]), scales[:, 0], scales[:, 1])
+        kinds = np.isfinite(scales[:, 0])
+        for kind in (True, False):
+            part = kinds == kind
+            if part.any() and len(np.unique(value[part])) >= 2:
+                largest |= part & (value == value[part].max())
+        return largest
+    sizes = frame["input_bytes"].to_numpy(dtype=float)
+    workloads = frame["workload"].astype(str).to_numpy()
+    for workload in np.unique(workloads):
+        rows = workloads == workload
+        distinct = np.unique(sizes[rows][np.isfinite(sizes[rows])])
+        if len(distinct) >= 3:
+            cut = distinct[len(distinct) - max(1, len(distinct) // 3)]
+            largest |= rows & (sizes >= cut)
+    return largest
+
+
+def protocol_folds(frame, protocol, *, n_splits=5):
+    """List of (train index, test index) for a protocol on one source's frame."""
+    if protocol == "configs":
+        return _group_folds(_keys(frame, ["instance_type", "instance_count", "config_json"]),
+                            n_splits)
+    if protocol == "cluster":
+        return _group_folds(_keys(frame, ["instance_type", "instance_count"]), n_splits)
+    if protocol == "workloads":
+        workloads = frame["workload"].astype(str).to_numpy()
+        unique = np.unique(workloads)
+        if len(unique) < 2:
+            return []
+        return [(np.flatnonzero(workloads != w), np.flatnonzero(workloads == w)) for w in unique]
+    if protocol == "scale":
+        largest = _size_rank(frame)
+        if not largest.any() or largest.all():
+            return []
+        return [(np.flatnonzero(~largest), np.flatnonzero(largest))]
+    raise UsageError(f"unknown protocol {protocol!r}; choose from {', '.join(PROTOCOLS)}")
+
+
+# ------------------------------------------------------------- metrics
+def metrics(y, predicted, low=None, high=None) -> dict:
+    """MdAPE, MAPE, P90 APE, share within 10 % and interval coverage (fractions)."""
+    y, predicted = np.asarray(y, float), np.asarray(predicted, float)
+    ape = np.abs(predicted - y) / y
+    out = {"n": int(len(y)), "mdape": float(np.median(ape)), "mape": float(ape.mean()),
+           "p90": float(np.quantile(ape, 0.9)), "within10": float((ape <= 0.10).mean())}
+    if low is not None:
+        out["coverage80"] = float(((y >= np.asarray(low)) & (y <= np.asarray(high))).mean())
+    return out
+
+
+def _cache_key(frame, dataset, protocol, model, quick) -> str:
+    digest = hashlib.sha1()
+    digest.update(json.dumps([EVAL_VERSION, dataset, protocol, repr(sorted(
+        model.get_params(deep=False).items(), key=str)), quick]).encode())
+    digest.update("|".join(frame["run_id"].astype(str)).encode())
+    digest.update(np.asarray(frame["runtime_s"], float).tobytes())
+    digest.update(str("profile" in frame.columns).encode())
+    return digest.hexdigest()[:16]
+
+
+def evaluate_cell(frame, dataset, protocol, name, *, quick=False, cache_dir=None,
+                  n_splits=5):
+    """Cross-validate one model under one protocol; returns the per-run predictions."""
+    from jobgauge.models import make_model
+
+    base = name.split("+")[0]
+    params = dict(QUICK_PARAMS.get(base, {})) if quick else {}
+    model = make_model(name, random_state=0, **params)
+    key = _cache_key(frame, dataset, protocol, model, quick)
+    cache_file = Path(cache_dir) / f"{dataset}__{protocol}__{name}__{key}.json" \
+        if cache_dir else None
+    if cache_file is not None and cache_file.is_file():
+        return json.loads(cache_file.read_text())
+    folds = protocol_folds(frame, protocol, n_splits=3 if quick else n_splits)
+    if "profile_reference" in frame.columns:
+        scored = ~frame["profile_reference"].to_numpy(dtype=bool)
+    else:
+        scored = np.ones(len(frame), dtype=bool)
+    result = {"dataset": dataset, "protocol": protocol, "model": name, "fit_s": 0.0,
+              "folds": len(folds), "train_rows": [], "workload": [], "y": [], "completed": [],
+              "predicted": [], "low": [], "high": []}
+    for train, test in folds:
+        test = test[scored[test]]
+        if len(test) == 0:
+            continue
+        train_frame = frame.iloc[train]
+        if train_frame["completed"].sum() == 0:
+            continue
+        fold_model = make_model(name, random_state=0, **params)
+        started = time.perf_counter()
+        fold_model.fit(train_frame)
+        result["fit_s"] += time.perf_counter() - started
+        test_frame = frame.iloc[test]
+        predicted = fold_model.predict(test_frame)
+        low, high = fold_model.predict_interval(test_frame, coverage=0.8)
+        result["train_rows"].append(int(len(train)))
+        result["workload"] += test_frame["workload"].astype(str).tolist()
+        result["y"] += test_frame["runtime_s"].astype(float).tolist()
+        result["completed"] += test_frame["completed"].astype(bool).tolist()
+        result["predicted"] += predicted.tolist()
+        result["low"] += low.tolist()
+        result["high"] += high.tolist()
+    if cache_file is not None:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        cache_file.write_text(json.dumps(result))
+    return result
+
+
+def summarize(cell, *, subset=None) -> dict | None:
+    """Metric row of a cell (optionally only test runs whose workload passes ``subset``)."""
+    y = np.array(cell["y"], float)
+    if len(y) == 0:
+        return None
+    keep = np.ones(len(y), dtype=bool)
+    if subset is not None:
+        keep = np.array([subset(w) for w in cell["workload"]], dtype=bool)
+    done = np.array(cell["completed"], bool) & keep
+    censored = ~np.array(cell["completed"], bool) & keep
+    if not done.any():
+        return None
+    predicted = np.array(cell["predicted"], float)
+    row = metrics(y[done], predicted[done], np.array(cell["low"])[done],
+                  np.array(cell["high"])[done])
+    row.update({"dataset": cell["dataset"], "protocol": cell["protocol"], "model": cell["model"],
+                "fit_s": cell["fit_s"], "folds": cell["folds"],
+                "censored_test": int(censored.sum()),
+                "censored_at_least_bound": float((predicted[censored] >= y[censored]).mean())
+                if censored.any() else None})
+    return row
+
+
+# ------------------------------------------------------------- driver
+def load_evaluation_frames(paths, profile_paths=None) -> dict:
+    """{source: frame} of the run tables, with reference profiles where present."""
+    from jobgauge.runtable import read_run_tables
+
+    frame = read_run_tables(paths)
+    records = read_profiles(default_profile_files() if profile_paths is None else profile_paths)
+    frames = {}
+    for source in sorted(frame["source"].unique()):
+        part = frame[frame["source"] == source].reset_index(drop=True)
+        part = attach_reference_profiles(part, records)
+        if not part["profile"].notna().any():
+            part = part.drop(columns=["profile", "dag", "profile_reference"])
+        frames[str(source)] = part
+    return frames
+
+
+def run_evaluation(paths, *, protocols=None, models=None, out_dir=None, quick=False,
+                   progress=None, profile_paths=None, use_cache=True, report=True) -> dict:
+    """Score models under protocols on each source of ``paths``; write the report.
+
+    Returns ``{"rows": [metric rows], "cells": [...], "markdown_table": str,
+    "report": path or None}``.
+    """
+    if protocols:
+        unknown = [p for p in protocols if p not in PROTOCOLS]
+        if unknown:
+            raise UsageError(f"unknown protocol(s) {', '.join(unknown)}; choose from "
+                             + ", ".join(PROTOCOLS))
+    from jobgauge.models import make_model
+
+    models = list(models or DEFAULT_MODELS)
+    for name in models:
+        make_model(name)  # raises a clear error for an unknown name
+    out = Path(out_dir) if out_dir else REPO / "bench" / "reports"
+    cache_dir = out / "cache" if use_cache else None
+    frames = load_evaluation_frames(paths, profile_paths)
+    tasks = []
+    for dataset, frame in frames.items():
+        wanted = PROTOCOLS_BY_SOURCE.get(dataset, DEFAULT_PROTOCOLS)
+        for protocol in wanted:
+            if protocols and protocol not in protocols:
+                continue
+            for name in models:
+                if name.startswith("rnn") and "dag" not in frame.columns:
+                    continue  # without DAGs the RNN is the FC network with an empty sequence
+                tasks.append((dataset, protocol, name))
+    from tqdm import tqdm
+
+    cells = []
+    bar = tqdm(tasks, file=progress, disable=progress is None, unit="cell")
+    for dataset, protocol, name in bar:
+        bar.set_description(f"{dataset} {protocol} {name}")
+        cells.append(evaluate_cell(frames[dataset], dataset, protocol, name, quick=quick,
+                                   cache_dir=cache_dir))
+    rows = [r for r in (summarize(c) for c in cells) if r is not None]
+    for cell in cells:
+        if cell["protocol"] == "workloads" and any(w.startswith("tpch-") for w in cell["workload"]):
+            row = summarize(cell, subset=lambda w: w.startswith("tpch-"))
+            if row is not None:
+                row["protocol"] = "workloads:tpch"
+                rows.append(row)
+    result = {"rows": rows, "cells": cells, "frames": {k: len(v) for k, v in frames.items()},
+              "markdown_table": markdown_table(rows), "report": None}
+    if report:
+        from jobgauge.models._report import write_report
+
+        result["report"] = str(write_report(result, frames, out, quick=quick))
+    return result
+
+
+def _percent(value) -> str:
+    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) \
+        else f"{100 * value:.1f}"
+
+
+def markdown_table(rows) -> str:
+    """Model x (dataset, protocol) table of MdAPE (%), interval coverage in brackets."""
+    if not rows:
+        return "(no results)"
+    models = []
+    for row in rows:
+        if row["model"] not in models:
+            models.append(row["model"])
+    columns = []
+    for row in rows:
+        key = (row["dataset"], row["protocol"])
+        if key not in columns:
+            columns.append(key)
+    by_key = {(r["dataset"], r["protocol"], r["model"]): r for r in rows}
+    lines = ["| dataset | protocol | " + " | ".join(models) + " |",
+             "|---|---|" + "---|" * len(models)]
+    for dataset, protocol in columns:
+        cells = []
+        best = min((by_key[(dataset, protocol, m)]["mdape"] for m in models
+                    if (dataset, protocol, m) in by_key), default=None)
+        for m in models:
+            row = by_key.get((dataset, protocol, m))
+            if row is None:
+                cells.append("—")
+                continue
+            text = f"{_percent(row['mdape'])} ({_percent(row.get('coverage80'))})"
+            cells.append(f"**{text}**" if row["mdape"] == best else text)
+        label = PROTOCOLS.get(protocol.split(":")[0], protocol)
+        if protocol == "workloads:tpch":
+            label = "(c) unseen TPC-H queries"
+        lines.append(f"| {dataset} | {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
