@@ -93,6 +93,8 @@ def score_replay(run, estimator, train_runs, method_suffix=""):
                          estimate.low_seconds, estimate.high_seconds))
         fraction = snapshot.jobs_completed / typical_jobs if typical_jobs else None
         linear = _linear(elapsed, fraction)
+        if linear is None and mean_total is not None:   # before the first job ends
+            linear = max(mean_total - elapsed, 0.0)
         rows.append(_row(run.signature, run.run_id, point, "linear" + method_suffix,
                          linear, elapsed, true_left, run.runtime_s))
         rows.append(_row(run.signature, run.run_id, point, "mean_past" + method_suffix,
@@ -306,9 +308,10 @@ def run_live(runs_per_app: int, poll_s: float = 0.5, budget_s: float = 420.0):
                 rows.append(_row(entry["app"], entry["app_id"], point, "ours",
                                  est.remaining_seconds, elapsed, true_left, timeline.runtime_s,
                                  est.low_seconds, est.high_seconds))
+                linear = _linear(elapsed, snap.jobs_completed / typical_jobs)
                 rows.append(_row(entry["app"], entry["app_id"], point, "linear",
-                                 _linear(elapsed, snap.jobs_completed / typical_jobs), elapsed,
-                                 true_left, timeline.runtime_s))
+                                 max(mean_total - elapsed, 0.0) if linear is None else linear,
+                                 elapsed, true_left, timeline.runtime_s))
                 rows.append(_row(entry["app"], entry["app_id"], point, "mean_past",
                                  max(mean_total - elapsed, 0.0), elapsed, true_left, timeline.runtime_s))
         past.append(timeline)
@@ -344,7 +347,8 @@ def plot(enel_rows, live_rows, path):
         axis.set_ylabel("median APE (%)")
         axis.set_title(title, fontsize=10)
         axis.set_xticks([100 * p for p in POINTS])
-        axis.legend(fontsize=8)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -404,7 +408,7 @@ def main(argv=None) -> int:
         "Cells: **median / mean absolute percentage error** over runs, in %.  "
         "`ours` = `RemainingTimeEstimator` with history of the same application; "
         "`linear` = elapsed / progress x (1 - progress), progress = finished jobs / typical job count "
-        "of past runs (no estimate before the first job ends: `n/a`, not counted); "
+        "of past runs (before the first job ends it falls back to `mean_past`); "
         "`mean_past` = mean runtime of past runs minus elapsed (0 when already exceeded).",
         "",
         "## Enel replay (real runs, /work/shared/datasets/enel)",

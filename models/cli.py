@@ -165,11 +165,13 @@ def training_summary(model, frame) -> dict:
 # ------------------------------------------------------------------ commands
 def train_command(args) -> int:
     from jobgauge.models import DEFAULT_MODEL, dumps_model, make_model, save_model
+    from jobgauge.models._params import validate_params
 
     frame, origin, notes = _training_frame(args)
     params = _parse_params(args.param)
     params.setdefault("random_state", args.seed)
     model = make_model(args.model or DEFAULT_MODEL, **params)
+    validate_params(model)  # a bad --param fails before any work
     print(f"training {args.model or DEFAULT_MODEL} on {len(frame)} runs from {origin} ...",
           file=sys.stderr, flush=True)
     model.fit(frame)
@@ -224,13 +226,14 @@ def predict_command(args) -> int:
         raise UsageError(f"--coverage must be between 0 and 1, got {args.coverage}")
     if args.workload and args.datasize is None:
         raise UsageError("--workload needs --datasize (a size label such as sf1 or huge)")
+    config = _parse_assignments(args.conf, "--conf")
     model = _load(args)
     if args.runs:
         return _predict_table(model, args)
     from jobgauge.models import predict_one
 
     result = predict_one(model, workload=args.workload, datasize=args.datasize,
-                         config=_parse_assignments(args.conf, "--conf"),
+                         config=config,
                          framework=args.framework, instance_type=args.instance_type,
                          instance_count=args.instance_count, vcpus=args.vcpus,
                          memory_gib=args.memory_gib, input_bytes=args.input_bytes,

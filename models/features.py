@@ -157,8 +157,10 @@ def size_scale(label) -> tuple[float, float]:
 
 
 def instance_family(instance_type) -> str:
-    """The family of an instance type: ``c4`` for ``c4.2xlarge``, ``local`` for ``local``."""
+    """The family of an instance type: ``c4`` for ``c4.2xlarge``, ``local`` for ``local[2]``."""
     text = str(instance_type or "").strip().lower()
+    if text.startswith("local"):
+        return "local"
     return text.split(".", 1)[0] if text else "unknown"
 
 

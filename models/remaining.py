@@ -443,7 +443,9 @@ class RemainingTimeEstimator:
 
         def line(pairs):
             x, y = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
-            slope = float(np.polyfit(x, y, 1)[0]) if np.ptp(x) > 1e-9 else 0.0
+            # no spread in the speeds seen: the slope cannot be learned; keep the
+            # plain EWMA (the speed so far carries over in full)
+            slope = float(np.polyfit(x, y, 1)[0]) if np.ptp(x) > 1e-6 else 1.0
             slope = min(max(slope, 0.0), 1.0)
             return float(np.median(y - slope * x)), slope
 

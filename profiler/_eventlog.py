@@ -40,9 +40,10 @@ import re
 from array import array
 from pathlib import Path
 
-from jobgauge.errors import ParseError
 from jobgauge.profiler._eventlog_io import iter_lines, open_part, resolve_layout
 from jobgauge.profiler.profile import TOTAL_METRICS, Profile
+
+from jobgauge.errors import ParseError
 
 try:  # orjson parses event lines 3-4x faster than the standard library
     from orjson import loads as _fast_loads
@@ -82,7 +83,7 @@ def _loads(line: bytes):
 class DurationSummary:
     """Bounded summary of task durations: exact up to a limit, then a log histogram."""
 
-    __slots__ = ("exact", "buckets", "n", "maximum", "non_positive")
+    __slots__ = ("buckets", "exact", "maximum", "n", "non_positive")
 
     def __init__(self):
         self.exact = array("d")
@@ -136,10 +137,26 @@ class DurationSummary:
 
 
 class _StageAttempt:
-    __slots__ = ("stage_id", "attempt", "name", "declared_tasks", "parent_ids",
-                 "submission_ms", "completion_ms", "failure_reason", "status",
-                 "ended", "succeeded", "failed", "killed", "sums", "durations",
-                 "frozen", "task_ms", "peak_execution_memory")
+    __slots__ = (
+        "attempt",
+        "completion_ms",
+        "declared_tasks",
+        "durations",
+        "ended",
+        "failed",
+        "failure_reason",
+        "frozen",
+        "killed",
+        "name",
+        "parent_ids",
+        "peak_execution_memory",
+        "stage_id",
+        "status",
+        "submission_ms",
+        "succeeded",
+        "sums",
+        "task_ms",
+    )
 
     def __init__(self, stage_id: int, attempt: int):
         self.stage_id = stage_id
@@ -597,8 +614,8 @@ class EventLogAggregator:
             members = set(job["stage_ids"])
             job_id = job["job_id"]
             job["critical_path_s"] = self._longest_path(
-                members, lambda s: walls.get(s, 0.0) if self.stage_owner.get(s) == job_id
-                else 0.0)
+                members, lambda s, owner=job_id: walls.get(s, 0.0)
+                if self.stage_owner.get(s) == owner else 0.0)
         return app_path
 
     def _cores(self, horizon):
@@ -703,31 +720,20 @@ def _snippet(line: bytes) -> str:
 _EXPECTED_EVENT = 'one JSON Spark listener event per line, like {"Event": "SparkListener...", ...}'
 
 
-def read_eventlog(path, *, on_read=None) -> Profile:
-    """Read a Spark event log (file, compressed file or log folder) into a Profile.
+def _checked_events(layout, notes: list[str], on_read=None):
+    """Yield ``(part path, line number, line, event)`` for every event of the log.
 
-    ``on_read(n)`` is called with the number of file bytes read, for progress
-    bars.  Raises :class:`ParseError` naming the file, the line and what was
-    expected when the input is not a readable Spark event log.
+    Applies the rules of the module docstring: each line one JSON object with
+    an ``"Event"`` string; only the very last line may be cut short (noted in
+    ``notes``); a compressed part may end inside a block only if it is the last.
     """
-    layout = resolve_layout(path)
-    aggregator = EventLogAggregator()
-    notes = list(layout.notes)
-    n_events = 0
     last_part = len(layout.parts) - 1
+    n_events = 0
     for index, part in enumerate(layout.parts):
         stream, _codec = open_part(part, on_read)
-        first = True
         try:
-            for lineno, line, ended in iter_lines(stream, part.path):
-                if first:
-                    first = False
-                    if line.startswith(b"\xef\xbb\xbf"):
-                        line = line[3:]
-                    if line.lstrip()[:1] not in (b"{", b""):
-                        raise ParseError("not a Spark event log", path=part.path,
-                                         line=lineno, expected=_EXPECTED_EVENT,
-                                         snippet=_snippet(line))
+            for lineno, line, ended in iter_lines(stream, part.path, expect=b"{",
+                                                  expected=_EXPECTED_EVENT):
                 if not line.strip():
                     continue
                 try:
@@ -746,24 +752,39 @@ def read_eventlog(path, *, on_read=None) -> Profile:
                         "line is JSON but not a Spark listener event"
                     raise ParseError(what, path=part.path, line=lineno,
                                      expected=_EXPECTED_EVENT, snippet=_snippet(line))
-                try:
-                    aggregator.add(event)
-                except (KeyError, TypeError, ValueError, AttributeError,
-                        OverflowError) as exc:
-                    raise ParseError(f"malformed {event['Event']} event "
-                                     f"({type(exc).__name__}: {exc})", path=part.path,
-                                     line=lineno, expected="the fields Spark writes for it",
-                                     snippet=_snippet(line)) from exc
                 n_events += 1
+                yield part.path, lineno, line, event
             if getattr(stream, "truncated", False):
-                notes.append(f"{part.path}: compressed stream ends inside a block (log still "
-                             "being written, or cut off)")
                 if index != last_part:
                     raise ParseError("compressed stream ends inside a block", path=part.path,
                                      expected="a complete part (only the last part of a "
                                               "rolling log may be cut short)")
+                notes.append(f"{part.path}: compressed stream ends inside a block (log still "
+                             "being written, or cut off)")
         finally:
             stream.close()
+
+
+def read_eventlog(path, *, on_read=None) -> Profile:
+    """Read a Spark event log (file, compressed file or log folder) into a Profile.
+
+    ``on_read(n)`` is called with the number of file bytes read, for progress
+    bars.  Raises :class:`ParseError` naming the file, the line and what was
+    expected when the input is not a readable Spark event log.
+    """
+    layout = resolve_layout(path)
+    aggregator = EventLogAggregator()
+    notes = list(layout.notes)
+    n_events = 0
+    for part_path, lineno, line, event in _checked_events(layout, notes, on_read):
+        try:
+            aggregator.add(event)
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise ParseError(f"malformed {event['Event']} event ({type(exc).__name__}: {exc})",
+                             path=part_path, line=lineno,
+                             expected="the fields Spark writes for it",
+                             snippet=_snippet(line)) from exc
+        n_events += 1
     if n_events == 0:
         raise ParseError("no Spark events in the log", path=layout.source,
                          expected=_EXPECTED_EVENT)
@@ -784,28 +805,8 @@ def iter_events(path):
     incomplete last line.
     """
     layout = resolve_layout(path)
-    last_part = len(layout.parts) - 1
-    for index, part in enumerate(layout.parts):
-        stream, _ = open_part(part)
-        try:
-            for lineno, line, ended in iter_lines(stream, part.path):
-                if not line.strip():
-                    continue
-                try:
-                    event = _loads(line)
-                except ValueError as exc:
-                    if not ended and index == last_part:
-                        return
-                    raise ParseError(f"invalid JSON ({exc})", path=part.path, line=lineno,
-                                     expected=_EXPECTED_EVENT,
-                                     snippet=_snippet(line)) from exc
-                if not isinstance(event, dict) or not isinstance(event.get("Event"), str):
-                    raise ParseError("line is not a Spark listener event", path=part.path,
-                                     line=lineno, expected=_EXPECTED_EVENT,
-                                     snippet=_snippet(line))
-                yield event
-        finally:
-            stream.close()
+    for _path, _lineno, _line, event in _checked_events(layout, []):
+        yield event
 
 
 def looks_like_eventlog(path) -> bool:
@@ -815,9 +816,9 @@ def looks_like_eventlog(path) -> bool:
         layout = resolve_layout(path)
     except ParseError:
         return False
-    if layout.layout != "file":
-        return True
-    from jobgauge.profiler._eventlog_io import sniff_codec  # noqa: PLC0415
+    if layout.layout != "file" or layout.in_progress or layout.parts[0].codec:
+        return True                      # a folder, *.inprogress or *.lz4/.snappy/.zstd name
+    from jobgauge.profiler._eventlog_io import sniff_codec
 
     try:
         with open(path, "rb") as handle:

@@ -84,8 +84,7 @@ def _strip_inprogress(name: str) -> tuple[str, bool]:
 
 def codec_from_name(name: str) -> str | None:
     base, _ = _strip_inprogress(name)
-    if base.endswith(".compact"):
-        base = base[: -len(".compact")]
+    base = base.removesuffix(".compact")
     return CODEC_SUFFIXES.get(os.path.splitext(base)[1].lower())
 
 
@@ -93,7 +92,7 @@ def sniff_codec(head: bytes) -> str | None:
     """The codec a stream's first bytes announce, or None for plain text."""
     if head.startswith(_LZ4_MAGIC):
         return "lz4"
-    if head.startswith(_XERIAL_SNAPPY_MAGIC) or head.startswith(_FRAMED_SNAPPY_MAGIC):
+    if head.startswith((_XERIAL_SNAPPY_MAGIC, _FRAMED_SNAPPY_MAGIC)):
         return "snappy"
     if head.startswith(_ZSTD_MAGIC):
         return "zstd"
@@ -283,7 +282,7 @@ class Lz4BlockStream(_BlockStream):
     _HEADER = struct.Struct("<8sBiii")
 
     def _next_block(self):
-        import lz4.block  # noqa: PLC0415 - only for lz4 logs
+        import lz4.block
 
         while True:
             start = self.offset
@@ -329,7 +328,7 @@ class XerialSnappyStream(_BlockStream):
     """
 
     def _next_block(self):
-        import snappy  # noqa: PLC0415 - only for snappy logs
+        import snappy
 
         while True:
             start = self.offset
@@ -365,7 +364,7 @@ class FramedSnappyStream(_BlockStream):
 
     def __init__(self, raw):
         super().__init__(raw)
-        import snappy  # noqa: PLC0415
+        import snappy
 
         self._decompressor = snappy.StreamDecompressor()
 
@@ -387,7 +386,7 @@ class ZstdStream(_BlockStream):
 
     def __init__(self, raw):
         super().__init__(raw)
-        import zstandard  # noqa: PLC0415
+        import zstandard
 
         self._error = zstandard.ZstdError
         self._reader = zstandard.ZstdDecompressor().stream_reader(
@@ -434,10 +433,17 @@ def _text(data: bytes) -> str:
     return data[:80].decode("utf-8", errors="replace")
 
 
-def iter_lines(stream, path, *, max_line_bytes: int = MAX_LINE_BYTES):
-    """Yield ``(line_number, line_bytes, ended_with_newline)`` from a binary stream."""
+def iter_lines(stream, path, *, max_line_bytes: int = MAX_LINE_BYTES, expect: bytes = b"",
+               expected: str | None = None):
+    """Yield ``(line_number, line_bytes, ended_with_newline)`` from a binary stream.
+
+    With ``expect``, the first non-blank byte of the stream (after a UTF-8 BOM)
+    must be one of those bytes, checked before any long line is gathered, so a
+    binary file fails at once.
+    """
     lineno = 0
     rest = b""
+    checking = bool(expect)
     while True:
         try:
             chunk = stream.read(CHUNK_BYTES)
@@ -447,6 +453,17 @@ def iter_lines(stream, path, *, max_line_bytes: int = MAX_LINE_BYTES):
         if not chunk:
             break
         data = rest + chunk if rest else chunk
+        if checking:
+            if lineno == 0 and data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+            body = data.lstrip(b" \t\r\n")
+            if body:
+                checking = False
+                if body[:1] not in expect:
+                    skipped = data[: len(data) - len(body)]
+                    raise ParseError("not a Spark event log", path=path,
+                                     line=lineno + skipped.count(b"\n") + 1,
+                                     expected=expected, snippet=_text(body.split(b"\n")[0]))
         lines = data.split(b"\n")
         rest = lines.pop()
         for line in lines:

@@ -71,6 +71,9 @@ IGNORED_KNOBS = {
     "mapreduce.reduce.java.opts": _FIXED_AT_START,
 }
 
+# In order of precedence: the first one given sets the broadcast threshold.
+_JOIN_SIZE_KNOBS = ("hive.auto.convert.join.noconditionaltask.size",
+                    "hive.mapjoin.smalltable.filesize")
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
@@ -154,7 +157,7 @@ def translate_knobs(knobs, *, engine: str = "spark-thrift",
         return plan
     derived, passed = {}, {}
     join_size = None
-    for key in ("hive.auto.convert.join.noconditionaltask.size", "hive.mapjoin.smalltable.filesize"):
+    for key in _JOIN_SIZE_KNOBS:
         if key in requested:
             join_size = _whole(key, requested[key], minimum=-1)
             derived[BROADCAST] = str(join_size)
@@ -172,9 +175,9 @@ def translate_knobs(knobs, *, engine: str = "spark-thrift",
                 for size_key in [k for k, v in plan.translated.items()
                                  if v == BROADCAST and k != key]:
                     del plan.translated[size_key]
-                    plan.ignored[size_key] = "hive.auto.convert.join=false turns broadcast joins off"
-        elif key in ("hive.auto.convert.join.noconditionaltask.size",
-                     "hive.mapjoin.smalltable.filesize"):
+                    plan.ignored[size_key] = ("hive.auto.convert.join=false turns broadcast "
+                                              "joins off")
+        elif key in _JOIN_SIZE_KNOBS:
             _whole(key, text, minimum=-1)
             if key not in plan.translated and key not in plan.ignored:
                 plan.ignored[key] = ("hive.auto.convert.join.noconditionaltask.size "

@@ -103,7 +103,8 @@ class HiveSession:
             raise HiveConnectionError(f"cannot open a session on HiveServer2 at {self.where} "
                                       f"(auth {mode}): {exc}") from None
         except ImportError as exc:
-            raise UsageError(f"auth {mode} needs a package pyhive could not import: {exc}") from None
+            raise UsageError(f"auth {mode} needs a package pyhive could not import: "
+                             f"{exc}") from None
 
     # -- plumbing ---------------------------------------------------------------
     def __enter__(self):
@@ -217,8 +218,8 @@ class HiveSession:
         if mode is None:
             mode = "formatted" if self.engine == "spark-thrift" else ""
         if mode.lower() not in EXPLAIN_MODES:
-            raise UsageError(f"explain mode must be one of {', '.join(m for m in EXPLAIN_MODES if m)}"
-                             f" or empty; got {mode!r}")
+            named = ", ".join(m for m in EXPLAIN_MODES if m)
+            raise UsageError(f"explain mode must be one of {named} or empty; got {mode!r}")
         words = ["EXPLAIN", mode.upper(), sql.strip().rstrip(";")]
         rows = self.execute(" ".join(word for word in words if word))
         text = "\n".join("" if row[0] is None else str(row[0]) for row in rows)
@@ -236,8 +237,10 @@ class HiveSession:
         time around execute, completion and fetching every row), ``rows``,
         ``first`` (the first row as strings), ``error`` (the server's message),
         ``started_at``/``ended_at`` and ``settings`` (the KnobPlan as a dict, when
-        ``knobs`` were given).  A query still running after ``timeout_s`` is
-        cancelled on the server.  Connection loss raises HiveConnectionError.
+        ``knobs`` were given; they stay set for the rest of the session).  A query
+        still running after ``timeout_s`` is cancelled on the server and its
+        ``runtime_s`` is the limit it ran past (a lower bound).  Connection loss
+        raises HiveConnectionError.
         """
         from TCLIService.ttypes import TOperationState
 

@@ -56,19 +56,29 @@ import signal
 import subprocess
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from jobgauge.errors import ParseError, RunError, UsageError
 from jobgauge.profiler.mapreduce import parse_counter_dump, profile_from_counters
 from jobgauge.profiler.profile import Profile
 
+from jobgauge.errors import ParseError, RunError, UsageError
+
 __all__ = [
-    "WORKLOADS", "SIZES", "KNOBS", "JOB_CLASSES", "spark_home", "build_jobs", "job_classpath",
-    "java_command", "prepare_input", "run_mapreduce_job", "store_arguments", "word_dictionary",
+    "JOB_CLASSES",
+    "KNOBS",
+    "SIZES",
+    "WORKLOADS",
+    "build_jobs",
+    "java_command",
+    "job_classpath",
+    "prepare_input",
+    "run_mapreduce_job",
+    "spark_home",
+    "store_arguments",
+    "word_dictionary",
 ]
 
 WORKLOADS = ("wordcount", "sort", "terasort")
@@ -100,6 +110,7 @@ KNOBS: dict[str, tuple[str, int | None, int | None, str]] = {
 }
 
 _SOURCES = ("JobReport.java", "WordCount.java", "Sort.java", "TeraSort.java")
+_LOG_CONFIG = "log4j2.properties"       # copied next to the classes; errors and task failures only
 _SOURCE_DIR = Path(__file__).resolve().parent / "hadoop"
 _GENERATOR_VERSION = 1
 _DICTIONARY_SEED = 1_000_003
@@ -115,7 +126,7 @@ _RUN_FIELDS = ("source", "workload", "framework", "datasize", "input_bytes", "in
 def spark_home() -> Path:
     """pyspark's install folder, whose ``jars/`` hold the Hadoop 3 client."""
     try:
-        import pyspark  # noqa: PLC0415 - only to locate its jars
+        import pyspark
     except ImportError:
         raise RunError("pyspark is not installed; its jars provide the Hadoop client") from None
     home = Path(pyspark.__file__).resolve().parent
@@ -145,12 +156,12 @@ def build_jobs(build_dir) -> Path:
     build_dir = Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     sources = [_SOURCE_DIR / name for name in _SOURCES]
-    missing = [str(p) for p in sources if not p.is_file()]
+    missing = [str(p) for p in [*sources, _SOURCE_DIR / _LOG_CONFIG] if not p.is_file()]
     if missing:
         raise RunError("job sources missing: " + ", ".join(missing))
     jars = sorted(p.name for p in (spark_home() / "jars").glob("hadoop-client-*.jar"))
     digest = hashlib.sha256()
-    for path in sources:
+    for path in [*sources, _SOURCE_DIR / _LOG_CONFIG]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     digest.update("\0".join(jars).encode())
     stamp = build_dir / ".jobgauge-build"
@@ -168,8 +179,10 @@ def build_jobs(build_dir) -> Path:
         if done.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
             raise RunError("javac failed:\n" + (done.stderr or done.stdout)[-4000:])
+        shutil.copy(_SOURCE_DIR / _LOG_CONFIG, staging / _LOG_CONFIG)
         shutil.rmtree(build_dir / "jobgauge", ignore_errors=True)
         os.replace(staging / "jobgauge", build_dir / "jobgauge")
+        os.replace(staging / _LOG_CONFIG, build_dir / _LOG_CONFIG)
         shutil.rmtree(staging, ignore_errors=True)
         stamp.write_text(digest.hexdigest())
     return build_dir
@@ -219,7 +232,9 @@ def java_command(workload: str, build_dir, input_dir, output_dir, report_prefix,
     """The ``java`` command line of one job run (a pure function)."""
     if workload not in JOB_CLASSES:
         raise UsageError(f"unknown MapReduce workload {workload!r}; known: " + ", ".join(WORKLOADS))
-    command = [java, f"-Xmx{int(java_heap_mb)}m", "-cp", job_classpath(build_dir), JOB_CLASSES[workload]]
+    log_config = Path(build_dir).resolve() / _LOG_CONFIG
+    command = [java, f"-Xmx{int(java_heap_mb)}m", f"-Dlog4j2.configurationFile={log_config}",
+               "-cp", job_classpath(build_dir), JOB_CLASSES[workload]]
     for name, value in sorted(settings.items()):
         command += ["-D", f"{name}={value}"]
     return command + [str(input_dir), str(output_dir), str(report_prefix)]
@@ -368,7 +383,7 @@ def _machine() -> dict[str, Any]:
 
 
 def _utc(ms: int | None) -> datetime | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
+    return None if ms is None else datetime.fromtimestamp(ms / 1000.0, tz=UTC)
 
 
 def run_mapreduce_job(workload: str, size: str, knobs: dict[str, Any] | None = None,
@@ -424,14 +439,16 @@ def run_mapreduce_job(workload: str, size: str, knobs: dict[str, Any] | None = N
     process_wall_s = time.time() - started
 
     report = _read_report(report_prefix)
-    stderr_tail = (run_dir / "stderr.log").read_bytes()[-3000:].decode("utf-8", "replace").strip()
+    # with the shipped log4j2 config stderr holds only errors; the cause comes first
+    stderr_head = (run_dir / "stderr.log").read_bytes()[:3000].decode("utf-8", "replace").strip()
     if timed_out:
         status, error = "timed_out", f"killed after {timeout_s:g} s (time limit)"
     elif report is not None and report.get("status") == "SUCCEEDED" and returncode == 0:
         status, error = "succeeded", None
     else:
         status = "failed"
-        error = (report or {}).get("error") or stderr_tail or f"java exited with code {returncode}"
+        error = "\n".join(part for part in ((report or {}).get("error"), stderr_head) if part) \
+            or f"java exited with code {returncode}"
 
     effective = dict(settings)
     if report is not None:
@@ -472,8 +489,8 @@ def _read_report(report_prefix: Path) -> dict | None:
 
 def _profile(report: dict, report_prefix: Path, status: str, settings: dict[str, str]) -> Profile | None:
     counters_path = Path(f"{report_prefix}.counters.properties")
-    if not counters_path.is_file():
-        return None
+    if not counters_path.is_file() or not counters_path.read_text().strip():
+        return None                       # the job died before it counted anything
     try:
         groups = parse_counter_dump(counters_path.read_text(), path=counters_path)
     except ParseError as exc:

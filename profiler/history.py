@@ -33,15 +33,15 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import datetime
 
-from jobgauge.errors import ParseError
 from jobgauge.profiler._eventlog import SPARK_TASK_METRICS
 from jobgauge.profiler.profile import Profile
+
+from jobgauge.errors import ParseError
 
 __all__ = ["parse_history_url", "read_history"]
 
@@ -108,7 +108,7 @@ class _Client:
             if exc.code == 404 and missing_ok:
                 return None
             raise _HttpError(exc.code, detail, address) from None
-        except (urllib.error.URLError, socket.timeout, ConnectionError, OSError) as exc:
+        except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ParseError(f"cannot reach the Spark History Server: {reason}",
                              path=address, expected="a running History Server "

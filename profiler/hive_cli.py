@@ -116,8 +116,8 @@ def start_command(args) -> int:
     state = start_server(port=args.port or DEFAULT_PORT, state_dir=args.state_dir,
                          master=args.master, conf=conf, timeout_s=args.timeout)
     _print(args, state.to_dict(), [
-        f"Hive server (Spark Thrift server, {state.master}) answering on "
-        f"{state.host}:{state.port}, pid {state.pid}, started in {state.startup_s:.1f} s",
+        (f"Hive server (Spark Thrift server, {state.master}) answering on "
+         f"{state.host}:{state.port}, pid {state.pid}, started in {state.startup_s:.1f} s"),
         f"  log: {state.log_path}", f"  state: {state.state_dir}"])
     return 0
 
@@ -178,9 +178,9 @@ def load_command(args) -> int:
     with open_session(args) as session:
         loaded = _load(session, args)
     _print(args, loaded, [
-        f"TPC-H {loaded['scale']} in database {loaded['database']} "
-        f"({len(loaded['created'])} tables created, {len(loaded['kept'])} already there) "
-        f"over {loaded['data_path']}"])
+        (f"TPC-H {loaded['scale']} in database {loaded['database']} "
+         f"({len(loaded['created'])} tables created, {len(loaded['kept'])} already there) "
+         f"over {loaded['data_path']}")])
     return 0
 
 
@@ -196,7 +196,7 @@ def _query(number: int):
 def explain_command(args) -> int:
     from jobgauge.profiler.hive import plan_dag
 
-    workload, sql = _query(args.query)
+    _workload, sql = _query(args.query)
     with open_session(args) as session:
         _load(session, args)
         text = session.explain(sql, args.mode)

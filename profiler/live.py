@@ -603,8 +603,18 @@ class EventLogTail:
         self._cursors: dict[str, _FileCursor] = {}
         self._order: list[str] = []
 
+    def _follow_rename(self) -> None:
+        """Spark renames ``<log>.inprogress`` to ``<log>`` when the application ends."""
+        if not self.path.exists() and self.path.name.endswith(".inprogress"):
+            final = self.path.with_name(self.path.name[: -len(".inprogress")])
+            if final.exists():
+                self.path = final
+
     # -- which files make up the log
     def _files(self) -> list[Path]:
+        self._follow_rename()
+        if not self.path.exists():
+            raise LiveSourceError(f"the Spark event log {self.path} has disappeared")
         if self.path.is_file():
             return [self.path]
         entries = [p for p in self.path.iterdir() if p.is_file()]
@@ -623,6 +633,7 @@ class EventLogTail:
     def running(self) -> bool | None:
         """What the log's own markers say: True while the app runs, False once
         it has ended, None when the layout has no marker (then the events decide)."""
+        self._follow_rename()
         if self.path.is_file():
             return True if self.path.name.endswith(".inprogress") else None
         names = {p.name for p in self.path.iterdir()}

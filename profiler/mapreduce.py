@@ -56,14 +56,22 @@ import json
 import re
 import xml.parsers.expat
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from jobgauge.errors import ParseError
 from jobgauge.profiler.profile import TOTAL_METRICS, Profile
 
+from jobgauge.errors import ParseError
+
 __all__ = [
-    "FORMATS", "read_mapreduce", "sniff_mapreduce", "read_jhist", "read_job_conf",
-    "read_counters", "read_mr1_history", "parse_counter_dump", "profile_from_counters",
+    "FORMATS",
+    "parse_counter_dump",
+    "profile_from_counters",
+    "read_counters",
+    "read_jhist",
+    "read_job_conf",
+    "read_mapreduce",
+    "read_mr1_history",
+    "sniff_mapreduce",
 ]
 
 FORMATS = ("mapreduce-jhist", "mapreduce-conf", "mapreduce-counters", "mapreduce-mr1")
@@ -126,7 +134,7 @@ def _read_text(path: Path) -> str:
 
 
 def _lines(text: str) -> list[str]:
-    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    return [line.removesuffix("\r") for line in text.split("\n")]
 
 
 def sniff_mapreduce(path) -> str:
@@ -141,9 +149,9 @@ def _sniff_text(text: str, path: Path) -> str:
     first = first.lstrip("\ufeff")
     if first == "Avro-Json":
         return "mapreduce-jhist"
-    if first.startswith("<?xml") or first.startswith("<configuration"):
+    if first.startswith(("<?xml", "<configuration")):
         return "mapreduce-conf"
-    if first.startswith("!!FILE=") or first.startswith("Meta VERSION=") or first.startswith("Job JOBID="):
+    if first.startswith(("!!FILE=", "Meta VERSION=", "Job JOBID=")):
         return "mapreduce-mr1"
     if _COUNTER_LINE.match(first) or first.startswith("#"):
         return "mapreduce-counters"
@@ -480,7 +488,7 @@ _TERMINAL_JOB = {"SUCCEEDED": "succeeded", "FAILED": "failed", "KILLED": "killed
 class _Event:
     """One jhist event with typed field access that fails as a ParseError."""
 
-    __slots__ = ("kind", "body", "path", "line", "text")
+    __slots__ = ("body", "kind", "line", "path", "text")
 
     def __init__(self, kind, body, path, line, text):
         self.kind, self.body, self.path, self.line, self.text = kind, body, path, line, text
@@ -752,14 +760,14 @@ def _assemble(*, format, job, tasks, attempts, job_counters, map_counters, reduc
 
 # ---------------------------------------------------------------- MR1 history
 
-_MR1_PAIR = re.compile(r'([A-Z_]+)="((?:[^"\\]|\\.)*)"', re.S)
+_MR1_PAIR = re.compile(r'([A-Z_]+)="((?:[^"\\]|\\.)*)"', re.DOTALL)
 _MR1_TYPE = re.compile(r"^([A-Za-z]+)\s")
 _MR1_QUOTE = re.compile(r'(?<!\\)(?:\\\\)*"')       # a quote not escaped by a backslash
 _MR1_STATUS = {"SUCCESS": "succeeded", "FAILED": "failed", "KILLED": "killed"}
 
 
 def _mr1_unescape(value: str) -> str:
-    return re.sub(r"\\(.)", r"\1", value, flags=re.S)
+    return re.sub(r"\\(.)", r"\1", value, flags=re.DOTALL)
 
 
 class _Malformed(Exception):

@@ -53,8 +53,8 @@ def is_url(text: str) -> bool:
 
 def expand_inputs(inputs) -> list[str]:
     """Inputs with each folder of event logs replaced by the logs inside it."""
-    from jobgauge.profiler._eventlog_io import is_legacy_dir, is_rolling_dir  # noqa: PLC0415
-    from jobgauge.profiler.eventlog import find_eventlogs  # noqa: PLC0415
+    from jobgauge.profiler._eventlog_io import is_legacy_dir, is_rolling_dir
+    from jobgauge.profiler.eventlog import find_eventlogs
 
     out = []
     for item in inputs:
@@ -72,10 +72,10 @@ def expand_inputs(inputs) -> list[str]:
 def read_profile(item: str, *, progress: bool = False):
     """Read one input of any kind into a Profile (ParseError when it is none of them)."""
     if is_url(item):
-        from jobgauge.profiler.history import read_history  # noqa: PLC0415
+        from jobgauge.profiler.history import read_history
 
         return read_history(item)
-    from jobgauge.profiler.eventlog import looks_like_eventlog, read_eventlog  # noqa: PLC0415
+    from jobgauge.profiler.eventlog import looks_like_eventlog, read_eventlog
 
     path = Path(item)
     if not path.exists():
@@ -91,7 +91,7 @@ def read_profile(item: str, *, progress: bool = False):
 
 def _read_mapreduce(path: Path):
     try:
-        from jobgauge.profiler import mapreduce  # noqa: PLC0415
+        from jobgauge.profiler import mapreduce
     except ImportError:  # pragma: no cover - the MapReduce reader ships with jobgauge
         raise ParseError("not a Spark event log, and the MapReduce reader is not installed",
                          path=path) from None
@@ -110,13 +110,13 @@ def _read_mapreduce(path: Path):
 
 
 def _read_eventlog_with_progress(path: Path):
-    from jobgauge.profiler.eventlog import read_eventlog  # noqa: PLC0415
+    from jobgauge.profiler.eventlog import read_eventlog
 
     total = sum(p.stat().st_size for p in ([path] if path.is_file() else path.rglob("*"))
                 if p.is_file())
     if total < _PROGRESS_MIN_BYTES:
         return read_eventlog(path)
-    from tqdm import tqdm  # noqa: PLC0415
+    from tqdm import tqdm
 
     with tqdm(total=total, unit="B", unit_scale=True, desc=path.name, file=sys.stderr,
               disable=None, leave=False) as bar:
@@ -136,7 +136,8 @@ def _table(rows) -> str:
               "runtime_s", "critical_s", "idle_core_s")
     lines = [header]
     for source, p in rows:
-        lines.append((source, p.format, _fmt(p.engine_version), _fmt(p.app_id),
+        shown = source if is_url(source) else Path(source).name   # full path in --json
+        lines.append((shown, p.format, _fmt(p.engine_version), _fmt(p.app_id),
                       _fmt(p.n_jobs), _fmt(p.n_stages), _fmt(p.n_tasks), _fmt(p.runtime_s),
                       _fmt(p.critical_path_s), _fmt(p.idle_core_seconds)))
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]

@@ -9,14 +9,20 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from jobgauge.errors import RunError, UsageError
 from jobgauge.profiler import hadoop_runner
 from jobgauge.profiler.hadoop_runner import (
-    KNOBS, SIZES, build_jobs, java_command, prepare_input, run_mapreduce_job, store_arguments,
+    KNOBS,
+    SIZES,
+    build_jobs,
+    java_command,
+    prepare_input,
+    run_mapreduce_job,
+    store_arguments,
     word_dictionary,
 )
 from jobgauge.profiler.profile import Profile
+
+from jobgauge.errors import RunError, UsageError
 
 pytestmark = pytest.mark.slow
 
@@ -109,6 +115,19 @@ def test_terasort_output_is_sorted_by_key(work_dir):
     assert sorted(records) == sorted(data[i:i + 100] for i in range(0, len(data), 100))
     assert profile.totals["input_records"] == profile.totals["output_records"] == len(records)
     assert profile.totals["shuffle_read_records"] == len(records)
+    map_stage, reduce_stage = profile.stages
+    assert profile.start_ms <= map_stage["start_ms"] <= map_stage["end_ms"] == reduce_stage["start_ms"]
+    assert reduce_stage["end_ms"] == profile.end_ms
+    assert map_stage["duration_s"] > 0 and reduce_stage["duration_s"] > 0
+
+    run, settings, stored_profile = store_arguments(record)
+    assert set(run) >= {"source", "workload", "framework", "datasize", "input_bytes", "instance_type",
+                        "instance_count", "vcpus", "memory_gib", "hourly_price_usd", "runtime_s",
+                        "completed", "run_id", "status", "error", "time_kind"}
+    assert "profile" not in run and settings == record["settings"] and stored_profile is profile
+    assert run["datasize"] == "tiny" and run["run_id"].startswith("hadoop-terasort-tiny-")
+
+
 
 
 def test_failed_job_is_a_record_not_an_exception(work_dir):
@@ -118,6 +137,7 @@ def test_failed_job_is_a_record_not_an_exception(work_dir):
     assert record["status"] == "failed" and record["completed"] is False
     assert "OutOfMemoryError" in record["error"] or "Java heap space" in record["error"]
     assert record["runtime_s"] > 0
+    assert record["profile"] is None or record["profile"].status == "failed"
 
 
 def test_timeout_kills_the_jvm(work_dir):
@@ -126,17 +146,6 @@ def test_timeout_kills_the_jvm(work_dir):
     assert record["runtime_s"] == 1.5 and "time limit" in record["error"]
     assert record["profile"] is None
     assert record["process_wall_s"] < 30
-
-
-def test_store_arguments_split_the_record(work_dir):
-    record = run_mapreduce_job("terasort", "tiny", {"mapreduce.job.reduces": 1}, work_dir, timeout_s=300)
-    run, settings, profile = store_arguments(record)
-    assert set(run) >= {"source", "workload", "framework", "datasize", "input_bytes", "instance_type",
-                        "instance_count", "vcpus", "memory_gib", "hourly_price_usd", "runtime_s",
-                        "completed", "run_id", "status", "error", "time_kind"}
-    assert "profile" not in run and settings == record["settings"] and profile is record["profile"]
-    assert run["datasize"] == "tiny" and run["run_id"].startswith("hadoop-terasort-tiny-")
-    assert len(_parts(record["output_dir"])) == 1
 
 
 # ---------------------------------------------------------------- set-up, knobs, data
@@ -170,10 +179,12 @@ def test_java_command_line(tmp_path):
     command = java_command("wordcount", tmp_path, "in", "out", "rep",
                            {"mapreduce.job.reduces": "3", "jobgauge.wordcount.combiner": "false"},
                            java_heap_mb=512, java="java")
-    assert command[:3] == ["java", "-Xmx512m", "-cp"]
-    assert command[3].startswith(str(tmp_path.resolve()) + os.pathsep) and command[3].endswith("jars/*")
-    assert command[4] == "jobgauge.hadoop.WordCount"
-    assert command[5:] == ["-D", "jobgauge.wordcount.combiner=false", "-D", "mapreduce.job.reduces=3",
+    assert command[:2] == ["java", "-Xmx512m"]
+    assert command[2] == f"-Dlog4j2.configurationFile={tmp_path.resolve() / 'log4j2.properties'}"
+    assert command[3] == "-cp"
+    assert command[4].startswith(str(tmp_path.resolve()) + os.pathsep) and command[4].endswith("jars/*")
+    assert command[5] == "jobgauge.hadoop.WordCount"
+    assert command[6:] == ["-D", "jobgauge.wordcount.combiner=false", "-D", "mapreduce.job.reduces=3",
                            "in", "out", "rep"]
 
 

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from jobgauge.profiler.eventlog import read_eventlog
 
 from jobgauge.cli import main
-from jobgauge.profiler.eventlog import read_eventlog
 
 REQUIRED = ("format", "engine_version", "app_id", "n_jobs", "n_stages", "n_tasks", "runtime_s")
 
@@ -100,6 +100,13 @@ def test_corrupt_event_log_names_file_and_line(spark_logs, capsys, tmp_path):
     bad.write_bytes(b"".join(lines))
     assert main(["profile", str(bad)]) == 1
     assert f"jobgauge: error: {bad}, line 5: corrupt event line" in capsys.readouterr().err
+
+
+def test_empty_log_still_being_started_is_a_spark_error(capsys, tmp_path):
+    empty = tmp_path / "local-1700000000000.inprogress"
+    empty.write_bytes(b"")
+    assert main(["profile", str(empty)]) == 1
+    assert f"jobgauge: error: {empty}: no Spark events in the log" in capsys.readouterr().err
 
 
 def test_folder_without_logs_is_an_error(corpus_dir, capsys):

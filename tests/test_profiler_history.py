@@ -20,11 +20,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from jobgauge.profiler.eventlog import read_eventlog
+from jobgauge.profiler.history import parse_history_url, read_history
 
 from jobgauge.cli import main
 from jobgauge.errors import GaugeError, ParseError
-from jobgauge.profiler.eventlog import read_eventlog
-from jobgauge.profiler.history import parse_history_url, read_history
 
 # Spark 4.3's History Server no longer reads the Spark 1.2 folder layout
 # (local-1426533911241/EVENT_LOG_1), so that one corpus log is left out here.
@@ -87,7 +87,7 @@ def history(tmp_path_factory, corpus_dir):
     script = root / "write_log.py"
     script.write_text(_WRITE_LOG)
     done = subprocess.run([sys.executable, str(script), str(logs)], capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, check=False)
     if done.returncode != 0:
         pytest.fail(f"Spark could not write the log:\n{done.stderr[-3000:]}")
     new_app = done.stdout.split("APP=")[-1].strip()
@@ -122,7 +122,7 @@ def history(tmp_path_factory, corpus_dir):
         yield {"base": base, "logs": expected, "new_app": new_app}
     finally:
         subprocess.run(["bash", os.path.join(spark_home, "sbin", "stop-history-server.sh")],
-                       env=env, capture_output=True, timeout=120)
+                       env=env, capture_output=True, timeout=120, check=False)
 
 
 @pytest.mark.spark

@@ -11,13 +11,19 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from jobgauge.errors import ParseError
 from jobgauge.profiler.mapreduce import (
-    parse_counter_dump, profile_from_counters, read_counters, read_jhist, read_job_conf,
-    read_mapreduce, read_mr1_history, sniff_mapreduce,
+    parse_counter_dump,
+    profile_from_counters,
+    read_counters,
+    read_jhist,
+    read_job_conf,
+    read_mapreduce,
+    read_mr1_history,
+    sniff_mapreduce,
 )
 from jobgauge.profiler.profile import TOTAL_METRICS, Profile
+
+from jobgauge.errors import ParseError
 
 # Parametrisation needs the files at collection time; same rule as conftest's shared_dir.
 HADOOP = Path(os.environ.get("JOBGAUGE_SHARED") or Path(__file__).resolve().parents[2] / "shared") \
@@ -313,11 +319,11 @@ def _write(tmp_path, name, data) -> Path:
     ('Avro-Json\n{"type":"record","name":"Other"}\n', r"not the job history Event record"),
     ('Avro-Json\n{"type":"record","name":"Event"}\n\n', r"no events after the schema"),
     ('Avro-Json\n{"type":"record","name":"Event"}\n{"type":"X","event":[]}\n', r"line 3: event has the wrong shape"),
-    ('Avro-Json\n{"type":"record","name":"Event"}\n'
-     '{"type":"TASK_STARTED","event":{"a.TaskStarted":{"taskid":"t1","taskType":"MAP","startTime":1}}}\n',
+    (('Avro-Json\n{"type":"record","name":"Event"}\n'
+      '{"type":"TASK_STARTED","event":{"a.TaskStarted":{"taskid":"t1","taskType":"MAP","startTime":1}}}\n'),
      r"line 3: no job event"),
-    ('Avro-Json\n{"type":"record","name":"Event"}\n'
-     '{"type":"JOB_INITED","event":{"a.JobInited":{"jobid":"job_1_1","launchTime":"soon"}}}\n',
+    (('Avro-Json\n{"type":"record","name":"Event"}\n'
+      '{"type":"JOB_INITED","event":{"a.JobInited":{"jobid":"job_1_1","launchTime":"soon"}}}\n'),
      r"line 3: field 'launchTime' of JobInited is 'soon' \(expected an integer\)"),
     ("org.apache.hadoop.mapreduce.TaskCounter={MAP_INPUT_RECORDS=x}\n",
      r"line 1, column \d+: bad counter in group .*\(expected NAME=integer\)"),

@@ -1,5 +1,377 @@
-"""Subcommands of the tuner area (registered by jobgauge.cli)."""
+"""Subcommands of the tuner area (registered by jobgauge.cli): ``tune``.
+
+This module stays light to import: Optuna, pandas and the models are loaded
+inside the handler.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+from jobgauge.errors import ModelError, RunError, UsageError
+
+_DEFAULT_STORE = Path("~/.local/share/jobgauge/jobgauge.db")
 
 
 def register(subparsers) -> None:
     """Add this area's subcommands to the jobgauge parser."""
+    parser = subparsers.add_parser(
+        "tune", help="find the fastest or cheapest settings and cluster for a job",
+        description=(
+            "Search execution settings (Spark, Spark SQL/Hive session, MapReduce knobs) and "
+            "cluster configurations with Optuna.  Three modes share one search: "
+            "model-guided (default: a runtime model predicts every trial), --measure "
+            "(every trial is a real run) and --replay FILE (every trial looks up a "
+            "measured run in a run table)."))
+    parser.add_argument("--workload", required=True, help="the job to tune, e.g. tpch-q1")
+    parser.add_argument("--datasize", default=None, help="size label, e.g. sf0.1 or huge")
+    parser.add_argument("--framework", default=None, help="engine as in run tables (spark, hadoop)")
+    mode = parser.add_argument_group("mode")
+    mode.add_argument("--replay", metavar="FILE.csv", default=None,
+                      help="replay: trials look up measured runs of this run table")
+    mode.add_argument("--history", metavar="FILE.csv", nargs="+", default=[],
+                      help="run tables of other workloads to learn from (rows of the tuned "
+                           "workload in them are ignored)")
+    mode.add_argument("--where", metavar="KEY=VALUE", action="append", default=[],
+                      help="replay only runs whose job parameters (config_json) have this value")
+    mode.add_argument("--measure", action="store_true",
+                      help="measured: every trial is a real run through the runner")
+    mode.add_argument("--master", default="local[2]", help="Spark master for --measure")
+    mode.add_argument("--timeout", type=float, default=600.0,
+                      help="seconds before a measured run counts as censored (default 600)")
+    mode.add_argument("--model", metavar="PATH", default=None,
+                      help="model-guided: model file (default: the store's latest model)")
+    goal = parser.add_argument_group("goal")
+    goal.add_argument("--objective", choices=("time", "cost", "both"), default=None,
+                      help="minimise runtime, cost (runtime x nodes x hourly price) or both "
+                           "(Pareto front); default time, cost for --replay")
+    goal.add_argument("--deadline", type=float, default=None, metavar="SECONDS",
+                      help="runs slower than this are infeasible")
+    goal.add_argument("--budget", type=float, default=None, metavar="USD",
+                      help="runs dearer than this are infeasible")
+    search = parser.add_argument_group("search")
+    search.add_argument("--trials", type=int, default=None,
+                        help="trials (default 50 model-guided, 10 replay, 5 measured)")
+    search.add_argument("--seed", type=int, default=0, help="seed of the sampler (default 0)")
+    search.add_argument("--sampler", default="auto",
+                        choices=("auto", "transfer", "tpe", "gp", "random", "nsga2"),
+                        help="auto: transfer for replay, TPE (NSGA-II for both) otherwise")
+    search.add_argument("--engine", choices=("spark", "hive", "mapreduce"), default="spark",
+                        help="which engine's knobs to search (default spark)")
+    search.add_argument("--level", choices=("query", "job", "all"), default="query",
+                        help="query: SQL session knobs; job: executors and job settings; "
+                             "all: both (default query)")
+    search.add_argument("--strategy", choices=("joint", "hierarchical"), default="joint",
+                        help="two levels at once, or job level first then query level")
+    search.add_argument("--tune-instances", action="store_true",
+                        help="also search instance type and count over the catalog")
+    search.add_argument("--instance-type", action="append", default=[], metavar="TYPE",
+                        help="node type (repeat to give the choices with --tune-instances)")
+    search.add_argument("--instance-count", type=int, default=None,
+                        help="nodes (the most nodes with --tune-instances)")
+    search.add_argument("--catalog", metavar="FILE", default=None,
+                        help="extra instance types (CSV/JSON: instance_type, vcpus, memory_gib, "
+                             "hourly_price_usd)")
+    search.add_argument("--study-name", default=None, help="Optuna study name")
+    search.add_argument("--study-storage", default=None, metavar="project|memory|URL",
+                        help="where the study is kept: the project database (default, "
+                             "not for --replay), memory, or a database URL")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(handler=_tune)
+
+
+# ------------------------------------------------------------------- helpers
+
+def _positive(value, name):
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise UsageError(f"--{name} must be a number > 0, got {value:g}")
+
+
+def _where(pairs) -> dict:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--where takes KEY=VALUE, got {pair!r}")
+        out[key] = value
+    return out
+
+
+def _project_url(args) -> str:
+    target = args.store or os.environ.get("JOBGAUGE_STORE") or str(_DEFAULT_STORE)
+    from jobgauge.tuner._storage import storage_url
+
+    return storage_url(target)
+
+
+def _storage(args, default: str):
+    choice = args.study_storage or default
+    if choice == "memory":
+        return None
+    if choice == "project":
+        return _project_url(args)
+    return choice
+
+
+def _study_name(args, mode: str) -> str:
+    parts = ["tune", mode, args.workload, args.datasize or "", time.strftime("%Y%m%d-%H%M%S")]
+    return args.study_name or "-".join(p for p in parts if p)
+
+
+def _read_tables(paths, *, label):
+    from jobgauge.runtable import read_run_tables
+    from jobgauge.tuner._errors import EmptyRunTable
+
+    frame = read_run_tables(paths)
+    if frame.empty:
+        raise EmptyRunTable(f"the {label} {', '.join(str(p) for p in paths)} has no rows")
+    return frame
+
+
+def _fmt(value, unit):
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return " / ".join(_fmt(v, u) for v, u in zip(value, ("s", "$")))
+    return f"${value:.4f}" if unit == "$" else f"{value:.1f} s"
+
+
+def _print_json(payload) -> None:
+    json.dump(payload, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+# -------------------------------------------------------------------- handler
+
+def _tune(args) -> int:
+    if args.trials is not None and args.trials < 1:
+        raise UsageError(f"--trials must be >= 1, got {args.trials}")
+    _positive(args.deadline, "deadline")
+    _positive(args.budget, "budget")
+    if args.replay and args.measure:
+        raise UsageError("--replay and --measure are different modes; give one")
+    if args.replay:
+        return _tune_replay(args)
+    if args.measure:
+        return _tune_measured(args)
+    return _tune_model(args)
+
+
+def _tune_replay(args) -> int:
+    from jobgauge.tuner._modes import tune_replay
+
+    frame = _read_tables([args.replay], label="run table")
+    history = _read_tables(args.history, label="history") if args.history else None
+    objective = args.objective or "cost"
+    result = tune_replay(
+        frame, args.workload, framework=args.framework, datasize=args.datasize,
+        where=_where(args.where), objective=objective, n_trials=args.trials or 10,
+        seed=args.seed, history=history, sampler=args.sampler,
+        deadline_s=args.deadline, budget_usd=args.budget,
+        storage=_storage(args, "memory"), study_name=args.study_name,
+        progress=not args.json)
+    payload = result.to_dict()
+    if args.json:
+        _print_json(payload)
+        return 0
+    unit = "s" if objective == "time" else "$"
+    print(f"# replay of {args.workload} from {args.replay}: {len(result.trials)} trials, "
+          f"objective {objective}")
+    for trial in result.trials:
+        flag = " (censored)" if trial.censored else ("" if trial.feasible else " (infeasible)")
+        print(f"{trial.number + 1:3d}  {_fmt(trial.value, unit):>12}{flag}  "
+              + json.dumps(trial.config, sort_keys=True))
+    print(f"best: {_fmt(result.best.value, unit)}  "
+          + json.dumps(result.best.config, sort_keys=True))
+    return 0
+
+
+def _catalog(args):
+    from jobgauge.tuner._catalog import load_catalog
+
+    return load_catalog(args.catalog)
+
+
+def _space(args, catalog):
+    from jobgauge.tuner._space import build_space, spark_sql_space
+
+    levels = {"query": ("query",), "job": ("job",), "all": ("query", "job")}[args.level]
+    if args.engine == "spark" and args.level == "query":
+        space = spark_sql_space()
+        extra = None
+        if args.tune_instances:
+            extra = build_space("spark", ("instance",), names=[],
+                                instance_types=_instance_choices(args, catalog),
+                                max_instances=args.instance_count or 16)
+        return space if extra is None else type(space)([*space, *extra])
+    if args.engine == "mapreduce" and args.level == "query":
+        levels = ("job",)    # MapReduce has no session level: its knobs are job settings
+    if args.tune_instances:
+        levels = (*levels, "instance")
+    return build_space(args.engine, levels,
+                       instance_types=_instance_choices(args, catalog)
+                       if args.tune_instances else None,
+                       max_instances=args.instance_count or 16)
+
+
+def _instance_choices(args, catalog):
+    names = args.instance_type or catalog.names()
+    for name in names:
+        catalog.get(name)
+    return names
+
+
+def _base_row(args, catalog) -> dict:
+    """What the model is told about the job besides the knobs."""
+    row = {"source": "jobgauge-tune", "workload": args.workload,
+           "framework": args.framework or ("hadoop" if args.engine == "mapreduce" else "spark"),
+           "datasize": args.datasize or "", "input_bytes": math.nan,
+           "instance_type": "local", "instance_count": args.instance_count or 1,
+           "vcpus": float(os.cpu_count() or 1), "memory_gib": _local_memory_gib(),
+           "hourly_price_usd": math.nan, "runtime_s": math.nan, "completed": True,
+           "run_id": "tune", "config": {}}
+    if args.instance_type and not args.tune_instances:
+        if len(args.instance_type) > 1:
+            raise UsageError("give one --instance-type, or add --tune-instances to search several")
+        node = catalog.get(args.instance_type[0])
+        row.update(instance_type=node.instance_type, vcpus=node.vcpus,
+                   memory_gib=node.memory_gib, hourly_price_usd=node.hourly_price_usd)
+    return row
+
+
+def _local_memory_gib() -> float:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    except (ValueError, OSError, AttributeError):
+        return math.nan
+
+
+def _load_model(args):
+    if args.model:
+        try:
+            from jobgauge.models import load_model
+        except ImportError:
+            raise ModelError("jobgauge.models.load_model is not available in this "
+                             "installation; cannot read --model") from None
+        return load_model(args.model)
+    try:
+        from jobgauge.models import loads_model
+        from jobgauge.store import open_store
+    except ImportError:
+        raise ModelError("no --model given and the model store is not available; "
+                         "train a model first or give --model PATH") from None
+    meta, payload = open_store(args.store).load_model()
+    return loads_model(payload)
+
+
+def _goal(args, default="time"):
+    from jobgauge.tuner._objective import Goal
+
+    return Goal(args.objective or default, deadline_s=args.deadline, budget_usd=args.budget)
+
+
+def _tune_model(args) -> int:
+    from jobgauge.tuner._modes import tune_with_model
+
+    catalog = _catalog(args)
+    space = _space(args, catalog)
+    base_row = _base_row(args, catalog)
+    goal = _goal(args)
+    model = _load_model(args)
+    result = tune_with_model(model, space, base_row, goal=goal, n_trials=args.trials or 50,
+                             seed=args.seed, sampler=args.sampler, catalog=catalog,
+                             storage=_storage(args, "project"),
+                             study_name=_study_name(args, "model"),
+                             strategy=args.strategy, progress=not args.json)
+    return _report_open(args, result, "model-guided", space)
+
+
+def _tune_measured(args) -> int:
+    from jobgauge.tuner._modes import tune_measured
+
+    try:
+        from jobgauge.profiler.runner import run_workload
+    except ImportError:
+        raise RunError("measured tuning needs jobgauge.profiler.runner, which is not "
+                       "available in this installation") from None
+    catalog = _catalog(args)
+    space = _space(args, catalog)
+    base_row = _base_row(args, catalog)
+    store = None
+    try:
+        from jobgauge.store import open_store
+
+        store = open_store(args.store)
+    except ImportError:
+        store = None
+
+    def run_trial(config):
+        record = run_workload(args.workload, args.datasize, dict(config), master=args.master,
+                              timeout_s=args.timeout, store=store)
+        return float(record["runtime_s"]), record
+
+    result = tune_measured(run_trial, space, goal=_goal(args), n_trials=args.trials or 5,
+                           seed=args.seed, sampler=args.sampler,
+                           storage=_storage(args, "project"),
+                           study_name=_study_name(args, "measured"), base_row=base_row,
+                           catalog=catalog, strategy=args.strategy, progress=not args.json)
+    return _report_open(args, result, "measured", space)
+
+
+def _report_open(args, result, mode: str, space) -> int:
+    from jobgauge.tuner._space import hive_set_lines, spark_submit_lines
+
+    best = result.best
+    knobs = {k: v for k, v in best.config.items() if k not in ("instance_type", "instance_count")}
+    conf_lines = spark_submit_lines(knobs)
+    set_lines = hive_set_lines(knobs)
+    mapreduce = [f"-D {k}={v}" for k, v in knobs.items() if k.startswith("mapreduce.")]
+    if args.json:
+        payload = result.to_dict()
+        payload["spark_submit"] = conf_lines
+        payload["hive_set"] = set_lines
+        if mapreduce:
+            payload["hadoop_options"] = mapreduce
+        payload["importance"] = result.importance
+        payload["study"] = {"name": result.study.study_name, "mode": mode}
+        _print_json(payload)
+        return 0
+    where = f" {args.datasize}" if args.datasize else ""
+    print(f"# {args.workload}{where}: best of {len(result.trials)} trials ({mode}, "
+          f"objective {result.goal.objective})")
+    line = f"# predicted runtime {best.runtime_s:.2f} s" if mode == "model-guided" \
+        else f"# measured runtime {best.runtime_s:.2f} s"
+    if best.runtime_interval_s:
+        low, high = best.runtime_interval_s
+        line += f" (80 % interval {low:.2f} .. {high:.2f} s)"
+    if best.cost_usd is not None:
+        line += f", cost ${best.cost_usd:.4f}"
+        if best.cost_interval_usd:
+            line += f" (${best.cost_interval_usd[0]:.4f} .. ${best.cost_interval_usd[1]:.4f})"
+    print(line)
+    if "instance_type" in best.config or "instance_count" in best.config:
+        print(f"# cluster: {best.config.get('instance_count', '')} x "
+              f"{best.config.get('instance_type', '')}")
+    if result.importance:
+        shares = ", ".join(f"{k} {v:.2f}" for k, v in result.importance["by_level"].items())
+        print(f"# which level mattered: {shares} ({result.importance['method']})")
+    if conf_lines:
+        print("# spark-submit options:")
+        for text in conf_lines:
+            print(text)
+    if set_lines:
+        print("# HiveServer2 / Spark Thrift session:")
+        for text in set_lines:
+            print(text)
+    if mapreduce:
+        print("# hadoop jar options:")
+        for text in mapreduce:
+            print(text)
+    print(f"# study {result.study.study_name!r} kept in "
+          f"{_storage(args, 'project') or 'memory'}")
+    return 0

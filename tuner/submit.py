@@ -198,23 +198,23 @@ def main(argv=None) -> int:
     if own["off"]:
         return subprocess.call([spark_submit, *args])
     added, store, eventlog_dir = {}, None, None
+    mine = user_settings(args)
+    if mine.get("spark.eventLog.enabled", "false").lower() == "true":
+        eventlog_dir = Path(mine.get("spark.eventLog.dir", "/tmp/spark-events").removeprefix("file:"))
     try:
         from jobgauge.store import open_store
 
         store = open_store(os.environ.get("JOBGAUGE_STORE"))
         added = tuned_settings(own, args, store)
-        mine = user_settings(args)
         if "spark.eventLog.enabled" not in mine and "spark.eventLog.dir" not in mine:
             eventlog_dir = Path.home() / ".local" / "share" / "jobgauge" / "eventlogs"
             eventlog_dir.mkdir(parents=True, exist_ok=True)
             added["spark.eventLog.enabled"] = "true"
             added["spark.eventLog.dir"] = str(eventlog_dir)
-        elif mine.get("spark.eventLog.dir"):
-            eventlog_dir = Path(mine["spark.eventLog.dir"].removeprefix("file:"))
     except Exception as exc:  # noqa: BLE001 - any jobgauge failure: run the user's command unchanged
-        _warn(f"tuning skipped ({exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
-              "running your command unchanged")
-        added, store = {}, None
+        reason = str(exc).splitlines()[0] if str(exc) else ""
+        _warn(f"tuning skipped ({exc.__class__.__name__}: {reason}); running your command unchanged")
+        added = {}
     command = build_command(spark_submit, args, added)
     if own["dry_run"]:
         print(shlex.join(command))
@@ -224,7 +224,7 @@ def main(argv=None) -> int:
     ended = datetime.now(timezone.utc)
     if store is not None:
         try:
-            settings = {**user_settings(args), **added}
+            settings = {**mine, **added}
             _record(own, args, settings, started, ended, returncode,
                     eventlog_dir or Path("/nonexistent"), store)
         except Exception as exc:  # noqa: BLE001 - recording must never change the outcome

@@ -1,8 +1,16 @@
-"""Validation of what a person or a script asks, shared by the form and the API."""
+"""Validation of what a person or a script asks, shared by the form and the API.
+
+Every check raises :class:`InvalidField` naming the field, so the form can
+show the message next to it and the API can return it in ``detail.field``.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import re
+from dataclasses import dataclass, field
 
 from jobgauge.errors import UsageError
 
@@ -12,16 +20,56 @@ class InvalidField(UsageError):
 
     def __init__(self, field: str, message: str):
         self.field = field
-        super().__init__(f"{field}: {message}")
         self.message = message
+        super().__init__(f"{field}: {message}")
 
 
-_SIZE = re.compile(r"^\s*(-?\d+)\s*([kmg]?)b?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*(-?\d+)\s*([kmg]?)i?b?\s*$", re.IGNORECASE)
 AQE_CHOICES = ("default", "true", "false")
-MASTERS = ("local[1]", "local[2]")
+LOCAL_TYPES = ("local[1]", "local[2]")
+HIBENCH_SIZES = ("tiny", "small", "medium", "large", "huge", "gigantic", "bigdata")
+SQL_WORKLOAD = "sql"           # the workload choice "the query I pasted"
+MAX_NODES = 1000
+MAX_INSTANCE_TYPES = 20
+MAX_NODE_POINTS = 12           # node counts evaluated per instance type (the what-if grid)
+ESTIMATE_FIELDS = ("workload", "query", "sql", "scale", "size", "input_gb", "instance_types",
+                   "nodes_min", "nodes_max", "deadline_s", "budget_usd", "shuffle_partitions",
+                   "adaptive", "broadcast_threshold", "config", "include_dag")
+TUNE_FIELDS = ESTIMATE_FIELDS + ("trials", "seed")
 
 
-def _text(data, name):
+@dataclass
+class EstimateRequest:
+    """One validated question: which job, how much data, on which clusters, under which limits."""
+
+    workload: str                      # tpch-q3, wordcount, or sql-<hash> for a pasted query
+    label: str                         # what the page calls it
+    datasize: str                      # sf0.1, large, ...
+    scale: float | None                # TPC-H scale factor (TPC-H and pasted queries)
+    input_bytes: float | None
+    instance_types: list[str]
+    nodes_min: int
+    nodes_max: int
+    deadline_s: float | None = None
+    budget_usd: float | None = None
+    config: dict = field(default_factory=dict)
+    sql: str | None = None             # the query text (pasted, or the workload's own SQL)
+    pasted: bool = False
+    include_dag: bool = False
+
+    def node_counts(self) -> list[int]:
+        """Node counts of the what-if grid: all of them, or MAX_NODE_POINTS spread
+        geometrically from nodes_min to nodes_max."""
+        low, high = self.nodes_min, self.nodes_max
+        if high - low + 1 <= MAX_NODE_POINTS:
+            return list(range(low, high + 1))
+        ratio = (high / low) ** (1 / (MAX_NODE_POINTS - 1))
+        counts = {low, high}
+        counts.update(int(round(low * ratio ** i)) for i in range(MAX_NODE_POINTS))
+        return sorted(counts)
+
+
+def _text(data, name) -> str:
     value = data.get(name)
     if value is None:
         return ""
@@ -30,39 +78,87 @@ def _text(data, name):
     return str(value).strip()
 
 
-def parse_estimate(data: dict) -> dict:
-    """Turn form or JSON fields into (workload, datasize, config, master).
+def _number(data, name, *, minimum=None, strictly=False, maximum=None, integer=False,
+            unit="", default=None):
+    text = _text(data, name)
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidField(name, f"must be a number{unit and ' of ' + unit}; "
+                                 f"got {text[:40]!r}") from None
+    if not math.isfinite(value):
+        raise InvalidField(name, f"must be a finite number; got {text[:40]!r}")
+    if integer and value != int(value):
+        raise InvalidField(name, f"must be a whole number; got {text[:40]}")
+    if minimum is not None and (value <= minimum if strictly else value < minimum):
+        relation = "greater than" if strictly else "at least"
+        raise InvalidField(name, f"must be {relation} {minimum:g}; got {text[:40]}")
+    if maximum is not None and value > maximum:
+        raise InvalidField(name, f"must be at most {maximum:g}; got {text[:40]}")
+    return int(value) if integer else value
 
-    Fields: ``query`` (TPC-H query 1..22) or ``workload`` (e.g. ``tpch-q3``),
-    ``scale`` (TPC-H scale factor, default 0.1), and the knobs
-    ``shuffle_partitions``, ``adaptive`` (default/true/false),
-    ``broadcast_threshold`` (bytes, or 10m, -1 turns broadcast joins off),
-    and ``master`` (local[1] or local[2]); a JSON ``config`` object may add
-    any other ``spark.*`` setting.
-    """
-    if not isinstance(data, dict):
-        raise InvalidField("body", "must be a JSON object")
+
+def _bool(data, name) -> bool:
+    value = data.get(name)
+    if value is None or value == "":
+        return False
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise InvalidField(name, f"must be true or false; got {text[:40]!r}")
+
+
+def _unknown_fields(data: dict, allowed) -> None:
+    unknown = sorted(str(k) for k in data if k not in allowed)
+    if unknown:
+        raise InvalidField(unknown[0], "is not a field of this request; fields are "
+                                       + ", ".join(allowed))
+
+
+def _workload(data: dict, known_workloads, max_query_chars: int):
+    """(workload, label, sql text or None, pasted?)"""
+    from jobgauge.webapp._plans import workload_sql
+
+    raw_sql = data.get("sql")
+    if raw_sql is not None and not isinstance(raw_sql, str):
+        raise InvalidField("sql", f"must be text; got {type(raw_sql).__name__}")
+    sql = (raw_sql or "").strip()
     workload = _text(data, "workload")
     query = _text(data, "query")
+    if len(sql) > max_query_chars:
+        raise InvalidField("sql", f"is too long: {len(sql)} characters, at most "
+                                  f"{max_query_chars} are accepted")
+    if sql and workload not in ("", SQL_WORKLOAD) and not query:
+        # the form keeps the picked workload while a query is pasted: the text wins
+        workload = SQL_WORKLOAD
+    if workload == SQL_WORKLOAD or (sql and not workload and not query):
+        if not sql:
+            raise InvalidField("sql", "is empty: paste a HiveQL or Spark SQL query, "
+                                      "or pick a TPC-H query or HiBench workload")
+        digest = hashlib.sha1(" ".join(sql.split()).lower().encode()).hexdigest()[:10]
+        return f"sql-{digest}", "your query", sql, True
     if workload and query:
-        raise InvalidField("query", "give either query or workload, not both")
-    if not workload:
-        if not query:
-            raise InvalidField("query", "choose a TPC-H query (1 to 22)")
+        raise InvalidField("query", "give either query (a TPC-H number) or workload, not both")
+    if query:
         if not query.isdigit() or not 1 <= int(query) <= 22:
-            raise InvalidField("query", f"must be a TPC-H query number from 1 to 22; got {query!r}")
+            raise InvalidField("query", f"must be a TPC-H query number from 1 to 22; got {query[:40]!r}")
         workload = f"tpch-q{int(query)}"
-    elif not re.fullmatch(r"[a-z][a-z0-9\-]{0,63}", workload):
-        raise InvalidField("workload", f"is not a workload name; got {workload[:80]!r}")
-    scale = _text(data, "scale") or "0.1"
-    try:
-        scale_value = float(scale)
-    except ValueError:
-        raise InvalidField("scale", f"must be a number such as 0.1; got {scale[:40]!r}") from None
-    if not 0 < scale_value <= 100:
-        raise InvalidField("scale", f"must be greater than 0 and at most 100; got {scale}")
-    datasize = _text(data, "datasize") or f"sf{scale_value:g}"
+    if not workload:
+        raise InvalidField("workload", "choose a TPC-H query, a HiBench workload, or paste a query")
+    if workload not in known_workloads:
+        raise InvalidField("workload", f"is not a known workload; got {workload[:60]!r} "
+                                       "(TPC-H tpch-q1..tpch-q22 or a HiBench name)")
+    label = f"TPC-H Q{workload[6:]}" if workload.startswith("tpch-q") else f"HiBench {workload}"
+    return workload, label, workload_sql(workload), False
 
+
+def _config(data: dict) -> dict:
     config = {}
     extra = data.get("config")
     if extra is not None:
@@ -82,7 +178,8 @@ def parse_estimate(data: dict) -> dict:
         config["spark.sql.shuffle.partitions"] = str(int(partitions))
     adaptive = (_text(data, "adaptive") or "default").lower()
     if adaptive not in AQE_CHOICES:
-        raise InvalidField("adaptive", f"must be one of {', '.join(AQE_CHOICES)}; got {adaptive[:40]!r}")
+        raise InvalidField("adaptive", f"must be one of {', '.join(AQE_CHOICES)}; "
+                                       f"got {adaptive[:40]!r}")
     if adaptive != "default":
         config["spark.sql.adaptive.enabled"] = adaptive
     threshold = _text(data, "broadcast_threshold")
@@ -90,13 +187,154 @@ def parse_estimate(data: dict) -> dict:
         match = _SIZE.match(threshold)
         if not match:
             raise InvalidField("broadcast_threshold",
-                               f"must be bytes (e.g. 10485760), a size such as 10m, or -1; got {threshold[:40]!r}")
+                               "must be bytes (e.g. 10485760), a size such as 10m, or -1; "
+                               f"got {threshold[:40]!r}")
         number = int(match.group(1)) * {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}[
             match.group(2).lower()]
         if number < -1:
-            raise InvalidField("broadcast_threshold", f"must be -1 or more; got {threshold}")
+            raise InvalidField("broadcast_threshold", f"must be -1 or more; got {threshold[:40]}")
         config["spark.sql.autoBroadcastJoinThreshold"] = str(number)
-    master = _text(data, "master") or "local[2]"
-    if master not in MASTERS:
-        raise InvalidField("master", f"must be one of {', '.join(MASTERS)}; got {master[:40]!r}")
-    return {"workload": workload, "datasize": datasize, "config": config, "master": master}
+    return config
+
+
+def _instance_types(data: dict, catalog_names) -> list[str]:
+    value = data.get("instance_types")
+    if value is None or value == "" or value == []:
+        return ["local[2]"]
+    if isinstance(value, str):
+        names = [n.strip() for n in value.split(",") if n.strip()]
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        names = [v.strip() for v in value if v.strip()]
+    else:
+        raise InvalidField("instance_types", "must be a list of instance type names")
+    if not names:
+        return ["local[2]"]
+    if len(names) > MAX_INSTANCE_TYPES:
+        raise InvalidField("instance_types", f"at most {MAX_INSTANCE_TYPES} at once; "
+                                             f"got {len(names)}")
+    for name in names:
+        if name not in catalog_names:
+            raise InvalidField("instance_types", f"unknown instance type {name[:60]!r}; "
+                                                 "choose from the list (local[1], local[2] "
+                                                 "or a catalog type such as m5.xlarge)")
+    return list(dict.fromkeys(names))
+
+
+def parse_estimate(data, *, known_workloads, catalog_names, max_query_chars=100_000,
+                   strict=False, allowed=ESTIMATE_FIELDS) -> EstimateRequest:
+    """Turn form fields or a JSON object into an :class:`EstimateRequest`.
+
+    Fields: ``workload`` (``tpch-q3``, a HiBench name, or ``sql``), ``query``
+    (TPC-H query number 1..22), ``sql`` (a pasted query; it wins over a picked
+    workload), ``scale`` (TPC-H scale factor, default 1), ``size`` (HiBench
+    size label, default ``large``), ``input_gb`` (input data in GB, optional),
+    ``instance_types`` (list, default ``local[2]``), ``nodes_min``/``nodes_max``
+    (node counts of cloud types, default 1..8), ``deadline_s``,
+    ``budget_usd``, the knobs ``shuffle_partitions``, ``adaptive``
+    (default/true/false), ``broadcast_threshold`` (bytes, ``10m``, or -1),
+    and ``config`` (an object of any other ``spark.*`` settings).
+    ``strict`` (the JSON API) rejects fields it does not know.
+    """
+    if not isinstance(data, dict):
+        raise InvalidField("body", "must be a JSON object")
+    if strict:
+        _unknown_fields(data, allowed)
+    workload, label, sql, pasted = _workload(data, known_workloads, max_query_chars)
+    scale = size = None
+    if workload.startswith("tpch-") or pasted:
+        scale = _number(data, "scale", minimum=0, strictly=True, maximum=1000,
+                        unit="the TPC-H scale factor", default=1.0)
+        datasize = f"sf{scale:g}"
+    else:
+        size = (_text(data, "size") or "large").lower()
+        if size not in HIBENCH_SIZES:
+            raise InvalidField("size", f"must be one of {', '.join(HIBENCH_SIZES)}; "
+                                       f"got {size[:40]!r}")
+        datasize = size
+    input_gb = _number(data, "input_gb", minimum=0, strictly=True, maximum=1e7, unit="GB")
+    nodes_min = _number(data, "nodes_min", minimum=1, maximum=MAX_NODES, integer=True, default=1)
+    nodes_max = _number(data, "nodes_max", minimum=1, maximum=MAX_NODES, integer=True, default=8)
+    if nodes_min > nodes_max:
+        raise InvalidField("nodes_max", f"must be at least the smallest node count "
+                                        f"({nodes_min}); got {nodes_max}")
+    return EstimateRequest(
+        workload=workload, label=label, datasize=datasize, scale=scale,
+        input_bytes=None if input_gb is None else input_gb * 1e9,
+        instance_types=_instance_types(data, catalog_names),
+        nodes_min=nodes_min, nodes_max=nodes_max,
+        deadline_s=_number(data, "deadline_s", minimum=0, strictly=True, unit="seconds"),
+        budget_usd=_number(data, "budget_usd", minimum=0, strictly=True, unit="US dollars"),
+        config=_config(data), sql=sql, pasted=pasted, include_dag=_bool(data, "include_dag"))
+
+
+def parse_tune(data, **kwargs) -> tuple[EstimateRequest, int | None, int]:
+    """An estimate request plus ``trials`` (1..500) and ``seed``."""
+    request = parse_estimate(data, allowed=TUNE_FIELDS, **kwargs)
+    trials = _number(data, "trials", minimum=1, maximum=500, integer=True)
+    seed = _number(data, "seed", minimum=0, maximum=2 ** 31 - 1, integer=True, default=0)
+    return request, trials, seed
+
+
+# ---------------------------------------------------------------- runs
+RUN_FIELDS = ("source", "workload", "framework", "datasize", "input_bytes", "instance_type",
+              "instance_count", "vcpus", "memory_gib", "hourly_price_usd", "config_json",
+              "runtime_s", "completed", "run_id")
+RUN_FILTERS = ("source", "workload", "framework", "datasize", "instance_type", "status")
+
+
+def parse_run(data) -> dict:
+    """One run in the run-table schema (JSON values or strings), validated by
+    :func:`jobgauge.runtable.parse_row`; ``config`` may stand for ``config_json``."""
+    from jobgauge.errors import ParseError
+    from jobgauge.runtable import parse_row
+
+    if not isinstance(data, dict):
+        raise InvalidField("body", "must be a JSON object with the run-table fields")
+    data = dict(data)
+    if "config" in data:
+        if "config_json" in data:
+            raise InvalidField("config", "give config or config_json, not both")
+        data["config_json"] = data.pop("config")
+    _unknown_fields(data, RUN_FIELDS)
+    raw = {}
+    for name, value in data.items():
+        if value is None:
+            raw[name] = ""
+        elif name == "config_json":
+            if isinstance(value, dict):
+                raw[name] = json.dumps(value)
+            elif isinstance(value, str):
+                raw[name] = value
+            else:
+                raise InvalidField(name, "must be an object of settings (or its JSON text)")
+        elif isinstance(value, bool):
+            raw[name] = "true" if value else "false"
+        elif isinstance(value, (int, float, str)):
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InvalidField(name, "must be a finite number")
+            raw[name] = str(value)
+        else:
+            raise InvalidField(name, f"must be a string or number; got {type(value).__name__}")
+    try:
+        row = parse_row(raw)
+    except ParseError as exc:
+        raise InvalidField(str(exc.column or "body"), exc.reason + (
+            f" (expected {exc.expected})" if exc.expected else "")) from None
+    for name in ("source", "workload", "framework", "instance_type", "run_id", "datasize"):
+        if len(row[name]) > 200:
+            raise InvalidField(name, "is longer than 200 characters")
+    return row
+
+
+def parse_run_query(args) -> dict:
+    """Paging (``limit`` 1..500, default 50; ``offset``) and equality filters of GET /runs."""
+    _unknown_fields(args, ("limit", "offset") + RUN_FILTERS)
+    out = {"limit": _number(args, "limit", minimum=1, maximum=500, integer=True, default=50),
+           "offset": _number(args, "offset", minimum=0, maximum=10 ** 9, integer=True, default=0)}
+    filters = {}
+    for name in RUN_FILTERS:
+        value = _text(args, name)
+        if value:
+            filters[name] = value[:200]
+    out["filters"] = filters
+    return out

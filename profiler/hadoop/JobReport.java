@@ -123,13 +123,13 @@ public final class JobReport {
         } else if ("SUCCEEDED".equals(state) || "RUNNING".equals(state) || "PREP".equals(state)) {
             state = "FAILED";
         }
-        if (!succeeded && error == null) {
-            error = (failureInfo == null || failureInfo.isEmpty())
-                    ? "job " + jobId + " ended in state " + state : failureInfo;
+        if (!succeeded && error == null && failureInfo != null && !failureInfo.isEmpty()
+                && !"NA".equals(failureInfo)) {
+            error = failureInfo;      // the local runner says "NA"; its log has the cause
         }
 
         Configuration conf = job.getConfiguration();
-        if (counters != null) {
+        if (counters != null && counters.countCounters() > 0) {
             writeCounters(counters, Paths.get(reportPrefix + ".counters.properties"));
         }
         StringBuilder json = new StringBuilder();

@@ -1,0 +1,365 @@
+"""Runtime models: the estimator contract over the whole registry, features, saving,
+one-call predictions, censoring and the job classifier, on real run tables."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+
+from jobgauge.errors import ModelError, NotFittedError, UsageError
+from jobgauge.models import (
+    DEFAULT_MODEL, MODELS, InvalidParameterError, JobClassifier, RunFeatures, dumps_model,
+    load_model, loads_model, make_model, model_name, predict_frame, predict_one, save_model,
+)
+from jobgauge.models.features import instance_family, parse_knob, size_scale
+from jobgauge.runtable import read_run_tables
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Small settings so the contract runs in seconds; the defaults are what the evaluation scores.
+FAST = {"forest": {"n_estimators": 10}, "gbm": {"max_iter": 20},
+        "fc": {"epochs": 4, "n_networks": 2}, "rnn": {"epochs": 3, "n_networks": 1}}
+
+
+@pytest.fixture(scope="module")
+def scout(datasets_dir):
+    return read_run_tables([datasets_dir / "scout_multinode.csv"])
+
+
+@pytest.fixture(scope="module")
+def c3o(datasets_dir):
+    return read_run_tables([datasets_dir / "c3o_emr.csv"])
+
+
+@pytest.fixture(scope="module")
+def small(scout):
+    """Three Scout workloads on 14 cluster configurations, some runs at the 2-hour limit."""
+    clusters = sorted(set(zip(scout["instance_type"], scout["instance_count"])))[::5]
+    keep = scout["workload"].isin(["join", "pagerank", "naive-bayes"]) & pd.Series(
+        list(zip(scout["instance_type"], scout["instance_count"]))).isin(clusters)
+    frame = scout[keep.to_numpy()].reset_index(drop=True)
+    assert len(frame) == 112 and (~frame["completed"]).sum() >= 2
+    return frame
+
+
+@pytest.fixture(scope="module")
+def local_profiled():
+    """Local TPC-H runs with one reference profile and plan DAG per query (data/runs)."""
+    from jobgauge.models.evaluation import (
+        attach_reference_profiles, default_profile_files, read_profiles,
+    )
+
+    runs = sorted((REPO / "data" / "runs").glob("tpch-*.csv.gz"))
+    profiles = default_profile_files()
+    if not runs or not profiles:
+        pytest.skip("no local TPC-H runs with profiles in data/ yet")
+    frame = attach_reference_profiles(read_run_tables(runs), read_profiles(profiles))
+    assert frame["profile"].notna().all() and frame["dag"].notna().all()
+    return frame
+
+
+def _model(name, **params):
+    base = name.split("+")[0]
+    return make_model(name, **{**FAST.get(base, {}), **params})
+
+
+CONTRACT = list(MODELS) + ["gbm+classes"]
+
+
+# ------------------------------------------------------------- contract
+@pytest.mark.parametrize("name", CONTRACT)
+def test_contract(name, small):
+    model = _model(name, random_state=3)
+    with pytest.raises(NotFittedError, match="call fit first"):
+        model.predict(small)
+    assert model.fit(small) is model
+    predicted = model.predict(small.iloc[:7])
+    assert predicted.shape == (7,) and np.isfinite(predicted).all() and (predicted > 0).all()
+    low, high = model.predict_interval(small.iloc[:7], coverage=0.8)
+    assert low.shape == high.shape == (7,)
+    assert (low <= predicted + 1e-9).all() and (predicted <= high + 1e-9).all()
+    narrow, wide = model.predict_interval(small.iloc[:7], coverage=0.5)
+    assert (narrow >= low - 1e-9).all() and (wide <= high + 1e-9).all()
+    # learned state ends in "_", hyperparameters are untouched by fit
+    assert model.get_params() == _model(name, random_state=3).get_params()
+    assert model.n_training_rows_ == len(small)
+    assert model.interval_source_ == "held-out configurations"
+    # determinism: same seed, same data -> same predictions; refitting too
+    again = _model(name, random_state=3).fit(small).predict(small.iloc[:7])
+    np.testing.assert_allclose(again, predicted, rtol=1e-6)
+    np.testing.assert_allclose(model.fit(small).predict(small.iloc[:7]), predicted, rtol=1e-6)
+    # clone: same parameters, not fitted
+    twin = clone(model)
+    assert twin.get_params() == model.get_params()
+    with pytest.raises(NotFittedError, match="call fit first"):
+        twin.predict(small)
+    # save/load keeps predictions
+    restored = loads_model(dumps_model(model))
+    np.testing.assert_allclose(restored.predict(small.iloc[:7]), predicted, rtol=1e-9)
+    assert model_name(restored) == name
+
+
+@pytest.mark.parametrize("name", ["forest", "fc"])
+def test_different_seeds_give_different_networks_or_splits(name, small):
+    first = _model(name, random_state=0).fit(small)
+    second = _model(name, random_state=1).fit(small)
+    assert not np.allclose(first.predict(small), second.predict(small))
+
+
+def test_registry_names_and_default():
+    assert set(MODELS) >= {"tree", "svm", "forest", "gbm", "ernest", "fc", "rnn"}
+    assert DEFAULT_MODEL in MODELS
+    assert make_model("fc+classes").with_classes is True
+    with pytest.raises(UsageError, match="unknown model 'xgboost'; choose one of tree"):
+        make_model("xgboost")
+    with pytest.raises(UsageError, match="has no parameter.*hidden; its parameters are"):
+        make_model("fc", hidden=3)
+
+
+@pytest.mark.parametrize("name, params, message", [
+    ("rnn", {"hidden_size": 0},
+     "The 'hidden_size' parameter of DagRNN must be an int >= 1. Got 0 instead."),
+    ("fc", {"dropout": 1.0}, "The 'dropout' parameter of FullyConnectedModel must be a float "
+                             "in the range [0.0, 1.0). Got 1.0 instead."),
+    ("tree", {"max_depth": 2.5}, "The 'max_depth' parameter of DecisionTreeModel must be an int "
+                                 ">= 1 or None. Got 2.5 instead."),
+    ("svm", {"kernel": "cubic"}, "The 'kernel' parameter of SVRModel must be one of 'linear', "
+                                 "'poly', 'rbf', 'sigmoid'. Got 'cubic' instead."),
+    ("gbm", {"random_state": -1}, "The 'random_state' parameter of GradientBoostingModel must "
+                                  "be None or an int >= 0. Got -1 instead."),
+    ("fc", {"module": int}, "The 'module' parameter of FullyConnectedModel must be None or a "
+                            "subclass of torch.nn.Module"),
+    ("rnn", {"cell": "rnn"}, "The 'cell' parameter of DagRNN must be one of 'gru', 'lstm'"),
+])
+def test_parameter_constraints(name, params, message, small):
+    model = make_model(name, **params)  # __init__ only stores
+    with pytest.raises(InvalidParameterError, match=message.replace("(", r"\(").replace(
+            ")", r"\)").replace("[", r"\[").replace(".", r"\.")):
+        model.fit(small)
+    assert isinstance(InvalidParameterError("x"), ModelError)
+
+
+def test_fit_rejects_bad_input(small):
+    model = make_model("tree")
+    with pytest.raises(ModelError, match="expects a run-table DataFrame"):
+        model.fit(small.to_numpy())
+    with pytest.raises(ModelError, match="lacks run-table columns: vcpus"):
+        model.fit(small.drop(columns=["vcpus"]))
+    with pytest.raises(ModelError, match="input has no rows"):
+        model.fit(small.iloc[:0])
+    broken = small.copy()
+    broken.loc[3, "runtime_s"] = float("nan")
+    with pytest.raises(ModelError, match=r"runtime_s must be a positive number .*row 3"):
+        model.fit(broken)
+    everything_censored = small.assign(completed=False)
+    with pytest.raises(ModelError, match="every training run is censored"):
+        model.fit(everything_censored)
+    with pytest.raises(ModelError, match="y has 3 values for"):
+        model.fit(small, y=[1.0, 2.0, 3.0])
+    fitted = make_model("tree").fit(small)
+    with pytest.raises(ModelError, match="coverage must be a number between 0 and 1"):
+        fitted.predict_interval(small, coverage=80)
+    with pytest.raises(ModelError, match="vcpus must be a positive number"):
+        fitted.predict(small.assign(vcpus=0.0))
+
+
+def test_custom_module_class_is_used(small):
+    import torch
+
+    class Wide(torch.nn.Module):
+        def __init__(self, *, n_inputs, hidden_sizes, dropout):
+            super().__init__()
+            self.linear = torch.nn.Linear(n_inputs, 1)
+
+        def forward(self, static):
+            return self.linear(static).squeeze(-1)
+
+    model = make_model("fc", module=Wide, epochs=2, n_networks=1).fit(small)
+    assert isinstance(model.module_[0], Wide)
+    assert clone(model).module is Wide
+
+
+# ------------------------------------------------------------- censoring
+@pytest.mark.parametrize("name", ["gbm", "fc"])
+def test_censored_runs_are_lower_bounds(name, scout):
+    """Scout's 2-hour-limit runs: the model learns they take at least that long."""
+    params = {"fc": {"epochs": 40, "n_networks": 1}, "gbm": {"max_iter": 100}}[name]
+    model = make_model(name, calibration_size=0.0, **params).fit(scout)
+    censored = scout[~scout["completed"]]
+    assert model.n_censored_ == len(censored) == 75
+    share = (model.predict(censored) >= 0.9 * censored["runtime_s"].to_numpy()).mean()
+    assert share >= 0.8
+
+
+def test_calibration_size_zero_uses_training_residuals(small):
+    model = make_model("tree", calibration_size=0.0).fit(small)
+    assert model.interval_source_ == "training residuals"
+
+
+# ------------------------------------------------------------- features
+def test_parse_knob_values():
+    assert parse_knob("64MB") == 64 * 2 ** 20
+    assert parse_knob("10m") == 10 * 2 ** 20
+    assert parse_knob("2g") == 2 * 2 ** 30
+    assert parse_knob("120s") == 120.0
+    assert parse_knob("5min") == 300.0
+    assert parse_knob("100ms") == 0.1
+    assert parse_knob("true") == 1.0 and parse_knob("False") == 0.0
+    assert parse_knob("-1") == -1.0
+    assert parse_knob("lz4") == "lz4"
+    assert parse_knob(None) is None
+    assert size_scale("sf0.1")[0] == 0.1 and math.isnan(size_scale("sf0.1")[1])
+    assert [size_scale(s)[1] for s in ("tiny", "small", "large", "huge", "bigdata")] == \
+        [0.0, 1.0, 3.0, 4.0, 6.0]
+    assert all(math.isnan(v) for v in size_scale("whatever"))
+    assert instance_family("c4.2xlarge") == "c4" and instance_family("local[2]") == "local"
+
+
+def test_features_of_c3o_knobs_and_unseen_values(c3o):
+    frame = c3o.groupby("workload").head(40).reset_index(drop=True)
+    features = RunFeatures().fit(frame)
+    names = list(features.get_feature_names_out())
+    assert "knob:iterations (log)" in names and "workload=sgd" in names
+    assert "family=r4" in names
+    matrix = features.transform(frame)
+    assert matrix.shape == (len(frame), len(names)) and np.isfinite(matrix).all()
+    unseen = frame.iloc[:2].copy()
+    unseen["workload"] = "never-seen"
+    unseen["instance_type"] = "z9.metal"
+    unseen["memory_gib"] = float("nan")
+    unseen["input_bytes"] = float("nan")
+    unseen["config"] = [{"spark.executor.cores": "2", "spark.executor.memory": "4g"}] * 2
+    row = features.transform(unseen)
+    assert np.isfinite(row).all()
+    assert row[:, [n.startswith("workload=") for n in names]].sum() == 0
+    assert row[0, names.index("executor_cores")] == 2.0
+    assert row[0, names.index("executor_memory_gib")] == 4.0
+    with pytest.raises(ModelError, match="spark.executor.cores must be a positive number"):
+        features.transform(unseen.assign(config=[{"spark.executor.cores": "many"}] * 2))
+    with pytest.raises(NotFittedError, match="call fit first"):
+        RunFeatures().transform(frame)
+
+
+def test_unseen_workload_and_instance_type_get_predictions(small):
+    model = make_model("gbm", max_iter=30).fit(small)
+    result = predict_one(model, workload="brand-new-job", datasize="huge",
+                         instance_type="x1.32xlarge", instance_count=5, vcpus=128,
+                         memory_gib=1952, input_bytes=3e10)
+    assert set(result) == {"runtime_s", "low_s", "high_s"}
+    assert 0 < result["low_s"] <= result["runtime_s"] <= result["high_s"]
+
+
+# ------------------------------------------------------------- one-call predictions
+def test_predict_one_matches_predict_and_validates(small):
+    model = make_model("tree").fit(small)
+    row = small.iloc[[5]]
+    direct = model.predict(row)[0]
+    one = predict_one(model, workload=row["workload"].iat[0], datasize=row["datasize"].iat[0],
+                      framework=row["framework"].iat[0], instance_type=row["instance_type"].iat[0],
+                      instance_count=int(row["instance_count"].iat[0]),
+                      vcpus=float(row["vcpus"].iat[0]), memory_gib=float(row["memory_gib"].iat[0]),
+                      input_bytes=float(row["input_bytes"].iat[0]))
+    assert one["runtime_s"] == pytest.approx(direct)
+    frame = predict_frame(model, small.iloc[:4])
+    assert list(frame.columns) == ["predicted_runtime_s", "predicted_low_s", "predicted_high_s"]
+    assert list(frame.index) == list(small.index[:4])
+    with pytest.raises(UsageError, match="instance_count must be an int >= 1, got 0"):
+        predict_one(model, workload="join", datasize="huge", instance_count=0)
+    with pytest.raises(UsageError, match="vcpus must be a positive number"):
+        predict_one(model, workload="join", datasize="huge", vcpus=-2)
+    with pytest.raises(UsageError, match="workload must be a non-empty string"):
+        predict_one(model, workload=" ", datasize="huge")
+    with pytest.raises(UsageError, match="config must be a dict"):
+        predict_one(model, workload="join", datasize="huge", config=["a=b"])
+
+
+# ------------------------------------------------------------- saving
+def test_save_and_load_files(small, tmp_path):
+    model = make_model("tree").fit(small)
+    path = save_model(model, tmp_path / "sub" / "model.jgm")
+    np.testing.assert_allclose(load_model(path).predict(small), model.predict(small))
+    data = path.read_bytes()
+    assert data.startswith(b"JOBGAUGE-MODEL\n")
+    garbage = tmp_path / "garbage.jgm"
+    garbage.write_bytes(b"\x89PNG not a model")
+    with pytest.raises(ModelError, match="garbage.jgm: not a jobgauge model file"):
+        load_model(garbage)
+    future = tmp_path / "future.jgm"
+    future.write_bytes(data.replace(b'"format_version": 1', b'"format_version": 99', 1))
+    with pytest.raises(ModelError, match="format version 99 cannot be read .* retrain"):
+        load_model(future)
+    truncated = tmp_path / "truncated.jgm"
+    truncated.write_bytes(data[:len(data) // 2])
+    with pytest.raises(ModelError, match="damaged jobgauge model file"):
+        load_model(truncated)
+    with pytest.raises(ModelError, match="no model file at"):
+        load_model(tmp_path / "missing.jgm")
+    with pytest.raises(NotFittedError, match="call fit first"):
+        dumps_model(make_model("tree"))
+    with pytest.raises(ModelError, match="only jobgauge runtime models can be saved"):
+        dumps_model(object())
+
+
+# ------------------------------------------------------------- classifier
+def test_job_classifier_from_scaling(scout):
+    classifier = JobClassifier(n_classes=3, random_state=0).fit(scout)
+    assert classifier.basis_ == "scaling"
+    labels = classifier.predict(scout)
+    assert set(labels) <= set(classifier.classes_)
+    readable = {"scales with cores", "partly parallel", "does not scale", "memory-sensitive",
+                "grows with data"}
+    assert all(name.rsplit(" ", 1)[0] in readable or name in readable
+               for name in classifier.classes_)
+    # one class per workload, and an unseen workload without a profile is "unknown"
+    assert scout.assign(label=labels).groupby("workload")["label"].nunique().max() == 1
+    assert classifier.predict(scout.iloc[:1].assign(workload="new"))[0] == "unknown"
+    assert classifier.class_matrix(scout.iloc[:1].assign(workload="new")).sum() == 0
+    with pytest.raises(NotFittedError, match="call fit first"):
+        JobClassifier().predict(scout)
+    with pytest.raises(InvalidParameterError, match="'n_classes' parameter of JobClassifier "
+                                                    "must be an int >= 1. Got 0 instead"):
+        JobClassifier(n_classes=0).fit(scout)
+    with pytest.raises(ModelError, match="needs a profile column"):
+        JobClassifier(basis="profile").fit(scout)
+
+
+def test_job_classifier_from_profiles(local_profiled):
+    frame = local_profiled
+    classifier = JobClassifier(n_classes=3).fit(frame)
+    assert classifier.basis_ == "profile"
+    labels = classifier.predict(frame)
+    names = {"CPU-bound", "shuffle-heavy", "memory-bound", "I/O-bound", "output-heavy"}
+    assert {label.rsplit(" ", 1)[0] if label[-1].isdigit() else label for label in labels} <= names
+    # an unseen query with a profile still gets a class from that profile
+    unseen = frame.iloc[:1].assign(workload="tpch-q99")
+    assert classifier.predict(unseen)[0] in classifier.classes_
+
+
+# ------------------------------------------------------------- DAG network
+def test_rnn_reads_dags_of_any_length(local_profiled):
+    frame = local_profiled
+    lengths = {len(d["nodes"]) for d in frame["dag"]}
+    assert len(lengths) > 3  # queries have plans of different sizes
+    model = make_model("rnn", epochs=3, n_networks=1, max_nodes=16).fit(frame)
+    predicted = model.predict(frame)
+    assert np.isfinite(predicted).all()
+    # the DAG matters: the same row with another query's plan gets another prediction
+    swapped = frame.iloc[:1].copy()
+    swapped["dag"] = [frame["dag"].iloc[-1]]
+    assert model.predict(swapped)[0] != pytest.approx(predicted[0], rel=1e-6)
+    # rows without a DAG still get a prediction (a one-node empty sequence)
+    assert np.isfinite(model.predict(frame.iloc[:2].assign(dag=None))).all()
+    with pytest.raises(ModelError, match="cannot read a dag cell"):
+        model.predict(frame.iloc[:1].assign(dag=[{"nodes": "x"}]))
+
+
+def test_reference_profiles_never_use_a_runs_own_profile(local_profiled):
+    frame = local_profiled
+    assert frame.groupby("workload")["profile_reference"].sum().eq(1).all()
+    for _, row in frame[~frame["profile_reference"]].head(20).iterrows():
+        assert row["profile"]["runtime_s"] != row["runtime_s"]

@@ -1,0 +1,307 @@
+"""The three ways to evaluate a trial, on the one search loop of ``_study``.
+
+- model-guided (:func:`tune_with_model`): a runtime model is the objective;
+  each trial is a prediction, back at once with its interval;
+- measured (:func:`tune_measured`): each trial is a real run through an
+  injected ``run_trial(config) -> (runtime_s, record)``, recorded in the
+  store and told to the study;
+- replay (:func:`tune_replay`): each trial looks up what a run table measured.
+
+All of them share :func:`tune_space`: a search space, an ``evaluate``
+function, a goal, a sampler and a storage, joined by ``run_trials``.  Two
+levels of knobs (query/session and job/instance) are tuned jointly (one
+study over both) or hierarchically (job and instance level first with the
+session knobs at their defaults, then the session knobs on the best job
+configuration); the result says which level mattered.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Mapping
+
+from jobgauge.errors import ModelError, TuneError, UsageError
+from jobgauge.tuner._candidates import CandidateSet
+from jobgauge.tuner._errors import InvalidConfiguration
+from jobgauge.tuner._objective import Goal, Measurement, Objective
+from jobgauge.tuner._replay import ReplayTable
+from jobgauge.tuner._samplers import make_sampler
+from jobgauge.tuner._space import SearchSpace, check_configuration, format_setting
+from jobgauge.tuner._study import create_study, level_importance, run_trials, summarise
+from jobgauge.tuner._transfer import history_frame, history_prior
+
+STRATEGIES = ("joint", "hierarchical")
+
+
+class CandidateSpace:
+    """A CandidateSet seen as a search space: a trial may only hold one of its configurations."""
+
+    def __init__(self, candidates: CandidateSet):
+        self.candidates = candidates
+
+    @property
+    def names(self):
+        return list(self.candidates.names)
+
+    def levels(self):
+        return self.candidates.levels()
+
+    def suggest(self, trial, fixed=None) -> dict:
+        from optuna.distributions import IntDistribution
+
+        fixed = dict(fixed or {})
+        config = {}
+        for name, distribution in self.candidates.distributions().items():
+            if name in fixed:
+                config[name] = fixed[name]
+            elif isinstance(distribution, IntDistribution):
+                config[name] = trial.suggest_int(name, distribution.low, distribution.high)
+            else:
+                config[name] = trial.suggest_categorical(name, distribution.choices)
+        if self.candidates.index(config) is None:
+            raise InvalidConfiguration(f"configuration not in the measured set: {config}")
+        return config
+
+
+# --------------------------------------------------------------------- replay
+
+def tune_replay(frame, workload: str, *, framework=None, datasize=None, where=None,
+                objective: str = "cost", n_trials: int = 10, seed: int | None = 0,
+                history=None, sampler: str = "transfer", deadline_s=None, budget_usd=None,
+                storage=None, study_name=None, stop: Callable | None = None,
+                profile_weight: float = 0.0, importance: bool = False, progress=False):
+    """Tune ``workload`` against the runs of ``frame`` (a read_run_tables frame).
+
+    ``history``: run-table frame of other workloads (rows of ``workload`` in it
+    are dropped).  ``n_trials`` is capped at the number of measured
+    configurations.  Returns a TuneResult whose trial values are seconds
+    (``time``) or dollars (``cost``).
+    """
+    goal = Goal(objective, deadline_s=deadline_s, budget_usd=budget_usd)
+    table = ReplayTable(frame, workload, framework=framework, datasize=datasize, where=where)
+    history = history_frame(history, workload)
+    prior = history_prior(history, table.candidates, objective, profile=table.profile,
+                          profile_weight=profile_weight)
+    chosen = make_sampler(sampler, seed=seed, candidates=table.candidates, prior=prior,
+                          multi_objective=goal.objective == "both")
+    study = create_study(goal, chosen, storage=storage, study_name=study_name)
+    study.set_user_attr("mode", "replay")
+    study.set_user_attr("workload", table.workload)
+    space = CandidateSpace(table.candidates)
+    result = run_trials(study, Objective(space, table.measurement, goal),
+                        min(int(n_trials), len(table)), stop=stop, progress=progress)
+    if importance:
+        result.importance = level_importance(study, seed=seed or 0, levels=space.levels())
+    return result
+
+
+# ---------------------------------------------------------------- model-guided
+
+def model_frame(base_row: Mapping, config: Mapping, catalog=None):
+    """A one-row run-table frame for ``config`` on the job described by ``base_row``."""
+    import json
+
+    import pandas as pd
+
+    from jobgauge.runtable import COLUMNS
+
+    row = {column: base_row.get(column) for column in COLUMNS if column != "config_json"}
+    knobs = {k: v for k, v in config.items() if k not in ("instance_type", "instance_count")}
+    if "instance_type" in config:
+        node = _node(catalog, config["instance_type"])
+        row.update(instance_type=node.instance_type, vcpus=node.vcpus,
+                   memory_gib=node.memory_gib, hourly_price_usd=node.hourly_price_usd)
+    if "instance_count" in config:
+        row["instance_count"] = int(config["instance_count"])
+    row["config"] = {**dict(base_row.get("config") or {}), **knobs}
+    row["config_json"] = json.dumps(row["config"], sort_keys=True, default=str)
+    return pd.DataFrame([row])
+
+
+def _node(catalog, name):
+    if catalog is None:
+        raise UsageError("tuning the instance type needs an instance catalog")
+    return catalog.get(name)
+
+
+def _first(values) -> float:
+    try:
+        value = values[0]
+    except (TypeError, IndexError, KeyError):
+        value = values
+    value = float(value.item() if hasattr(value, "item") else value)
+    if not math.isfinite(value):
+        raise ModelError(f"the model predicted a non-finite runtime ({value})")
+    return value
+
+
+def model_evaluator(model, base_row: Mapping, *, catalog=None, coverage: float = 0.8):
+    """``evaluate(config) -> Measurement`` from a model's prediction and interval."""
+    if not callable(getattr(model, "predict", None)):
+        raise ModelError(f"{type(model).__name__} has no predict(frame) method")
+    interval = getattr(model, "predict_interval", None)
+
+    def evaluate(config):
+        frame = model_frame(base_row, config, catalog)
+        runtime = max(_first(model.predict(frame)), 0.0)
+        bounds = None
+        if callable(interval):
+            low, high = interval(frame, coverage=coverage)
+            bounds = (max(_first(low), 0.0), max(_first(high), 0.0))
+        row = frame.iloc[0]
+        price = row["hourly_price_usd"]
+        return Measurement(runtime_s=runtime, instance_count=row["instance_count"] or 1,
+                           hourly_price_usd=None if price is None or
+                           (isinstance(price, float) and math.isnan(price)) else float(price),
+                           runtime_interval=bounds)
+    return evaluate
+
+
+def config_check(base_row: Mapping, catalog=None):
+    """``check(config)``: the validity constraints on the nodes the config runs on."""
+    def check(config):
+        instance = None
+        if "instance_type" in config:
+            instance = _node(catalog, config["instance_type"])
+        elif catalog is not None and base_row.get("instance_type") in catalog:
+            instance = catalog.get(base_row["instance_type"])
+        count = config.get("instance_count", base_row.get("instance_count"))
+        check_configuration(config, instance=instance,
+                            instance_count=None if count is None else int(count))
+    return check
+
+
+def tune_with_model(model, space: SearchSpace, base_row: Mapping, *, goal: Goal | None = None,
+                    n_trials: int = 50, seed: int | None = 0, sampler: str = "auto",
+                    catalog=None, storage=None, study_name=None, strategy: str = "joint",
+                    coverage: float = 0.8, progress: bool = False):
+    """Search ``space`` with the model's predicted runtime (or cost) as the objective."""
+    evaluate = model_evaluator(model, base_row, catalog=catalog, coverage=coverage)
+    return tune_space(space, evaluate, goal or Goal(), n_trials=n_trials, seed=seed,
+                      sampler=sampler, storage=storage, study_name=study_name,
+                      strategy=strategy, check=config_check(base_row, catalog),
+                      mode="model", progress=progress)
+
+
+# -------------------------------------------------------------------- measured
+
+def _settings(config: Mapping) -> dict[str, str]:
+    return {str(k): format_setting(k, v) for k, v in config.items()}
+
+
+def measured_evaluator(run_trial: Callable, *, store=None, base_row: Mapping | None = None):
+    """``evaluate(config) -> Measurement`` from a real run.
+
+    ``run_trial(config) -> (runtime_s, record)``; ``record`` holds the run's
+    run-table fields (and ``status``).  A run that did not complete (time
+    limit, failure) is censored.  With a ``store`` (``add_run(run, settings)``)
+    every run is recorded there.
+    """
+    def evaluate(config):
+        runtime_s, record = run_trial(dict(config))
+        record = {**dict(base_row or {}), **dict(record or {})}
+        status = record.get("status", "succeeded")
+        completed = bool(record.get("completed", True)) and status == "succeeded"
+        record["completed"] = completed
+        record.setdefault("runtime_s", runtime_s)
+        if store is not None:
+            store.add_run(record, _settings(config))
+        count = record.get("instance_count") or 1
+        price = record.get("hourly_price_usd")
+        if isinstance(price, float) and math.isnan(price):
+            price = None
+        return Measurement(runtime_s=float(runtime_s), instance_count=count,
+                           hourly_price_usd=price, completed=completed, record=record)
+    return evaluate
+
+
+def tune_measured(run_trial: Callable, space, *, goal: Goal | None = None, n_trials: int = 5,
+                  seed: int | None = 0, sampler: str = "auto", store=None, storage=None,
+                  study_name=None, history=None, workload=None, profile=None,
+                  base_row: Mapping | None = None, catalog=None, strategy: str = "joint",
+                  progress: bool = False):
+    """Tune with real runs.  ``space`` is a SearchSpace (knobs) or a
+    CandidateSet (configurations over a catalog; then the first trials come
+    from ``history`` -- run tables of other workloads -- as in replay)."""
+    goal = goal or Goal()
+    evaluate = measured_evaluator(run_trial, store=store, base_row=base_row)
+    if isinstance(space, CandidateSet):
+        history = history_frame(history, workload) if workload else history
+        prior = history_prior(history, space, goal.objective, profile=profile)
+        chosen = make_sampler(sampler, seed=seed, candidates=space, prior=prior,
+                              multi_objective=goal.objective == "both")
+        study = create_study(goal, chosen, storage=storage, study_name=study_name)
+        study.set_user_attr("mode", "measured")
+        return run_trials(study, Objective(CandidateSpace(space), evaluate, goal),
+                          min(int(n_trials), len(space)), progress=progress)
+    return tune_space(space, evaluate, goal, n_trials=n_trials, seed=seed, sampler=sampler,
+                      storage=storage, study_name=study_name, strategy=strategy,
+                      check=config_check(base_row or {}, catalog), mode="measured",
+                      progress=progress)
+
+
+# ------------------------------------------------------------ shared, two-level
+
+def tune_space(space: SearchSpace, evaluate: Callable, goal: Goal, *, n_trials: int,
+               seed=0, sampler="auto", storage=None, study_name=None, strategy="joint",
+               check=None, mode="model", progress=False):
+    """One study over ``space``: the engine defaults are the first trial (the
+    baseline), then the sampler's proposals.  ``strategy="hierarchical"``
+    spends half the trials on the job and instance levels (session knobs at
+    their defaults) and the rest on the session knobs, the job level fixed
+    at its best."""
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}; expected joint or hierarchical")
+    if n_trials < 1:
+        raise TuneError(f"the number of trials must be >= 1, got {n_trials}")
+    chosen = make_sampler(sampler, seed=seed, multi_objective=goal.objective == "both")
+    study = create_study(goal, chosen, storage=storage, study_name=study_name)
+    study.set_user_attr("mode", mode)
+    study.set_user_attr("strategy", strategy)
+    defaults = space.defaults()
+    levels = space.levels()
+    upper = [n for n in space.names if levels[n] in ("job", "instance")]
+    lower = [n for n in space.names if levels[n] == "query"]
+    if strategy == "hierarchical" and upper and lower and n_trials >= 2:
+        first = max(1, n_trials // 2)
+        job_space = space.subset(names=upper)
+        query_defaults = {n: defaults[n] for n in lower if n in defaults}
+        study.enqueue_trial({n: defaults[n] for n in upper if n in defaults})
+        run_trials(study, Objective(job_space, evaluate, goal, fixed=query_defaults,
+                                    check=check), first, progress=progress)
+        phase_one = summarise(study, goal)
+        best_job = {n: phase_one.best.config[n] for n in upper}
+        run_trials(study, Objective(space.subset(names=lower), evaluate, goal, fixed=best_job,
+                                    check=check), n_trials - first, progress=progress)
+        result = summarise(study, goal)
+        result.importance = _gain_split(result, first, goal)
+        return result
+    study.enqueue_trial(defaults)
+    result = run_trials(study, Objective(space, evaluate, goal, check=check), n_trials,
+                        progress=progress)
+    result.importance = level_importance(study, seed=seed or 0, levels=levels)
+    return result
+
+
+def _scalar(trial, goal):
+    values = trial.values
+    return values[0] if len(values) == 1 else math.sqrt(values[0] * values[1])
+
+
+def _gain_split(result, first: int, goal: Goal) -> dict | None:
+    """How much of the gain over the defaults each phase (level) brought."""
+    usable = [t for t in result.trials if t.state == "complete" and t.feasible]
+    baseline = next((t for t in usable if t.number == 0), None)
+    if baseline is None:
+        return None
+    best_one = min((_scalar(t, goal) for t in usable if t.number < first), default=None)
+    best_two = min((_scalar(t, goal) for t in usable), default=None)
+    start = _scalar(baseline, goal)
+    job_gain = max(start - best_one, 0.0)
+    query_gain = max(best_one - best_two, 0.0)
+    total = job_gain + query_gain
+    return {"method": "gain split of hierarchical tuning (job/instance level first, "
+                      "then query level)",
+            "baseline": start, "after_job_level": best_one, "after_query_level": best_two,
+            "by_level": {"job": round(job_gain / total, 4) if total else 0.0,
+                         "query": round(query_gain / total, 4) if total else 0.0}}

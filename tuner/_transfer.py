@@ -1,0 +1,129 @@
+"""What other workloads say about a configuration (transfer, as Scout and Karasu do).
+
+``history_prior`` scores every candidate by how close to its own cheapest
+(or fastest) configuration each *other* job ran on the same nodes:
+
+1. the history run table is split into jobs (workload, framework, size,
+   job parameters); within a job, repeated runs of a node configuration
+   (instance type and count) are reduced to their median value;
+2. a configuration whose runs did not all complete is censored: it counts
+   as at least the job's worst completed value;
+3. each job's values become log ratios to its best completed one
+   (0 = that job's optimum), so big and small jobs weigh the same;
+4. a candidate's score is the weighted median of those ratios over the jobs
+   that ran its node configuration (NaN when none did).
+
+Weights come from the job's profile: ``profile_weight`` > 0 favours history
+jobs of the same framework and size label and of similar input bytes
+(``exp(profile_weight * similarity)``); 0 (the default) weighs them equally.
+
+Rows of the tuned workload are never read: ``history_frame`` drops them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from jobgauge.tuner._objective import cost_usd
+
+JOB_KEYS = ("workload", "framework", "datasize", "config_json")
+
+
+def history_frame(frame, workload: str):
+    """The history rows, less every row of the tuned ``workload``."""
+    if frame is None or len(frame) == 0:
+        return None
+    kept = frame[frame["workload"].astype(str) != str(workload)]
+    return kept.reset_index(drop=True) if len(kept) else None
+
+
+def _row_values(frame, objective):
+    runtime = frame["runtime_s"].astype(float).to_numpy()
+    if objective == "time":
+        return runtime
+    price = frame["hourly_price_usd"].astype(float).to_numpy()
+    count = frame["instance_count"].astype(float).to_numpy()
+    cost = np.array([cost_usd(r, c, p) for r, c, p in zip(runtime, count, price)])
+    if objective == "cost":
+        return cost
+    return np.sqrt(runtime * cost)   # both: geometric mean of the two, on the log scale a sum
+
+
+def job_ratios(history, objective: str = "cost") -> dict:
+    """{job key: {(instance_type, instance_count): log ratio to the job's best}}."""
+    frame = history.copy()
+    frame["_value"] = _row_values(frame, objective)
+    frame = frame[np.isfinite(frame["_value"]) & (frame["_value"] > 0)]
+    out = {}
+    for job, rows in frame.groupby(list(JOB_KEYS), sort=True):
+        per_config = rows.groupby(["instance_type", "instance_count"]).agg(
+            value=("_value", "median"), completed=("completed", "all"))
+        done = per_config[per_config["completed"]]
+        if done.empty:
+            continue
+        best = math.log(done["value"].min())
+        worst = math.log(done["value"].max())
+        ratios = {}
+        for (instance_type, count), row in per_config.iterrows():
+            logged = math.log(row["value"])
+            if not row["completed"]:
+                logged = max(logged, worst)
+            ratios[(str(instance_type), int(count))] = logged - best
+        out[job] = ratios
+    return out
+
+
+def _similarity(job, profile) -> float:
+    if not profile:
+        return 0.0
+    workload, framework, datasize, _ = job
+    score = 0.0
+    if profile.get("framework") and framework == profile["framework"]:
+        score += 1.0
+    if profile.get("datasize") and datasize == profile["datasize"]:
+        score += 1.0
+    return score
+
+
+def _weighted_median(values, weights) -> float:
+    order = np.argsort(values)
+    values, weights = np.asarray(values)[order], np.asarray(weights)[order]
+    cumulative = np.cumsum(weights)
+    return float(values[np.searchsorted(cumulative, 0.5 * cumulative[-1])])
+
+
+def history_prior(history, candidates, objective: str = "cost", *, profile=None,
+                  profile_weight: float = 0.0):
+    """One score per candidate (lower is better, NaN where no history job
+    ran its node configuration), or None without history."""
+    if history is None or len(history) == 0 or "instance_count" not in candidates.names:
+        return None
+    ratios = job_ratios(history, objective)
+    if not ratios:
+        return None
+    inputs = {}
+    if "input_bytes" in history:
+        grouped = history.groupby(list(JOB_KEYS))["input_bytes"].median()
+        inputs = {key: value for key, value in grouped.items()}
+    target_bytes = (profile or {}).get("input_bytes")
+    weights = {}
+    for job in ratios:
+        similarity = _similarity(job, profile)
+        job_bytes = inputs.get(job)
+        if target_bytes and job_bytes and target_bytes > 0 and job_bytes > 0 \
+                and math.isfinite(target_bytes) and math.isfinite(job_bytes):
+            similarity -= abs(math.log10(job_bytes / target_bytes))
+        weights[job] = math.exp(profile_weight * similarity)
+    scores = np.full(len(candidates), np.nan)
+    for index, config in enumerate(candidates.configs):
+        key = (str(config.get("instance_type")), int(config["instance_count"]))
+        values, job_weights = [], []
+        for job, table in ratios.items():
+            if key in table:
+                values.append(table[key])
+                job_weights.append(weights[job])
+        if values:
+            scores[index] = _weighted_median(values, job_weights)
+    return scores

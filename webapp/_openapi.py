@@ -1,0 +1,302 @@
+"""The OpenAPI 3 document of the JSON API (served at ``/api/v1/openapi.json``).
+
+Built per application, so enumerations (workloads, instance types) and limits
+(query length, tuning trials) are the ones that server really accepts.
+"""
+
+from __future__ import annotations
+
+from jobgauge.webapp.requests import (
+    AQE_CHOICES, HIBENCH_SIZES, MAX_INSTANCE_TYPES, MAX_NODES, RUN_FILTERS, SQL_WORKLOAD,
+)
+
+
+def _nullable(schema: dict) -> dict:
+    return {**schema, "nullable": True}
+
+
+NUMBER = {"type": "number"}
+ERROR = {
+    "type": "object", "required": ["error", "detail"],
+    "properties": {
+        "error": {"type": "string", "description": "what went wrong, in one line"},
+        "detail": {"type": "object", "additionalProperties": True,
+                   "description": "``field`` names the request field at fault, when there is one"},
+    },
+}
+
+
+def _error_responses(*codes) -> dict:
+    words = {400: "The request is malformed or a field holds a value that cannot be used.",
+             404: "No such resource (route, application).",
+             405: "The method is not allowed on this route.",
+             409: "The resource already exists.",
+             413: "The request body is too large.",
+             415: "The body is not JSON.",
+             422: "The request is valid but no answer can be given (for example no model "
+                  "can predict it)."}
+    return {str(code): {"description": words[code],
+                        "content": {"application/json": {"schema": {
+                            "$ref": "#/components/schemas/Error"}}}} for code in codes}
+
+
+def openapi_document(*, workloads, instance_types, max_query_chars: int, max_trials: int,
+                     server_url: str = "/api/v1") -> dict:
+    estimate_properties = {
+        "workload": {"type": "string", "enum": [*workloads, SQL_WORKLOAD],
+                     "description": "a TPC-H query (tpch-q1..tpch-q22), a HiBench workload, or "
+                                    "'sql' for the query in the sql field"},
+        "query": {"type": "integer", "minimum": 1, "maximum": 22,
+                  "description": "TPC-H query number (instead of workload)"},
+        "sql": {"type": "string", "maxLength": max_query_chars,
+                "description": "one HiveQL or Spark SQL query over the TPC-H or HiBench tables"},
+        "scale": {"type": "number", "exclusiveMinimum": True, "minimum": 0, "maximum": 1000,
+                  "default": 1, "description": "TPC-H scale factor (about GB of raw data)"},
+        "size": {"type": "string", "enum": list(HIBENCH_SIZES), "default": "large",
+                 "description": "HiBench data size"},
+        "input_gb": {"type": "number", "exclusiveMinimum": True, "minimum": 0,
+                     "maximum": 1e7, "description": "input data size in GB (optional)"},
+        "instance_types": {"type": "array", "minItems": 1, "maxItems": MAX_INSTANCE_TYPES,
+                           "items": {"type": "string", "enum": list(instance_types)},
+                           "default": ["local[2]"]},
+        "nodes_min": {"type": "integer", "minimum": 1, "maximum": MAX_NODES, "default": 1},
+        "nodes_max": {"type": "integer", "minimum": 1, "maximum": MAX_NODES, "default": 8,
+                      "description": "at least nodes_min"},
+        "deadline_s": {"type": "number", "exclusiveMinimum": True, "minimum": 0,
+                       "description": "the job must finish within this many seconds"},
+        "budget_usd": {"type": "number", "exclusiveMinimum": True, "minimum": 0,
+                       "description": "a run may cost at most this many US dollars"},
+        "shuffle_partitions": {"type": "integer", "minimum": 1, "maximum": 100000},
+        "adaptive": {"type": "string", "enum": list(AQE_CHOICES)},
+        "broadcast_threshold": {"type": "string", "pattern": r"^(-1|\d{1,12}[kmgKMG]?)$",
+                                "description": "bytes, a size such as 10m, or -1 (off)"},
+        "config": {"type": "object", "description": "other spark.* settings",
+                   "additionalProperties": {"type": "string"}},
+        "include_dag": {"type": "boolean", "default": False,
+                        "description": "also return the query DAG (a pasted query always has one)"},
+    }
+    tune_properties = {**estimate_properties,
+                       "trials": {"type": "integer", "minimum": 1, "maximum": max_trials},
+                       "seed": {"type": "integer", "minimum": 0, "maximum": 2 ** 31 - 1}}
+    option = {
+        "type": "object",
+        "required": ["instance_type", "instance_count", "runtime_s", "low_s", "high_s"],
+        "properties": {
+            "instance_type": {"type": "string"}, "instance_count": {"type": "integer"},
+            "vcpus": NUMBER, "memory_gib": NUMBER,
+            "hourly_price_usd": _nullable(NUMBER), "runtime_s": NUMBER, "low_s": NUMBER,
+            "high_s": NUMBER, "cost_usd": _nullable(NUMBER), "cost_low_usd": _nullable(NUMBER),
+            "cost_high_usd": _nullable(NUMBER), "meets_deadline": _nullable({"type": "boolean"}),
+            "within_budget": _nullable({"type": "boolean"}),
+            "seen_in_training": _nullable({"type": "boolean"}),
+        },
+    }
+    dag = {"type": "object", "description": "node-link JSON of the query DAG (QueryDag.to_dict)",
+           "required": ["nodes", "edges"],
+           "properties": {"nodes": {"type": "array", "items": {"type": "object"}},
+                          "edges": {"type": "array", "items": {"type": "object"}}}}
+    estimate = {
+        "type": "object",
+        "required": ["workload", "datasize", "job_class", "model", "options", "recommended",
+                     "recommendation"],
+        "properties": {
+            "workload": {"type": "string"}, "label": {"type": "string"},
+            "datasize": {"type": "string"}, "input_bytes": _nullable(NUMBER),
+            "config": {"type": "object", "additionalProperties": {"type": "string"}},
+            "job_class": {"type": "string"},
+            "model": {"type": "object", "required": ["kind", "id"],
+                      "properties": {"name": {"type": "string"}, "kind": {"type": "string"},
+                                     "id": {"type": "integer"},
+                                     "trained_on_runs": _nullable({"type": "integer"})}},
+            "options": {"type": "array", "items": {"$ref": "#/components/schemas/Option"}},
+            "best_per_type": {"type": "array", "items": {"$ref": "#/components/schemas/Option"}},
+            "recommended": {"$ref": "#/components/schemas/Option"},
+            "recommendation": {"type": "string"},
+            "dag": dag,
+        },
+    }
+    tuned = {
+        "type": "object",
+        "required": ["instance_type", "instance_count", "config", "predicted_runtime_s",
+                     "spark_submit", "hive_set"],
+        "properties": {
+            "instance_type": {"type": "string"}, "instance_count": {"type": "integer"},
+            "config": {"type": "object", "additionalProperties": {"type": "string"}},
+            "cluster_config": {"type": "object", "additionalProperties": {"type": "string"}},
+            "predicted_runtime_s": NUMBER, "predicted_low_s": NUMBER,
+            "predicted_high_s": NUMBER, "cost_usd": _nullable(NUMBER),
+            "baseline_runtime_s": _nullable(NUMBER), "trials": {"type": "integer"},
+            "spark_submit": {"type": "array", "items": {"type": "string"}},
+            "hive_set": {"type": "array", "items": {"type": "string"}},
+            "estimate": {"$ref": "#/components/schemas/Estimate"},
+        },
+    }
+    run_input = {
+        "type": "object", "additionalProperties": False,
+        "required": ["source", "workload", "framework", "instance_type", "instance_count",
+                     "vcpus", "memory_gib", "runtime_s", "completed", "run_id"],
+        "description": "one run in the run-table schema (see the shared datasets' README)",
+        "properties": {
+            "source": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
+            "workload": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
+            "framework": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
+            "datasize": {"type": "string", "maxLength": 200},
+            "input_bytes": _nullable({"type": "number", "minimum": 0}),
+            "instance_type": {"type": "string", "minLength": 1, "maxLength": 200,
+                              "pattern": r"\S"},
+            "instance_count": {"type": "integer", "minimum": 1},
+            "vcpus": {"type": "number", "exclusiveMinimum": True, "minimum": 0},
+            "memory_gib": {"type": "number", "exclusiveMinimum": True, "minimum": 0},
+            "hourly_price_usd": _nullable({"type": "number", "minimum": 0}),
+            "config": {"type": "object", "additionalProperties": {"type": "string"},
+                       "description": "the job's settings (or config_json: its JSON text)"},
+            "runtime_s": {"type": "number", "minimum": 0},
+            "completed": {"type": "boolean",
+                          "description": "false: the run hit a time limit (runtime_s is a "
+                                         "lower bound)"},
+            "run_id": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
+        },
+    }
+    run_record = {
+        "type": "object", "required": ["id", "source", "run_id", "workload", "status"],
+        "additionalProperties": True,
+        "properties": {
+            "id": {"type": "integer"}, "source": {"type": "string"},
+            "run_id": {"type": "string"}, "workload": {"type": "string"},
+            "framework": {"type": "string"}, "datasize": {"type": "string"},
+            "instance_type": {"type": "string"}, "instance_count": {"type": "integer"},
+            "vcpus": NUMBER, "memory_gib": NUMBER, "runtime_s": _nullable(NUMBER),
+            "input_bytes": _nullable(NUMBER), "hourly_price_usd": _nullable(NUMBER),
+            "completed": {"type": "boolean"}, "status": {"type": "string"},
+            "config": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    }
+    remaining = {
+        "type": "object", "required": ["app_id", "status", "elapsed_s", "remaining_seconds"],
+        "additionalProperties": True,
+        "properties": {
+            "app_id": _nullable({"type": "string"}), "app_name": _nullable({"type": "string"}),
+            "status": {"type": "string"}, "elapsed_s": NUMBER,
+            "progress": _nullable(NUMBER), "remaining_seconds": _nullable(NUMBER),
+            "low_seconds": _nullable(NUMBER), "high_seconds": _nullable(NUMBER),
+            "total_seconds": _nullable(NUMBER), "basis": {"type": "string"},
+            "unit": {"type": "string"},
+            "jobs_completed": {"type": "integer"}, "jobs_total": {"type": "integer"},
+            "stages_completed": {"type": "integer"}, "stages_total": {"type": "integer"},
+            "tasks_completed": {"type": "integer"}, "tasks_total": {"type": "integer"},
+            "taken_at": {"type": "string"},
+        },
+    }
+    url_parameter = {"name": "url", "in": "query", "required": True,
+                     "description": "the Spark driver UI (http://host:4040), a History Server "
+                                    "address, or an event log path under a configured folder",
+                     "schema": {"type": "string", "minLength": 1}}
+    json_body = lambda ref: {"required": True, "content": {  # noqa: E731
+        "application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
+    ok = lambda ref, words="OK", code="200": {code: {  # noqa: E731
+        "description": words,
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}}
+    paths = {
+        "/estimate": {"post": {
+            "operationId": "estimate",
+            "summary": "Predicted runtime (with its interval) and cost per instance type and "
+                       "node count, the recommended option and the job class",
+            "requestBody": json_body("EstimateRequest"),
+            "responses": {**ok("Estimate"), **_error_responses(400, 413, 415, 422)},
+        }},
+        "/tune": {"post": {
+            "operationId": "tune",
+            "summary": "The recommended option with Spark SQL settings tuned by the model, as "
+                       "spark-submit --conf and Hive SET lines",
+            "requestBody": json_body("TuneRequest"),
+            "responses": {**ok("Tuned"), **_error_responses(400, 413, 415, 422)},
+        }},
+        "/runs": {
+            "get": {
+                "operationId": "listRuns", "summary": "Runs in the store, newest first",
+                "parameters": [
+                    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1,
+                                                                 "maximum": 500, "default": 50}},
+                    {"name": "offset", "in": "query", "schema": {"type": "integer",
+                                                                  "minimum": 0,
+                                                                  "maximum": 10 ** 9,
+                                                                  "default": 0}},
+                    *[{"name": name, "in": "query", "schema": {"type": "string"}}
+                      for name in RUN_FILTERS]],
+                "responses": {**ok("RunsPage"), **_error_responses(400)},
+            },
+            "post": {
+                "operationId": "addRun", "summary": "Add one measured run (run-table schema)",
+                "requestBody": json_body("RunInput"),
+                "responses": {**ok("RunRecord", "Created", "201"),
+                              **_error_responses(400, 409, 413, 415)},
+            },
+        },
+        "/models": {"get": {
+            "operationId": "listModels", "summary": "Trained models in the store, newest first",
+            "responses": {**ok("ModelsList")},
+        }},
+        "/instance-types": {"get": {
+            "operationId": "listInstanceTypes",
+            "summary": "Instance types the estimate and tune requests accept",
+            "responses": {**ok("InstanceTypes")},
+        }},
+        "/apps": {"get": {
+            "operationId": "listApps",
+            "summary": "Applications a Spark UI or History Server lists",
+            "parameters": [url_parameter],
+            "responses": {**ok("AppsList"), **_error_responses(400, 404)},
+        }},
+        "/apps/{app_id}/remaining": {"get": {
+            "operationId": "remaining",
+            "summary": "Progress and time left of a running Spark application",
+            "parameters": [{"name": "app_id", "in": "path", "required": True,
+                            "schema": {"type": "string", "minLength": 1}}, url_parameter],
+            "responses": {**ok("Remaining"), **_error_responses(400, 404)},
+        }},
+        "/openapi.json": {"get": {
+            "operationId": "openapi", "summary": "This document",
+            "responses": {"200": {"description": "OpenAPI 3 document",
+                                  "content": {"application/json": {"schema": {
+                                      "type": "object"}}}}},
+        }},
+    }
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "jobgauge", "version": "1",
+                 "description": "Predict how long Spark jobs and Hive queries take and what "
+                                "they cost, tune their settings, and follow running "
+                                "applications.  Every 4xx answer is an Error object."},
+        "servers": [{"url": server_url}],
+        "paths": paths,
+        "components": {"schemas": {
+            "Error": ERROR, "Option": option, "Estimate": estimate, "Tuned": tuned,
+            "EstimateRequest": {"type": "object", "additionalProperties": False,
+                                "properties": estimate_properties},
+            "TuneRequest": {"type": "object", "additionalProperties": False,
+                            "properties": tune_properties},
+            "RunInput": run_input, "RunRecord": run_record,
+            "RunsPage": {"type": "object", "required": ["runs", "total", "limit", "offset"],
+                         "properties": {"runs": {"type": "array", "items": {
+                             "$ref": "#/components/schemas/RunRecord"}},
+                             "total": {"type": "integer"}, "limit": {"type": "integer"},
+                             "offset": {"type": "integer"}}},
+            "ModelsList": {"type": "object", "required": ["models"], "properties": {
+                "models": {"type": "array", "items": {"type": "object", "required": [
+                    "id", "name", "kind"], "properties": {
+                    "id": {"type": "integer"}, "name": {"type": "string"},
+                    "kind": {"type": "string"}, "metrics": {"type": "object"},
+                    "created_at": {"type": "string"}}}}}},
+            "InstanceTypes": {"type": "object", "required": ["instance_types"], "properties": {
+                "instance_types": {"type": "array", "items": {"type": "object", "required": [
+                    "instance_type", "vcpus", "memory_gib"], "properties": {
+                    "instance_type": {"type": "string"}, "vcpus": NUMBER,
+                    "memory_gib": NUMBER, "hourly_price_usd": _nullable(NUMBER),
+                    "local": {"type": "boolean"}, "source": {"type": "string"}}}}}},
+            "AppsList": {"type": "object", "required": ["applications"], "properties": {
+                "applications": {"type": "array", "items": {"type": "object", "properties": {
+                    "id": {"type": "string"}, "name": _nullable({"type": "string"}),
+                    "completed": {"type": "boolean"}}}}}},
+            "Remaining": remaining,
+        }},
+    }

@@ -1,0 +1,272 @@
+"""Query plans for the form and the API: a HiveServer2 when one is configured,
+else a local Spark session that only *plans* queries (EXPLAIN, never runs them).
+
+The local session (``local[1]``, UI off) is created on first use and kept for
+the life of the process; every web app in the process shares it.  It knows
+the TPC-H tables (tpchgen-cli data at SF 0.01, generated once under
+``data_root``) and the HiBench SQL tables (``uservisits``, ``rankings`` and
+the tables HiBench writes to, as empty parquet-backed views of the right
+schema), so a pasted query over those schemas plans as it would on a cluster.
+
+Join strategies depend on table sizes.  The TPC-H tables here are at SF 0.01,
+so a plan for scale ``s`` is drawn with the broadcast threshold multiplied by
+``0.01 / s``: a table that would be too big to broadcast at ``s`` is too big
+here as well (TPC-H tables grow linearly with the scale factor).
+
+>>> explainer = LocalSparkPlans("var/plan-data")                   # doctest: +SKIP
+>>> dag = explainer.dag("select count(*) from lineitem", scale=1.0)  # doctest: +SKIP
+>>> dag.number_of_nodes()                                          # doctest: +SKIP
+4
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import threading
+from pathlib import Path
+
+from jobgauge.errors import ParseError, UsageError
+
+PLAN_SCALE = 0.01
+PLAN_SCALE_LABEL = "sf0.01"
+DEFAULT_BROADCAST_BYTES = 10 * 1024 * 1024
+# First words of the statements a plan can be drawn for (queries, not commands).
+QUERY_WORDS = ("select", "with", "insert", "from", "values", "table")
+# Spark settings a user may set that change a plan (others do not, or are unsafe here).
+PLAN_SETTINGS = ("spark.sql.adaptive.enabled", "spark.sql.autoBroadcastJoinThreshold",
+                 "spark.sql.shuffle.partitions", "spark.sql.join.preferSortMergeJoin",
+                 "spark.sql.cbo.enabled")
+
+
+def _hibench_tables() -> dict[str, str]:
+    from jobgauge.profiler.workloads._hibench_sql import (
+        AGGREGATION_SCHEMA, JOIN_SCHEMA, USERVISITS_SCHEMA,
+    )
+
+    return {"uservisits": USERVISITS_SCHEMA, "uservisits_copy": USERVISITS_SCHEMA,
+            "rankings": "pageURL STRING, pageRank INT, avgDuration INT",
+            "uservisits_aggre": AGGREGATION_SCHEMA, "rankings_uservisits_join": JOIN_SCHEMA}
+
+
+def workload_sql(workload: str) -> str | None:
+    """The SQL text of a TPC-H or HiBench SQL workload, None for a non-SQL workload."""
+    match = re.fullmatch(r"tpch-q(\d+)", workload)
+    if match:
+        from jobgauge.profiler.workloads._tpch_queries import QUERIES
+
+        return QUERIES[int(match.group(1))].strip()
+    from jobgauge.profiler.workloads import _hibench_sql as hibench
+
+    return {"scan": hibench.SCAN_SQL, "aggregation": hibench.AGGREGATION_SQL,
+            "join": hibench.JOIN_SQL}.get(workload)
+
+
+def check_statement(sql: str) -> str:
+    """One query statement, stripped of a trailing semicolon; ParseError otherwise."""
+    text = sql.strip()
+    while text.endswith(";"):
+        text = text[:-1].rstrip()
+    if not text:
+        raise ParseError("the query is empty", expected="a SELECT, WITH or INSERT statement")
+    body = _strip_comments(text)
+    if ";" in body:
+        line = text[:text.index(";")].count("\n") + 1
+        raise ParseError("more than one statement", line=line,
+                         expected="one query (no ';' between statements)")
+    first = re.match(r"\s*\(*\s*([A-Za-z]+)", body)
+    if first is None or first.group(1).lower() not in QUERY_WORDS:
+        word = first.group(1) if first else body.strip()[:20]
+        raise ParseError("only queries can be estimated", line=1,
+                         expected="a statement starting with SELECT, WITH, FROM or INSERT",
+                         snippet=word)
+    return text
+
+
+def _strip_comments(text: str) -> str:
+    """``text`` without SQL comments and string literals (they may hold ';')."""
+    text = re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", "''", text)
+    text = re.sub(r"--[^\n]*", "", text)
+    return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+
+
+_POSITION = re.compile(r"line (\d+),? pos (\d+)")
+_NOISE = re.compile(r"\s*(SQLSTATE: \w+\.?|\(line \d+, pos \d+\)|;? ?line \d+,? pos \d+;?)")
+
+
+def spark_error(message: str, sql: str, *, line_offset: int = 0) -> ParseError:
+    """Spark's message of a ParseException/AnalysisException as a ParseError pointing
+    at the query (``line_offset``: lines the statement was moved down by)."""
+    text = message.strip()
+    first = text.splitlines()[0] if text else "Spark cannot plan this query"
+    first = _NOISE.sub("", first).strip()
+    line = column = None
+    snippet = None
+    match = _POSITION.search(text)
+    if match and int(match.group(1)) > line_offset:
+        line, column = int(match.group(1)) - line_offset, int(match.group(2)) + 1
+        lines = sql.splitlines()
+        if 1 <= line <= len(lines):
+            snippet = lines[line - 1].strip()
+    return ParseError(first[:300], line=line, column=column, snippet=snippet)
+
+
+class LocalSparkPlans:
+    """Plans queries in one lazily created local Spark session (see the module docstring)."""
+
+    def __init__(self, data_root):
+        self.data_root = Path(data_root)
+        self._session = None
+        self._lock = threading.Lock()
+        self._empty_dir = None
+
+    def _spark(self):
+        if self._session is not None:
+            return self._session
+        from pyspark.sql import SparkSession
+
+        from jobgauge.profiler.workloads.tpch import TABLES, ensure_data
+
+        builder = (SparkSession.builder.master("local[1]").appName("jobgauge-plans")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.sql.shuffle.partitions", "8")
+                   .config("spark.driver.memory", "1g"))
+        session = builder.getOrCreate().newSession()  # own temp views, even in a shared JVM
+        session.sparkContext.setLogLevel("ERROR")
+        session.conf.set("spark.sql.runSQLOnFiles", "false")  # no `parquet.`/path`` reads
+        _quiet_query_errors()
+        tpch = ensure_data(self.data_root, PLAN_SCALE_LABEL)
+        for table in TABLES:
+            path = tpch / f"{table}.parquet"
+            schema = _ddl_schema(path)
+            if schema is None:  # a type not mapped here: let Spark read the schema (slower)
+                session.read.parquet(str(path)).createOrReplaceTempView(table)
+            else:
+                session.sql(f"CREATE OR REPLACE TEMPORARY VIEW {table} ({schema}) USING parquet "
+                            f"OPTIONS (path '{path}')")
+        self._empty_dir = Path(tempfile.mkdtemp(prefix="jobgauge-plan-views-"))
+        for name, schema in _hibench_tables().items():
+            folder = self._empty_dir / name
+            folder.mkdir()
+            session.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} ({schema}) USING parquet "
+                        f"OPTIONS (path '{folder}')")
+        self._defaults = {key: session.conf.get(key, None) for key in PLAN_SETTINGS}
+        self._session = session
+        return session
+
+    def explain(self, sql: str, *, scale: float = 1.0, config: dict | None = None) -> str:
+        """EXPLAIN FORMATTED text of one query planned for TPC-H scale ``scale``."""
+        text = check_statement(sql)
+        if not scale > 0:
+            raise UsageError(f"scale must be greater than 0; got {scale!r}")
+        with self._lock:
+            spark = self._spark()
+            settings = {k: v for k, v in (config or {}).items() if k in PLAN_SETTINGS}
+            threshold = _bytes(settings.get("spark.sql.autoBroadcastJoinThreshold"),
+                               DEFAULT_BROADCAST_BYTES)
+            if threshold > 0:
+                settings["spark.sql.autoBroadcastJoinThreshold"] = str(
+                    max(1, int(threshold * PLAN_SCALE / scale)))
+            try:
+                for key, value in settings.items():
+                    spark.conf.set(key, str(value))
+                return self._explain(spark, text)
+            finally:
+                for key, value in self._defaults.items():
+                    if value is None:
+                        spark.conf.unset(key)
+                    else:
+                        spark.conf.set(key, value)
+
+    @staticmethod
+    def _explain(spark, text: str) -> str:
+        from pyspark.errors import PySparkException
+
+        try:  # the statement starts on line 2, so Spark's positions are one line down
+            rows = spark.sql(f"EXPLAIN FORMATTED\n{text}").collect()
+        except PySparkException as exc:
+            raise spark_error(str(exc), text, line_offset=1) from None
+        plan = "\n".join(str(row[0]) for row in rows)
+        if plan.lstrip().startswith("Error occurred during query planning"):
+            raise spark_error(plan.strip().split("\n", 1)[-1], text, line_offset=1)
+        return plan
+
+    def dag(self, sql: str, *, scale: float = 1.0, config: dict | None = None):
+        from jobgauge.dag import QueryDag
+
+        return QueryDag.from_spark_plan(self.explain(sql, scale=scale, config=config))
+
+
+class HivePlans:
+    """Plans queries on a HiveServer2 (Apache Hive or Spark's Thrift server)."""
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, int(port)
+
+    def explain(self, sql: str, *, scale: float = 1.0, config: dict | None = None) -> tuple[str, str]:
+        from jobgauge.profiler.hive import HiveSession
+
+        text = check_statement(sql)
+        with HiveSession(self.host, self.port, connect_timeout_s=5) as session:
+            engine = session.engine
+            return session.explain(text), engine
+
+    def dag(self, sql: str, *, scale: float = 1.0, config: dict | None = None):
+        from jobgauge.profiler.hive import plan_dag
+
+        plan, engine = self.explain(sql, scale=scale, config=config)
+        return plan_dag(plan, engine)
+
+
+_ARROW_TO_SPARK = {"int64": "BIGINT", "int32": "INT", "int16": "SMALLINT", "int8": "TINYINT",
+                   "string": "STRING", "string_view": "STRING", "large_string": "STRING",
+                   "double": "DOUBLE", "float": "FLOAT", "date32[day]": "DATE", "bool": "BOOLEAN"}
+
+
+def _ddl_schema(path: Path) -> str | None:
+    """The Spark DDL schema of a parquet file read from its footer (no Spark job needed)."""
+    import pyarrow.parquet as pq
+
+    columns = []
+    for column in pq.read_schema(path):
+        kind = str(column.type)
+        decimal = re.fullmatch(r"decimal128\((\d+), (\d+)\)", kind)
+        spark_type = f"DECIMAL({decimal.group(1)},{decimal.group(2)})" if decimal \
+            else _ARROW_TO_SPARK.get(kind)
+        if spark_type is None:
+            return None
+        columns.append(f"`{column.name}` {spark_type}")
+    return ", ".join(columns)
+
+
+def _quiet_query_errors() -> None:
+    """pyspark logs every SQL error with its stack at ERROR; here they are the user's typos."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    PySparkLogger.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+
+
+def _bytes(value, default: int) -> int:
+    if value is None:
+        return default
+    match = re.fullmatch(r"\s*(-?\d+)\s*([kmgt]?)b?\s*", str(value).lower())
+    if not match:
+        return default
+    return int(match.group(1)) * 1024 ** " kmgt".index(match.group(2) or " ")
+
+
+_SHARED: dict[str, LocalSparkPlans] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def plans_for(*, hive_host=None, hive_port=None, data_root):
+    """The plan source for a configuration (the local Spark one is shared per data root)."""
+    if hive_host:
+        return HivePlans(hive_host, int(hive_port or 10000))
+    key = str(Path(data_root).resolve())
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = LocalSparkPlans(data_root)
+        return _SHARED[key]

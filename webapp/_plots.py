@@ -1,0 +1,92 @@
+"""The what-if picture: predicted runtime and cost against node count, one line
+per instance type (as Sparklens draws a job's runtime against executors).
+
+Drawn with matplotlib's object API on the Agg canvas (no pyplot state, so it is
+safe in a threaded server) and returned as PNG bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+
+_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+           "#17becf", "#7f7f7f", "#bcbd22")
+
+
+def what_if_png(rows: list[dict], *, recommended: dict | None = None, deadline_s=None,
+                budget_usd=None, title: str = "") -> bytes:
+    """PNG of runtime (with its interval) and cost per node count, per instance type.
+
+    ``rows`` are :meth:`Service.estimate` options (``instance_type``,
+    ``instance_count``, ``runtime_s``, ``low_s``, ``high_s``, ``cost_usd``).
+    Local types (one point each) are drawn as markers; their cost axis is empty
+    (this machine has no hourly price).
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(9.6, 3.7), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    runtime_axes, cost_axes = figure.subplots(1, 2)
+    names = list(dict.fromkeys(r["instance_type"] for r in rows))
+    any_cost = False
+    for index, name in enumerate(names):
+        own = sorted((r for r in rows if r["instance_type"] == name),
+                     key=lambda r: r["instance_count"])
+        color = _COLORS[index % len(_COLORS)]
+        counts = [r["instance_count"] for r in own]
+        runtime = [r["runtime_s"] for r in own]
+        marker = "s" if len(own) == 1 else "o"
+        runtime_axes.plot(counts, runtime, marker=marker, markersize=4, color=color, label=name)
+        if len(own) > 1:
+            runtime_axes.fill_between(counts, [r["low_s"] for r in own],
+                                      [r["high_s"] for r in own], color=color, alpha=0.12,
+                                      linewidth=0)
+        else:
+            runtime_axes.errorbar(counts, runtime, yerr=[[runtime[0] - own[0]["low_s"]],
+                                                         [own[0]["high_s"] - runtime[0]]],
+                                  color=color, capsize=3, linewidth=1)
+        costs = [r["cost_usd"] for r in own]
+        if all(c is not None for c in costs):
+            any_cost = True
+            cost_axes.plot(counts, costs, marker=marker, markersize=4, color=color, label=name)
+    if recommended is not None:
+        runtime_axes.plot([recommended["instance_count"]], [recommended["runtime_s"]],
+                          marker="*", markersize=14, color="#222", linestyle="none",
+                          label="recommended", zorder=5)
+        if recommended.get("cost_usd") is not None:
+            cost_axes.plot([recommended["instance_count"]], [recommended["cost_usd"]],
+                           marker="*", markersize=14, color="#222", linestyle="none", zorder=5)
+    if deadline_s is not None:
+        runtime_axes.axhline(deadline_s, color="#b00020", linestyle="--", linewidth=1,
+                             label=f"deadline {deadline_s:g} s")
+    if budget_usd is not None and any_cost:
+        cost_axes.axhline(budget_usd, color="#b00020", linestyle="--", linewidth=1,
+                          label=f"budget ${budget_usd:g}")
+    runtime_axes.set_title("Predicted runtime (80 % interval shaded)", fontsize=10)
+    runtime_axes.set_xlabel("nodes")
+    runtime_axes.set_ylabel("seconds")
+    runtime_axes.grid(alpha=0.3)
+    runtime_axes.legend(fontsize=8, loc="best")
+    cost_axes.set_title("Predicted cost per run", fontsize=10)
+    cost_axes.set_xlabel("nodes")
+    cost_axes.set_ylabel("US dollars")
+    cost_axes.grid(alpha=0.3)
+    if any_cost:
+        cost_axes.legend(fontsize=8, loc="best")
+    else:
+        cost_axes.text(0.5, 0.5, "no hourly price:\nonly this machine (local) was chosen",
+                       ha="center", va="center", transform=cost_axes.transAxes, color="#5b6675")
+    counts = sorted({r["instance_count"] for r in rows})
+    for axes in (runtime_axes, cost_axes):
+        axes.set_xticks(counts if len(counts) <= 12 else counts[::max(1, len(counts) // 10)])
+    if title:
+        figure.suptitle(title, fontsize=11)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def png_data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
