@@ -175,13 +175,49 @@ def coverage_line(rows, method="ours"):
 
 # ---------------------------------------------------------------- live local runs
 
+def _workload(spark, name: str, scale: float) -> None:
+    """One application's work; ``scale`` 1.0 is the measured size (~30-60 s
+    warm on a loaded 2-core machine), the warm-up uses a small fraction."""
+    from pyspark.sql import functions as F
+
+    if name == "kmeans":
+        from pyspark.ml.clustering import KMeans
+        from pyspark.ml.feature import VectorAssembler
+
+        cols = [f"x{i}" for i in range(8)]
+        frame = spark.range(0, int(80000 * scale), numPartitions=4).selectExpr(
+            *[f"rand({i}) * 10 + (id % 7) as x{i}" for i in range(8)])
+        data = VectorAssembler(inputCols=cols, outputCol="features").transform(frame).select("features").cache()
+        KMeans(k=8, maxIter=max(2, int(20 * scale)), tol=0.0, seed=1, initMode="random").fit(data)
+    elif name == "aggregations":
+        frame = spark.range(0, int(1000000 * scale), numPartitions=4).selectExpr(
+            "id", "id % 997 as key", "rand(3) as v").cache()
+        for i in range(max(2, int(12 * scale))):
+            frame.groupBy((F.col("key") % (7 * (i + 1))).alias("g")).agg(
+                F.avg("v"), F.count("*"), F.stddev("v")).collect()
+    elif name == "logreg":
+        from pyspark.ml.classification import LogisticRegression
+        from pyspark.ml.feature import VectorAssembler
+
+        cols = [f"x{i}" for i in range(10)]
+        frame = spark.range(0, int(80000 * scale), numPartitions=4).selectExpr(
+            *[f"rand({i}) as x{i}" for i in range(10)]).selectExpr(
+            "*", "cast(x0 + x1 > 1.0 as double) as label")
+        data = VectorAssembler(inputCols=cols, outputCol="features").transform(frame).select(
+            "features", "label").cache()
+        LogisticRegression(maxIter=max(2, int(20 * scale)), regParam=0.01).fit(data)
+    else:
+        raise SystemExit(f"unknown app {name}")
+
+
 def _child(apps: list[str], port: int, eventlog_dir: str) -> int:
-    """Run the applications one after another in this process (one JVM)."""
+    """Run the applications one after another in this process (one JVM, so
+    only the first pays for starting Java; it is a warm-up running a small
+    version of every workload, so JIT compilation does not skew run 1)."""
     import warnings
 
     warnings.simplefilter("ignore")
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
 
     for position, app in enumerate(apps):
         name = app.split("#")[0]
@@ -192,35 +228,10 @@ def _child(apps: list[str], port: int, eventlog_dir: str) -> int:
         spark.sparkContext.setLogLevel("ERROR")
         started = time.time()
         if name == "warmup":
-            spark.range(0, 200000, numPartitions=4).selectExpr("id % 10 as k").groupBy("k").count().collect()
-        elif name == "kmeans":
-            from pyspark.ml.clustering import KMeans
-            from pyspark.ml.feature import VectorAssembler
-
-            cols = [f"x{i}" for i in range(8)]
-            frame = spark.range(0, 60000, numPartitions=4).selectExpr(
-                *[f"rand({i}) * 10 + (id % 7) as x{i}" for i in range(8)])
-            data = VectorAssembler(inputCols=cols, outputCol="features").transform(frame).select("features").cache()
-            KMeans(k=8, maxIter=8, tol=0.0, seed=1, initMode="random").fit(data)
-        elif name == "aggregations":
-            frame = spark.range(0, 600000, numPartitions=4).selectExpr(
-                "id", "id % 997 as key", "rand(3) as v").cache()
-            for i in range(6):
-                frame.groupBy((F.col("key") % (7 * (i + 1))).alias("g")).agg(
-                    F.avg("v"), F.count("*"), F.stddev("v")).collect()
-        elif name == "logreg":
-            from pyspark.ml.classification import LogisticRegression
-            from pyspark.ml.feature import VectorAssembler
-
-            cols = [f"x{i}" for i in range(10)]
-            frame = spark.range(0, 60000, numPartitions=4).selectExpr(
-                *[f"rand({i}) as x{i}" for i in range(10)]).selectExpr(
-                "*", "cast(x0 + x1 > 1.0 as double) as label")
-            data = VectorAssembler(inputCols=cols, outputCol="features").transform(frame).select(
-                "features", "label").cache()
-            LogisticRegression(maxIter=8, regParam=0.01).fit(data)
+            for workload in LIVE_APPS:
+                _workload(spark, workload, 0.1)
         else:
-            raise SystemExit(f"unknown app {name}")
+            _workload(spark, name, 1.0)
         print(json.dumps({"position": position, "app": name, "app_id": spark.sparkContext.applicationId,
                           "work_s": round(time.time() - started, 2)}), flush=True)
         spark.stop()
@@ -233,7 +244,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_live(runs_per_app: int, poll_s: float = 0.5, budget_s: float = 420.0):
+def run_live(apps: list[str], runs_per_app: int, poll_s: float = 0.5, budget_s: float = 480.0):
     """Run the live apps in a child process; poll REST; return (rows, notes)."""
     from jobgauge.errors import GaugeError
     from jobgauge.models.remaining import AppTimeline, RemainingTimeEstimator
@@ -241,7 +252,7 @@ def run_live(runs_per_app: int, poll_s: float = 0.5, budget_s: float = 420.0):
 
     port = _free_port()
     eventlog_dir = Path(tempfile.mkdtemp(prefix="jobgauge-bench-events-"))
-    order = ["warmup"] + [f"{app}#{i}" for i in range(runs_per_app) for app in LIVE_APPS]
+    order = ["warmup"] + [f"{app}#{i}" for i in range(runs_per_app) for app in apps]
     child = subprocess.Popen(
         [sys.executable, __file__, "--child", ",".join(order), "--port", str(port),
          "--eventlog-dir", str(eventlog_dir)],
@@ -282,7 +293,8 @@ def run_live(runs_per_app: int, poll_s: float = 0.5, budget_s: float = 420.0):
         mean_total = float(np.mean([r.runtime_s for r in past])) if past else None
         typical_jobs = float(np.median([len(r.jobs) for r in past])) if past else None
         notes.append({"app": entry["app"], "app_id": entry["app_id"], "runtime_s": round(timeline.runtime_s, 2),
-                      "jobs": len(timeline.jobs), "snapshots": len(snaps), "history_runs": len(past)})
+                      "jobs": len(timeline.jobs), "snapshots": len(snaps), "history_runs": len(past),
+                      "first_answer_s": round(snaps[0].taken_s - timeline.started_s, 1) if snaps else None})
         for point in POINTS:
             target = timeline.started_s + point * timeline.runtime_s
             usable = [s for s in snaps if s.taken_s <= target and s.status == "running"]
@@ -359,6 +371,8 @@ def main(argv=None) -> int:
     parser.add_argument("--alpha", type=float, default=0.3)
     parser.add_argument("--skip-live", action="store_true")
     parser.add_argument("--live-runs", type=int, default=2, help="runs per live application")
+    parser.add_argument("--live-apps", default="kmeans,aggregations",
+                        help=f"comma-separated, from {', '.join(LIVE_APPS)}")
     parser.add_argument("--alpha-sweep", action="store_true", help="also sweep alpha (leave-one-run-out)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -385,7 +399,11 @@ def main(argv=None) -> int:
     live_rows, live_notes, live_meta = [], [], {}
     if not args.skip_live:
         live_clock = time.time()
-        live_rows, live_notes, live_meta = run_live(args.live_runs)
+        live_apps = args.live_apps.split(",")
+        unknown = set(live_apps) - set(LIVE_APPS)
+        if unknown:
+            parser.error(f"unknown live apps: {', '.join(sorted(unknown))}")
+        live_rows, live_notes, live_meta = run_live(live_apps, args.live_runs)
         print(f"live runs in {time.time() - live_clock:.0f} s", file=sys.stderr)
 
     REPORTS.mkdir(parents=True, exist_ok=True)
@@ -447,24 +465,27 @@ def main(argv=None) -> int:
         lines += [f"| {a} | " + " | ".join(f"{v:.1f}" for v in vals) + " |" for a, vals in sweep.items()]
         lines.append("")
     if live_rows:
-        live_apps = list(LIVE_APPS) + ["all"]
+        live_apps = args.live_apps.split(",") + ["all"]
         live_methods = ["ours", "linear", "mean_past", "ours (no history)", "linear (tasks)"]
         lines += [
             "## Live local Spark runs (pyspark local[2], REST API polled every 0.5 s)",
             "",
-            f"One child process ran a warm-up application and then {args.live_runs} runs of each "
-            "application in turn (KMeans 60k x 8 dims, k=8, 8 iterations; 6 group-by aggregations over "
-            "600k rows; LogisticRegression 60k x 10, 8 iterations).  The end of each run is its "
+            f"One child process (one JVM) ran a warm-up application (a tenth of every workload, not "
+            f"scored, not used as history) and then {args.live_runs} runs of each of "
+            f"{', '.join(args.live_apps.split(','))} in turn (kmeans: pyspark.ml KMeans on 80k generated "
+            "8-dim points, k=8, 20 iterations; aggregations: 12 group-by aggregations over 1M cached rows; "
+            "logreg: pyspark.ml LogisticRegression on 80k x 10, 20 iterations).  The end of each run is its "
             "ApplicationEnd event.  `ours`/`linear`/`mean_past` need history, so they are scored only on "
             "the later runs (history = the earlier runs of the same application, read back from their "
             "event logs); `ours (no history)` counts the tasks of the stages announced so far; "
             "`linear (tasks)` = elapsed x (1 - f) / f with f = finished / announced tasks.",
             "",
-            "| app | app id | runtime s | jobs | snapshots | history runs |",
-            "|---|---|---|---|---|---|",
+            "| app | app id | runtime s | jobs | REST snapshots | first REST answer (s after start) "
+            "| history runs |",
+            "|---|---|---|---|---|---|---|",
         ]
         lines += [f"| {n['app']} | {n['app_id']} | {n['runtime_s']} | {n['jobs']} | {n['snapshots']} | "
-                  f"{n['history_runs']} |" for n in live_notes]
+                  f"{n['first_answer_s']} | {n['history_runs']} |" for n in live_notes]
         lines += ["", f"Polls: {live_meta['polls']} ({live_meta['unanswered_polls']} unanswered: JVM starting "
                   f"or between applications); live part {live_meta['wall_s']} s.", "",
                   "Remaining time:", "", table(live_rows, "ape_left", live_methods, live_apps), "",

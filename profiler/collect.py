@@ -73,10 +73,13 @@ def load_plan(path) -> dict:
     return plan
 
 
-def _resolve_workloads(patterns) -> list[str]:
-    from jobgauge.profiler.workloads import workload_names
+def _resolve_workloads(patterns, framework="spark") -> list[str]:
+    if framework == "hadoop":
+        from jobgauge.profiler.hadoop_runner import WORKLOADS as names
+    else:
+        from jobgauge.profiler.workloads import workload_names
 
-    names = workload_names()
+        names = workload_names()
     chosen = []
     for pattern in patterns:
         matched = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
@@ -147,7 +150,7 @@ def _run_id(plan_name, workload, size, master, static, session, repetition) -> s
 
 def planned_runs(plan: dict) -> list[dict]:
     """Every run the plan asks for, in a stable order."""
-    workloads = _resolve_workloads(plan["workloads"])
+    workloads = _resolve_workloads(plan["workloads"], plan.get("framework", "spark"))
     rng = random.Random(int(plan["seed"]))
     repeats = plan["repeats"]
     runs = []
@@ -211,12 +214,16 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
     bar = tqdm(total=len(runs), initial=len(runs) - len([r for r in runs if r["run_id"] not in journal.entries]),
                desc=plan["name"], unit="run", disable=not progress, file=sys.stderr,
                dynamic_ncols=True)
+    if plan.get("framework", "spark") == "hadoop":
+        added = _collect_hadoop(plan, todo, journal, work_dir, data_root, bar)
+        todo = []
+    else:
+        added = 0
     by_app = defaultdict(list)
     for run in todo:
         by_app[(run["group"], run["size"])].append(run)
     rng = random.Random(int(plan["seed"]) + 1)
     timeout_s = float(plan["timeout_s"])
-    added = 0
     for (group_index, size), group_runs in sorted(by_app.items()):
         rng.shuffle(group_runs)
         first = group_runs[0]
@@ -278,6 +285,32 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
         store.add_runs([_store_row(r) for r in rows], skip_existing=True)
     return {"plan": plan["name"], "planned": len(runs), "done": len(journal.entries),
             "added": added, "noise": noise_report(journal)}
+
+
+def _collect_hadoop(plan, todo, journal, work_dir, data_root, bar) -> int:
+    """MapReduce runs: one JVM per run in Hadoop's local mode."""
+    from jobgauge.profiler.hadoop_runner import run_mapreduce_job, store_arguments
+
+    added = 0
+    with open(Path(work_dir) / "profiles.jsonl", "a", encoding="utf-8") as profiles:
+        for run in todo:
+            record = run_mapreduce_job(run["workload"], run["size"], run["session"],
+                                       work_dir=Path(data_root) / "hadoop",
+                                       timeout_s=float(plan["timeout_s"]), keep_output=False)
+            row, settings, profile = store_arguments(record)
+            row.update(run_id=run["run_id"], config=settings, source="local")
+            journal.add({"run": row, "job_ids": [], "app_id": None, "plan": plan["name"],
+                         "repetition": run["repetition"], "result": None})
+            if profile is not None:
+                profiles.write(json.dumps({"run_id": run["run_id"], "source": "local",
+                                           **compact_profile(profile)}, default=str) + "\n")
+                profiles.flush()
+            added += 1
+            bar.update(1)
+            if record["status"] != "succeeded":
+                bar.write(f"{run['workload']} {run['size']}: {record['status']}: "
+                          f"{(record.get('error') or '').splitlines()[0][:160] if record.get('error') else ''}")
+    return added
 
 
 PROFILE_STAGE_KEYS = ("stage_id", "parent_ids", "name", "n_tasks", "duration_s",

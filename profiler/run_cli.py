@@ -24,6 +24,17 @@ def register(subparsers) -> None:
     _common(hibench)
     hibench.set_defaults(handler=run_hibench_command)
 
+    hadoop = kinds.add_parser(
+        "hadoop", help="one HiBench MapReduce job (wordcount, sort, terasort) in Hadoop's local mode")
+    hadoop.add_argument("--workload", required=True, choices=("wordcount", "sort", "terasort"))
+    hadoop.add_argument("--size", default="tiny", choices=("tiny", "medium-local", "small"))
+    hadoop.add_argument("--knob", action="append", default=[], metavar="KEY=VALUE",
+                        help="a MapReduce setting (mapreduce.job.reduces=2, combiner=false, ...)")
+    hadoop.add_argument("--timeout", type=float, default=600, metavar="SECONDS")
+    hadoop.add_argument("--work-dir", metavar="DIR", help="inputs, outputs and the job build")
+    hadoop.add_argument("--json", action="store_true")
+    hadoop.set_defaults(handler=run_hadoop_command)
+
     parser = subparsers.add_parser(
         "collect", help="measure workloads x sizes x a configuration design from a plan file",
         description="Run every run a TOML plan asks for that is not measured yet (resumable), "
@@ -88,6 +99,38 @@ def run_tpch_command(args) -> int:
 
 def run_hibench_command(args) -> int:
     return _run(args, args.workload, args.size)
+
+
+def run_hadoop_command(args) -> int:
+    from jobgauge.profiler.hadoop_runner import run_mapreduce_job, store_arguments
+    from jobgauge.profiler.runner import DEFAULT_DATA_ROOT, parse_conf_pairs
+    from jobgauge.store import open_store
+
+    knobs = parse_conf_pairs(args.knob)
+    store = open_store(args.store)
+    print(f"running MapReduce {args.workload} at {args.size} in local mode ...",
+          file=sys.stderr, flush=True)
+    record = run_mapreduce_job(args.workload, args.size, knobs,
+                               work_dir=args.work_dir or DEFAULT_DATA_ROOT / "hadoop",
+                               timeout_s=args.timeout)
+    run_key = store.add_run(*store_arguments(record))
+    profile = record.get("profile")
+    out = {"id": run_key, "workload": args.workload, "datasize": args.size,
+           "framework": "hadoop", "status": record["status"], "runtime_s": record["runtime_s"],
+           "input_bytes": record.get("input_bytes"), "settings": record.get("settings"),
+           "error": record.get("error"), "profile": profile.summary() if profile else None}
+    if args.json:
+        print(json.dumps(out, default=str))
+    else:
+        print(f"run {run_key}: MapReduce {args.workload} {args.size} {record['status']}"
+              + (f" in {record['runtime_s']:.2f} s" if record["runtime_s"] is not None else ""))
+        if profile is not None:
+            print(f"  map tasks {profile.totals.get('map_tasks')}, reduce tasks "
+                  f"{profile.totals.get('reduce_tasks')}, input {profile.totals.get('input_bytes')} B,"
+                  f" shuffle {profile.totals.get('shuffle_read_bytes')} B")
+        if record.get("error"):
+            print("  error: " + record["error"].splitlines()[0])
+    return 0 if record["status"] == "succeeded" else 1
 
 
 def collect_command(args) -> int:

@@ -445,13 +445,15 @@ def live_run(tmp_path_factory):
                 seen["rest"].append(snap)
                 if seen["remaining"] is None and snap.status == "running" and snap.jobs_completed >= 1:
                     seen["remaining"] = remaining_seconds(url)
-            except LiveSourceError:
-                pass                     # the JVM is starting, or between the two applications
+            except (LiveSourceError, ParseError):
+                pass     # the JVM is starting (404, half-started UI) or between the two applications
             time.sleep(0.3)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            pytest.fail("the live Spark application did not finish within 300 s")
+    except BaseException:
+        child.kill()
+        raise
+    if child.poll() is None:
+        child.kill()
+        pytest.fail("the live Spark application did not finish within 300 s")
     assert child.returncode == 0
     for label, tail in tails.items():
         tail.finish()

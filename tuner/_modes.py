@@ -88,7 +88,7 @@ def tune_replay(frame, workload: str, *, framework=None, datasize=None, where=No
     study.set_user_attr("mode", "replay")
     study.set_user_attr("workload", table.workload)
     space = CandidateSpace(table.candidates)
-    result = run_trials(study, Objective(space, table.measurement, goal),
+    result = run_trials(study, Objective(space, table.measurement, goal, censoring=True),
                         min(int(n_trials), len(table)), stop=stop, progress=progress)
     if importance:
         result.importance = level_importance(study, seed=seed or 0, levels=space.levels())
@@ -232,19 +232,20 @@ def tune_measured(run_trial: Callable, space, *, goal: Goal | None = None, n_tri
                               multi_objective=goal.objective == "both")
         study = create_study(goal, chosen, storage=storage, study_name=study_name)
         study.set_user_attr("mode", "measured")
-        return run_trials(study, Objective(CandidateSpace(space), evaluate, goal),
+        return run_trials(study, Objective(CandidateSpace(space), evaluate, goal,
+                                           censoring=True),
                           min(int(n_trials), len(space)), progress=progress)
     return tune_space(space, evaluate, goal, n_trials=n_trials, seed=seed, sampler=sampler,
                       storage=storage, study_name=study_name, strategy=strategy,
                       check=config_check(base_row or {}, catalog), mode="measured",
-                      progress=progress)
+                      censoring=True, progress=progress)
 
 
 # ------------------------------------------------------------ shared, two-level
 
 def tune_space(space: SearchSpace, evaluate: Callable, goal: Goal, *, n_trials: int,
                seed=0, sampler="auto", storage=None, study_name=None, strategy="joint",
-               check=None, mode="model", progress=False):
+               check=None, mode="model", censoring=False, progress=False):
     """One study over ``space``: the engine defaults are the first trial (the
     baseline), then the sampler's proposals.  ``strategy="hierarchical"``
     spends half the trials on the job and instance levels (session knobs at
@@ -268,17 +269,18 @@ def tune_space(space: SearchSpace, evaluate: Callable, goal: Goal, *, n_trials: 
         query_defaults = {n: defaults[n] for n in lower if n in defaults}
         study.enqueue_trial({n: defaults[n] for n in upper if n in defaults})
         run_trials(study, Objective(job_space, evaluate, goal, fixed=query_defaults,
-                                    check=check), first, progress=progress)
+                                    check=check, censoring=censoring), first, progress=progress)
         phase_one = summarise(study, goal)
         best_job = {n: phase_one.best.config[n] for n in upper}
         run_trials(study, Objective(space.subset(names=lower), evaluate, goal, fixed=best_job,
-                                    check=check), n_trials - first, progress=progress)
+                                    check=check, censoring=censoring), n_trials - first,
+                   progress=progress)
         result = summarise(study, goal)
         result.importance = _gain_split(result, first, goal)
         return result
     study.enqueue_trial(defaults)
-    result = run_trials(study, Objective(space, evaluate, goal, check=check), n_trials,
-                        progress=progress)
+    result = run_trials(study, Objective(space, evaluate, goal, check=check,
+                                         censoring=censoring), n_trials, progress=progress)
     result.importance = level_importance(study, seed=seed or 0, levels=levels)
     return result
 

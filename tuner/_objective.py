@@ -115,15 +115,18 @@ class Goal:
         named = {"runtime_s": float(measurement.runtime_s), "cost_usd": cost}
         return [named[name] for name in self.value_names]
 
-    def constraints(self, measurement: Measurement) -> dict[str, float]:
-        """Constraint values (<= 0 is feasible) for this measurement."""
+    def constraints(self, measurement: Measurement, *, censoring: bool = False) -> dict[str, float]:
+        """Constraint values (<= 0 is feasible) for this measurement.  With
+        ``censoring`` (evaluations that may not complete: runs, replays) every
+        trial carries ``completed`` (0 done, 1 censored), so all trials of a
+        study have the same constraints, as Optuna's samplers require."""
         out = {}
         if self.deadline_s is not None:
             out["deadline"] = float(measurement.runtime_s) - self.deadline_s
         if self.budget_usd is not None:
             out["budget"] = float(measurement.cost_usd) - self.budget_usd
-        if not measurement.completed:
-            out["completed"] = 1.0
+        if censoring or not measurement.completed:
+            out["completed"] = 0.0 if measurement.completed else 1.0
         return out
 
 
@@ -133,7 +136,8 @@ class Objective:
     ``propose(trial)`` turns a trial into a checked configuration,
     ``evaluate(config)`` measures it (now, or later for a real run), and
     ``score(trial, measurement)`` records the result on the trial and returns
-    the value(s) to ``study.tell``.  ``check(config)`` raises
+    the value(s) to ``study.tell``.  ``censoring=True`` (runs and replays,
+    which may not complete) gives every trial the ``completed`` constraint.  ``check(config)`` raises
     :class:`InvalidConfiguration` for a configuration that cannot run; called
     directly, the objective then raises ``optuna.TrialPruned`` (``on_invalid=
     "prune"``) or the error itself (``"raise"``).
@@ -141,7 +145,7 @@ class Objective:
 
     def __init__(self, space, evaluate: Callable[[dict], Measurement], goal: Goal | None = None,
                  *, fixed: Mapping | None = None, check: Callable[[dict], None] | None = None,
-                 on_invalid: str = "prune"):
+                 on_invalid: str = "prune", censoring: bool = False):
         if on_invalid not in ("prune", "raise"):
             raise UsageError(f"The 'on_invalid' parameter of Objective must be 'prune' or "
                              f"'raise'. Got {on_invalid!r} instead.")
@@ -151,6 +155,7 @@ class Objective:
         self.fixed = dict(fixed or {})
         self.check = check
         self.on_invalid = on_invalid
+        self.censoring = bool(censoring)
 
     def propose(self, trial) -> dict:
         config = self.space.suggest(trial, self.fixed)
@@ -174,7 +179,8 @@ class Objective:
         for key in ("run_id", "status"):
             if measurement.record.get(key) is not None:
                 trial.set_user_attr(key, str(measurement.record[key]))
-        for name, value in self.goal.constraints(measurement).items():
+        for name, value in self.goal.constraints(measurement,
+                                                 censoring=self.censoring).items():
             trial.set_constraint(name, value)
         return values[0] if len(values) == 1 else values
 

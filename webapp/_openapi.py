@@ -113,6 +113,8 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
             "recommended": {"$ref": "#/components/schemas/Option"},
             "recommendation": {"type": "string"},
             "dag": dag,
+            "plan_error": _nullable({"type": "string",
+                                     "description": "why no DAG could be drawn, when asked for"}),
         },
     }
     tuned = {

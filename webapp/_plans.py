@@ -204,12 +204,15 @@ class HivePlans:
         self.host, self.port = host, int(port)
 
     def explain(self, sql: str, *, scale: float = 1.0, config: dict | None = None) -> tuple[str, str]:
-        from jobgauge.profiler.hive import HiveSession
+        from jobgauge.profiler.hive import HiveQueryError, HiveSession
 
         text = check_statement(sql)
         with HiveSession(self.host, self.port, connect_timeout_s=5) as session:
             engine = session.engine
-            return session.explain(text), engine
+            try:
+                return session.explain(text), engine
+            except HiveQueryError as exc:  # the server's own words about the query
+                raise spark_error(str(exc), text) from None
 
     def dag(self, sql: str, *, scale: float = 1.0, config: dict | None = None):
         from jobgauge.profiler.hive import plan_dag

@@ -26,7 +26,7 @@ def what_if_png(rows: list[dict], *, recommended: dict | None = None, deadline_s
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(9.6, 3.7), dpi=100, layout="constrained")
+    figure = Figure(figsize=(9.6, 4.0), dpi=100, layout="constrained")
     FigureCanvasAgg(figure)
     runtime_axes, cost_axes = figure.subplots(1, 2)
     names = list(dict.fromkeys(r["instance_type"] for r in rows))
@@ -68,14 +68,19 @@ def what_if_png(rows: list[dict], *, recommended: dict | None = None, deadline_s
     runtime_axes.set_xlabel("nodes")
     runtime_axes.set_ylabel("seconds")
     runtime_axes.grid(alpha=0.3)
-    runtime_axes.legend(fontsize=8, loc="best")
     cost_axes.set_title("Predicted cost per run", fontsize=10)
     cost_axes.set_xlabel("nodes")
     cost_axes.set_ylabel("US dollars")
     cost_axes.grid(alpha=0.3)
-    if any_cost:
-        cost_axes.legend(fontsize=8, loc="best")
-    else:
+    handles, labels = runtime_axes.get_legend_handles_labels()
+    extra = [(h, lbl) for h, lbl in zip(*cost_axes.get_legend_handles_labels())
+             if lbl.startswith("budget")]
+    for handle, label in extra:
+        handles.append(handle)
+        labels.append(label)
+    figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 6),
+                  fontsize=8, frameon=False)
+    if not any_cost:
         cost_axes.text(0.5, 0.5, "no hourly price:\nonly this machine (local) was chosen",
                        ha="center", va="center", transform=cost_axes.transAxes, color="#5b6675")
     counts = sorted({r["instance_count"] for r in rows})

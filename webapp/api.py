@@ -49,7 +49,7 @@ def _parse_kwargs() -> dict:
 
 @api.errorhandler(InvalidField)
 def _invalid_field(exc):
-    return error_body(exc.message and f"{exc.field}: {exc.message}", {"field": exc.field})
+    return error_body(f"{exc.field}: {exc.message}", {"field": exc.field})
 
 
 @api.errorhandler(ParseError)

@@ -35,6 +35,10 @@ from jobgauge.errors import GaugeError, ModelError, ParseError, UsageError
 from jobgauge.webapp.requests import LOCAL_TYPES, EstimateRequest, InvalidField
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# Read-only results shared by every app of the process, keyed by the files they come from.
+_SHARED_FRAMES: dict = {}
+_SHARED_CLASSIFIERS: dict = {}
+_SHARED_LOCK = threading.Lock()
 LOCAL_MEMORY_GIB = 1.0     # the driver heap of a local[N] run (spark.driver.memory 1g), as recorded
 
 
@@ -141,23 +145,35 @@ class Service:
     def _run_files(self) -> list[Path]:
         return sorted(self.runs_dir.glob("*.csv.gz")) + sorted(self.runs_dir.glob("*.csv"))
 
-    def training_frame(self):
-        """The shipped run tables (with their profiles' summaries where known), read once."""
-        if self._frame is None:
-            from jobgauge.runtable import read_run_tables
+    def _data_key(self) -> tuple:
+        files = self._run_files() + (sorted(self.profiles_dir.glob("*.jsonl.gz"))
+                                     if self.profiles_dir.is_dir() else [])
+        return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
 
-            files = self._run_files()
-            frame = read_run_tables(files)
-            summaries = self._profile_summaries()
-            frame["profile"] = [summaries.get((s, r)) for s, r in
-                                zip(frame["source"], frame["run_id"])]
-            self._frame = frame
-        return self._frame
+    def training_frame(self):
+        """The shipped run tables (with their profiles' summaries where known), read once
+        per process and set of files."""
+        if self._frame is None:
+            key = self._data_key()
+            with _SHARED_LOCK:
+                cached = _SHARED_FRAMES.get(key)
+            if cached is None:
+                from jobgauge.runtable import read_run_tables
+
+                frame = read_run_tables(self._run_files())
+                summaries = self._profile_summaries()
+                frame["profile"] = [summaries.get((s, r)) for s, r in
+                                    zip(frame["source"], frame["run_id"])]
+                with _SHARED_LOCK:
+                    cached = _SHARED_FRAMES.setdefault(key, frame)
+            self._frame = cached
+        return self._frame.copy()
 
     def _profile_summaries(self) -> dict:
+        """(source, run_id) -> Profile.summary() of every profile record in profiles_dir."""
         summaries = {}
-        for path in sorted(self.profiles_dir.glob("*.jsonl.gz")) if self.profiles_dir.is_dir() \
-                else []:
+        paths = sorted(self.profiles_dir.glob("*.jsonl.gz")) if self.profiles_dir.is_dir() else []
+        for path in paths:
             with gzip.open(path, "rt", encoding="utf-8") as handle:
                 for number, line in enumerate(handle, 1):
                     try:
@@ -204,15 +220,23 @@ class Service:
         return model, meta
 
     def classifier(self):
-        """A JobClassifier fitted on the shipped runs (None when they cannot teach one)."""
+        """A JobClassifier fitted on the shipped runs (None when they cannot teach one);
+        fitted once per process and set of files."""
         with self._class_lock:
             if self._classifier is None:
-                from jobgauge.models import JobClassifier
+                key = self._data_key()
+                with _SHARED_LOCK:
+                    cached = _SHARED_CLASSIFIERS.get(key)
+                if cached is None:
+                    from jobgauge.models import JobClassifier
 
-                try:
-                    self._classifier = JobClassifier(random_state=0).fit(self.training_frame())
-                except (ModelError, ParseError, ValueError):
-                    self._classifier = False  # too few runs: every job class is "unknown"
+                    try:
+                        cached = JobClassifier(random_state=0).fit(self.training_frame())
+                    except (ModelError, ParseError, ValueError):
+                        cached = False  # too few runs: every job class is "unknown"
+                    with _SHARED_LOCK:
+                        cached = _SHARED_CLASSIFIERS.setdefault(key, cached)
+                self._classifier = cached
             return self._classifier or None
 
     def job_class(self, request: EstimateRequest) -> str:
@@ -278,14 +302,25 @@ class Service:
                 raise InvalidField("sql", str(exc)) from None
             raise
 
-    def estimate(self, request: EstimateRequest, *, dag=None) -> dict:
-        """Predictions for every (instance type, node count) of the request."""
+    def estimate(self, request: EstimateRequest, *, dag=None, plan: bool = True) -> dict:
+        """Predictions for every (instance type, node count) of the request.
+
+        A pasted query (or ``include_dag``) is planned first, unless ``dag`` is
+        given or ``plan`` is False; a query that cannot be planned is an
+        InvalidField of ``sql``; a plan source that is down leaves ``dag`` None
+        and says why in ``plan_error``."""
         from jobgauge.models import configuration_frame, predict_frame
 
         model, meta = self.ensure_model()
         options = self.instance_options()
-        if dag is None and (request.pasted or request.include_dag):
-            dag = self.dag(request)
+        plan_error = None
+        if plan and dag is None and (request.pasted or request.include_dag) and request.sql:
+            try:
+                dag = self.dag(request)
+            except InvalidField:
+                raise
+            except GaugeError as exc:  # the plan source is down: the estimate still stands
+                plan_error = f"no query plan: {exc}"
         dag_dict = dag.to_dict() if dag is not None else None
         items, keys = [], []
         for name in request.instance_types:
@@ -338,7 +373,7 @@ class Service:
                       "trained_on_runs": meta.get("metrics", {}).get("trained_on_runs")},
             "options": rows, "best_per_type": best_per_type(rows, request),
             "recommended": recommended, "recommendation": reason,
-            "dag": dag,
+            "dag": dag, "plan_error": plan_error,
         }
 
     def tune(self, request: EstimateRequest, *, trials: int | None = None, seed: int = 0,
@@ -420,9 +455,12 @@ class Service:
         """The applications a Spark UI or History Server lists (newest first)."""
         source = self._source(url)
         if not re.match(r"^https?://", source, re.I):
-            from jobgauge.profiler.live import read_snapshot
+            from jobgauge.profiler.live import LiveSourceError, read_snapshot
 
-            snapshot = read_snapshot(source)
+            try:
+                snapshot = read_snapshot(source)
+            except LiveSourceError as exc:
+                raise UnknownApplication(str(exc)) from None
             return [{"id": snapshot.app_id, "name": snapshot.app_name,
                      "completed": snapshot.status != "running"}]
         parts = urllib.parse.urlsplit(source)

@@ -3,8 +3,8 @@
 ``python -m jobgauge.profiler.workloads._hibench_measure --data-root DIR``
 prepares each (workload, size) (untimed, cached), then times ``run`` the way
 the runner's driver does (wall time around ``workload.run``) and prints one
-JSON line per run, with the machine's 1-minute load average before and
-after.  One unreported run of sort at tiny comes first.  The application
+JSON line per run, with the CPU seconds the Spark JVM used during the run
+and the machine's 1-minute load average before and after.  One unreported run of sort at tiny comes first.  The application
 uses HiBench's own Spark settings (``HIBENCH_SPARK_CONF``).  Used to fill the
 runtime columns of docs/workloads.md.
 """
@@ -19,6 +19,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+
+def _jvm_cpu_seconds(spark) -> float:
+    """CPU seconds (user + system) the Spark JVM has used so far (Linux /proc)."""
+    pid = spark.sparkContext._gateway.proc.pid  # the JVM that spark-submit exec'd
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
 
 
 def main(argv=None) -> int:
@@ -57,14 +65,17 @@ def main(argv=None) -> int:
                 data_path = workload.prepare(args.data_root, size, seed=args.seed)
                 prepare_s = time.perf_counter() - begin
                 load_before = os.getloadavg()[0]
+                cpu_before = _jvm_cpu_seconds(spark)
                 begin = time.perf_counter()
                 summary = workload.run(spark, data_path, output_dir=output_root / f"{name}-{size}")
                 runtime_s = time.perf_counter() - begin
                 load_after = os.getloadavg()[0]
+                cpu_s = _jvm_cpu_seconds(spark) - cpu_before
                 summary.pop("centers", None)
                 summary.pop("output", None)
                 print(json.dumps({"workload": name, "size": size, "runtime_s": round(runtime_s, 2),
                                   "prepare_s": round(prepare_s, 2),
+                                  "jvm_cpu_s": round(cpu_s, 1),
                                   "load_1min": [round(load_before, 1), round(load_after, 1)],
                                   "input_bytes": workload.input_bytes(data_path),
                                   "records": json.loads((data_path / "_hibench.json").read_text())

@@ -64,27 +64,27 @@ SIZES: dict[str, dict[str, dict]] = {
     "terasort": {
         "tiny": {"datasize": 32_000, **_F},
         "small": {"datasize": 3_200_000, **_F},
-        "medium": {"datasize": 32_000_000, **_F},
+        "medium": {"datasize": 16_000_000, **_F},
     },
     "repartition": {
         "tiny": {"datasize": 3_200, **_F},
         "small": {"datasize": 3_200_000, **_F},
-        "medium": {"datasize": 32_000_000, **_F},
+        "medium": {"datasize": 16_000_000, **_F},
     },
     "scan": {
         "tiny": {"uservisits": 1_000, "pages": 120, **_F},
+        "medium": {"uservisits": 10_000, "pages": 1_200, **_F},
         "small": {"uservisits": 100_000, "pages": 12_000, **_F},
-        "medium": {"uservisits": 1_000_000, "pages": 120_000, **_F},
-    },
-    "aggregation": {
-        "tiny": {"uservisits": 1_000, "pages": 120, **_F},
-        "small": {"uservisits": 100_000, "pages": 12_000, **_F},
-        "medium": {"uservisits": 1_000_000, "pages": 120_000, **_F},
     },
     "join": {
         "tiny": {"uservisits": 1_000, "pages": 120, **_F},
+        "medium": {"uservisits": 10_000, "pages": 1_200, **_F},
         "small": {"uservisits": 100_000, "pages": 12_000, **_F},
-        "medium": {"uservisits": 1_000_000, "pages": 120_000, **_F},
+    },
+    "aggregation": {
+        "tiny": {"uservisits": 1_000, "pages": 120, **_F},
+        "medium": {"uservisits": 10_000, "pages": 1_200, **_F},
+        "small": {"uservisits": 100_000, "pages": 12_000, **_F},
     },
     "kmeans": {
         "tiny": {"num_of_clusters": 5, "dimensions": 3, "num_of_samples": 30_000,
@@ -96,23 +96,23 @@ SIZES: dict[str, dict[str, dict]] = {
     },
     "bayes": {
         "tiny": {"pages": 25_000, "classes": 10, "ngrams": 1, **_F},
-        "medium": {"pages": 10_000, "classes": 100, "ngrams": 2, **_F},
+        "medium": {"pages": 8_000, "classes": 100, "ngrams": 2, **_F},
         "small": {"pages": 30_000, "classes": 100, "ngrams": 2, **_F},
     },
     "lr": {
         "tiny": {"examples": 100, "features": 1_000, **_F},
+        "medium": {"examples": 300, "features": 3_000, **_F},
         "small": {"examples": 1_000, "features": 10_000, **_F},
-        "medium": {"examples": 3_000, "features": 30_000, **_F},
     },
     "als": {
         "tiny": {"users": 100, "products": 100, "ratings": 200, **_F},
+        "medium": {"users": 300, "products": 300, "ratings": 600, **_F},
         "small": {"users": 1_000, "products": 1_000, "ratings": 2_000, **_F},
-        "medium": {"users": 10_000, "products": 10_000, "ratings": 200_000, **_F},
     },
     "pagerank": {
         "tiny": {"pages": 50, "num_iterations": 1, **_F},
+        "medium": {"pages": 500, "num_iterations": 3, **_F},
         "small": {"pages": 5_000, "num_iterations": 3, **_F},
-        "medium": {"pages": 50_000, "num_iterations": 3, **_F},
     },
 }
 # HiBench's conf/spark.conf.template (parallelism from hibench.conf's
