@@ -1,7 +1,8 @@
 """Benchmark: online remaining-time estimation of running Spark applications.
 
-Two parts, both written to ``bench/reports/remaining.md`` (+ ``remaining.png``
-and the raw per-point results in ``remaining.json``):
+Two parts, both written to ``bench/reports/remaining.md`` (plus the plot
+``remaining.png``, and ``remaining.json`` with the error summaries and the
+live runs' per-point results):
 
 1. **Enel replay** (``/work/shared/datasets/enel``: 4 iterative Spark ML apps,
    120 distinct runs each, dynamic scale-out on Kubernetes).  Every run is
@@ -76,8 +77,6 @@ def _linear(elapsed, fraction):
 
 def score_replay(run, estimator, train_runs, method_suffix=""):
     """Score one enel run at every point: ours, linear extrapolation, mean of past runs."""
-    from jobgauge.models.remaining import RemainingTimeEstimator  # noqa: F401 - type only
-
     rows = []
     same = [r for r in train_runs if r.signature == run.signature]
     mean_total = float(np.mean([r.runtime_s for r in same])) if same else None
@@ -176,7 +175,7 @@ def coverage_line(rows, method="ours"):
 # ---------------------------------------------------------------- live local runs
 
 def _workload(spark, name: str, scale: float) -> None:
-    """One application's work; ``scale`` 1.0 is the measured size (~30-60 s
+    """One application's work; ``scale`` 1.0 is the measured size (~40-60 s
     warm on a loaded 2-core machine), the warm-up uses a small fraction."""
     from pyspark.sql import functions as F
 
@@ -188,11 +187,11 @@ def _workload(spark, name: str, scale: float) -> None:
         frame = spark.range(0, int(80000 * scale), numPartitions=4).selectExpr(
             *[f"rand({i}) * 10 + (id % 7) as x{i}" for i in range(8)])
         data = VectorAssembler(inputCols=cols, outputCol="features").transform(frame).select("features").cache()
-        KMeans(k=8, maxIter=max(2, int(20 * scale)), tol=0.0, seed=1, initMode="random").fit(data)
+        KMeans(k=8, maxIter=max(2, int(40 * scale)), tol=0.0, seed=1, initMode="random").fit(data)
     elif name == "aggregations":
         frame = spark.range(0, int(1000000 * scale), numPartitions=4).selectExpr(
             "id", "id % 997 as key", "rand(3) as v").cache()
-        for i in range(max(2, int(12 * scale))):
+        for i in range(max(2, int(24 * scale))):
             frame.groupBy((F.col("key") % (7 * (i + 1))).alias("g")).agg(
                 F.avg("v"), F.count("*"), F.stddev("v")).collect()
     elif name == "logreg":
@@ -205,7 +204,7 @@ def _workload(spark, name: str, scale: float) -> None:
             "*", "cast(x0 + x1 > 1.0 as double) as label")
         data = VectorAssembler(inputCols=cols, outputCol="features").transform(frame).select(
             "features", "label").cache()
-        LogisticRegression(maxIter=max(2, int(20 * scale)), regParam=0.01).fit(data)
+        LogisticRegression(maxIter=max(2, int(40 * scale)), regParam=0.01).fit(data)
     else:
         raise SystemExit(f"unknown app {name}")
 
@@ -340,8 +339,8 @@ def plot(enel_rows, live_rows, path):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    styles = {"ours": "o-", "linear": "s--", "mean_past": "^:", "ours (no history)": "d-.",
-              "linear (tasks)": "x--"}
+    styles = {"ours": ("o-", "tab:green"), "linear": ("s--", "tab:blue"), "mean_past": ("^:", "tab:orange"),
+              "ours (no history)": ("d-.", "tab:purple"), "linear (tasks)": ("x--", "tab:gray")}
     panels = [(axes[0], enel_rows, "ape_left", "Enel replay (leave-one-run-out): remaining time"),
               (axes[1], enel_rows, "ape_total", "Enel replay: total runtime"),
               (axes[2], live_rows, "ape_left", "Live local Spark runs: remaining time")]
@@ -352,7 +351,8 @@ def plot(enel_rows, live_rows, path):
             xs = [100 * p for p in POINTS if stats.get(("all", method, p), (None,))[0] is not None]
             ys = [stats[("all", method, p)][0] for p in POINTS if stats.get(("all", method, p), (None,))[0] is not None]
             if xs:
-                axis.plot(xs, ys, styles.get(method, "o-"), label=method)
+                style, color = styles.get(method, ("o-", None))
+                axis.plot(xs, ys, style, color=color, label=method)
         axis.axhline(10, color="grey", lw=0.8)
         axis.set_yscale("log")
         axis.set_xlabel("progress (% of true runtime elapsed)")
@@ -408,9 +408,19 @@ def main(argv=None) -> int:
 
     REPORTS.mkdir(parents=True, exist_ok=True)
     plot(loro, live_rows, REPORTS / "remaining.png")
+    def compact(rows):   # {app: {method: {point: {median, mean, n, no_estimate, coverage}}}} per error
+        out = {}
+        for key in ("ape_left", "ape_total"):
+            for (app, method, point), (median, mean, n, missing, cover) in summarize(rows, key).items():
+                out.setdefault(key, {}).setdefault(app, {}).setdefault(method, {})[str(point)] = {
+                    "median": median, "mean": mean, "n": n, "no_estimate": missing, "coverage": cover}
+        return out
+
+    # per-run enel rows are regenerated by this script; the live rows cannot be, so they are kept
     (REPORTS / "remaining.json").write_text(json.dumps(
-        {"alpha": args.alpha, "enel_loro": loro, "enel_earlier": earlier, "live": live_rows,
-         "live_runs": live_notes, "live_meta": live_meta, "alpha_sweep": sweep}, indent=0))
+        {"alpha": args.alpha, "enel_loro": compact(loro), "enel_earlier": compact(earlier),
+         "live_summary": compact(live_rows), "live_rows": live_rows, "live_runs": live_notes,
+         "live_meta": live_meta, "alpha_sweep": sweep}, indent=1))
     enel_apps = apps + ["all"]
     methods = ["ours", "linear", "mean_past"]
     counts = defaultdict(int)
@@ -473,8 +483,8 @@ def main(argv=None) -> int:
             f"One child process (one JVM) ran a warm-up application (a tenth of every workload, not "
             f"scored, not used as history) and then {args.live_runs} runs of each of "
             f"{', '.join(args.live_apps.split(','))} in turn (kmeans: pyspark.ml KMeans on 80k generated "
-            "8-dim points, k=8, 20 iterations; aggregations: 12 group-by aggregations over 1M cached rows; "
-            "logreg: pyspark.ml LogisticRegression on 80k x 10, 20 iterations).  The end of each run is its "
+            "8-dim points, k=8, 40 iterations; aggregations: 24 group-by aggregations over 1M cached rows; "
+            "logreg: pyspark.ml LogisticRegression on 80k x 10, 40 iterations).  The end of each run is its "
             "ApplicationEnd event.  `ours`/`linear`/`mean_past` need history, so they are scored only on "
             "the later runs (history = the earlier runs of the same application, read back from their "
             "event logs); `ours (no history)` counts the tasks of the stages announced so far; "

@@ -40,10 +40,16 @@ _EXPORTS = {
 }
 # The online remaining-time estimator is its own module (models/remaining.py);
 # it is exported when the file exists, and an error inside it is not hidden.
+__all__ = [
+    "DEFAULT_MODEL", "FORMAT_VERSION", "MODELS", "DagRNN", "DecisionTreeModel", "ErnestModel",
+    "FullyConnectedModel", "GradientBoostingModel", "InvalidParameterError", "JobClassifier",
+    "RandomForestModel", "RunFeatures", "RuntimeModel", "SVRModel", "configuration_frame",
+    "dumps_model", "load_model", "loads_model", "make_model", "model_name", "model_names",
+    "predict_frame", "predict_one", "read_header", "save_model",
+]
 if importlib.util.find_spec("jobgauge.models.remaining") is not None:
     _EXPORTS["RemainingTimeEstimator"] = "remaining"
-
-__all__ = sorted(_EXPORTS)
+    __all__ += ["RemainingTimeEstimator"]
 
 
 def __getattr__(name):

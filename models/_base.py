@@ -18,14 +18,16 @@ uses training residuals (cheaper, intervals too narrow).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import math
 
 import numpy as np
+from jobgauge.models._params import Boolean, Interval, RandomState, validate_params
+from jobgauge.models.features import RunFeatures, check_frame
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from jobgauge.errors import ModelError, NotFittedError
-from jobgauge.models._params import Boolean, Interval, RandomState, validate_params
-from jobgauge.models.features import RunFeatures, check_frame
 
 MIN_CALIBRATION_GROUPS = 5
 
@@ -90,7 +92,7 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
     on the feature matrix, or override ``_fit_log`` for a censored loss.
     """
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict] = {
         "random_state": [RandomState()],
         "calibration_size": [Interval(float, 0.0, 0.5)],
         "censored_iterations": [Interval(int, 0, None)],

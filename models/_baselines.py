@@ -6,8 +6,9 @@ All learn log runtime from :class:`~jobgauge.models.features.RunFeatures`
 
 from __future__ import annotations
 
-import numpy as np
+from typing import ClassVar
 
+import numpy as np
 from jobgauge.models._base import RuntimeModel
 from jobgauge.models._params import Interval, Options
 
@@ -15,7 +16,7 @@ from jobgauge.models._params import Interval, Options
 class DecisionTreeModel(RuntimeModel):
     """One regression tree on log runtime (the seed's "DT" baseline)."""
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict] = {
         **RuntimeModel._parameter_constraints,
         "max_depth": [Interval(int, 1, None), None],
         "min_samples_leaf": [Interval(int, 1, None)],
@@ -44,7 +45,7 @@ class DecisionTreeModel(RuntimeModel):
 class SVRModel(RuntimeModel):
     """Support-vector regression (RBF kernel) on standardised features and log runtime."""
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict] = {
         **RuntimeModel._parameter_constraints,
         "C": [Interval(float, 0.0, None, closed="neither")],
         "epsilon": [Interval(float, 0.0, None)],
@@ -52,7 +53,7 @@ class SVRModel(RuntimeModel):
         "kernel": [Options({"rbf", "linear", "poly", "sigmoid"})],
     }
 
-    def __init__(self, *, C=30.0, epsilon=0.02, gamma="scale", kernel="rbf", random_state=0,
+    def __init__(self, *, C=10.0, epsilon=0.01, gamma="scale", kernel="rbf", random_state=0,
                  calibration_size=0.2, censored_iterations=3, with_classes=False):
         self.C = C
         self.epsilon = epsilon
@@ -81,7 +82,7 @@ class SVRModel(RuntimeModel):
 class RandomForestModel(RuntimeModel):
     """Random forest on log runtime."""
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict] = {
         **RuntimeModel._parameter_constraints,
         "n_estimators": [Interval(int, 1, None)],
         "max_depth": [Interval(int, 1, None), None],
@@ -116,7 +117,7 @@ class RandomForestModel(RuntimeModel):
 class GradientBoostingModel(RuntimeModel):
     """Histogram gradient boosting on log runtime (fixed iterations, no early stopping)."""
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict] = {
         **RuntimeModel._parameter_constraints,
         "max_iter": [Interval(int, 1, None)],
         "learning_rate": [Interval(float, 0.0, 1.0, closed="right")],
@@ -168,7 +169,7 @@ class ErnestModel(RuntimeModel):
     fallback for unseen workloads, which Ernest itself cannot predict).
     """
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict] = {
         **RuntimeModel._parameter_constraints,
         "min_machine_counts": [Interval(int, 2, None)],
     }

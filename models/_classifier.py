@@ -21,14 +21,19 @@ the features).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
+from jobgauge.models._params import Interval, Options, RandomState, validate_params
+from jobgauge.models.features import (
+    RunFeatures,
+    _as_summary,
+    check_frame,
+    profile_features,
+)
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from jobgauge.errors import ModelError, NotFittedError
-from jobgauge.models._params import Interval, Options, RandomState, validate_params
-from jobgauge.models.features import (
-    RunFeatures, _as_summary, check_frame, profile_features,
-)
 
 UNKNOWN = "unknown"
 _PROFILE_TRAITS = ("log_cpu_ms_per_mb", "shuffle_ratio", "spill_ratio", "gc_share",
@@ -63,7 +68,7 @@ def _column_medians(rows) -> np.ndarray:
 class JobClassifier(ClassifierMixin, BaseEstimator):
     """Readable job classes (see the module docstring); ``predict`` gives class names."""
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict] = {
         "n_classes": [Interval(int, 1, None)],
         "basis": [Options({"auto", "profile", "scaling"})],
         "random_state": [RandomState()],

@@ -16,14 +16,16 @@ size hyperparameters, so ``clone``/``get_params`` rebuild it.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import contextlib
 import math
 
 import numpy as np
-
-from jobgauge.errors import ModelError
 from jobgauge.models._base import RuntimeModel
 from jobgauge.models._params import Interval, IntTuple, Options, Subclass
+
+from jobgauge.errors import ModelError
 
 
 @contextlib.contextmanager
@@ -43,7 +45,7 @@ def _torch_session(seed, threads):
 class _NetworkModel(RuntimeModel):
     """Shared training loop of the network models."""
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict] = {
         **RuntimeModel._parameter_constraints,
         "module": [None, Subclass("torch.nn:Module")],
         "dropout": [Interval(float, 0.0, 1.0, closed="left")],
@@ -135,13 +137,13 @@ class _NetworkModel(RuntimeModel):
 class FullyConnectedModel(_NetworkModel):
     """Ensemble of fully connected networks on the run features ("fc")."""
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict] = {
         **_NetworkModel._parameter_constraints,
         "hidden_sizes": [IntTuple()],
     }
 
-    def __init__(self, *, module=None, hidden_sizes=(128, 64), dropout=0.0, epochs=150,
-                 batch_size=64, learning_rate=3e-3, weight_decay=1e-4, n_networks=3,
+    def __init__(self, *, module=None, hidden_sizes=(256, 128), dropout=0.0, epochs=100,
+                 batch_size=64, learning_rate=3e-3, weight_decay=1e-4, n_networks=2,
                  n_threads=1, random_state=0, calibration_size=0.2, censored_iterations=0,
                  with_classes=False):
         self.module = module
@@ -176,7 +178,7 @@ class DagRNN(_NetworkModel):
     ``max_nodes`` nodes (sources first).
     """
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict] = {
         **_NetworkModel._parameter_constraints,
         "hidden_size": [Interval(int, 1, None)],
         "num_layers": [Interval(int, 1, None)],
@@ -186,8 +188,8 @@ class DagRNN(_NetworkModel):
     }
 
     def __init__(self, *, module=None, hidden_size=32, num_layers=1, cell="gru",
-                 head_sizes=(128, 64), max_nodes=128, dropout=0.0, epochs=150, batch_size=64,
-                 learning_rate=3e-3, weight_decay=1e-4, n_networks=3, n_threads=1,
+                 head_sizes=(256, 128), max_nodes=128, dropout=0.0, epochs=100, batch_size=64,
+                 learning_rate=3e-3, weight_decay=1e-4, n_networks=2, n_threads=1,
                  random_state=0, calibration_size=0.2, censored_iterations=0,
                  with_classes=False):
         self.module = module
@@ -253,6 +255,7 @@ def dag_matrix(value, empty):
     import json
 
     from jobgauge.dag import QueryDag, serialize
+
     from jobgauge.errors import GaugeError
 
     if value is None or (isinstance(value, float) and math.isnan(value)):

@@ -16,6 +16,7 @@ A failing value raises :class:`InvalidParameterError` with the message
 
 from __future__ import annotations
 
+import math
 import numbers
 
 from jobgauge.errors import ModelError
@@ -46,7 +47,7 @@ class Interval:
                 return False
         elif not isinstance(value, numbers.Real):
             return False
-        if value != value:  # NaN
+        if isinstance(value, float) and math.isnan(value):
             return False
         if self.left is not None:
             if value < self.left or (value == self.left and self.closed in ("right", "neither")):

@@ -21,13 +21,17 @@ import pickle
 from pathlib import Path
 
 import numpy as np
-
-from jobgauge.errors import ModelError, UsageError
 from jobgauge.models._base import RuntimeModel
 from jobgauge.models._baselines import (
-    DecisionTreeModel, ErnestModel, GradientBoostingModel, RandomForestModel, SVRModel,
+    DecisionTreeModel,
+    ErnestModel,
+    GradientBoostingModel,
+    RandomForestModel,
+    SVRModel,
 )
 from jobgauge.models._networks import DagRNN, FullyConnectedModel
+
+from jobgauge.errors import ModelError, UsageError
 
 MODELS = {
     "tree": DecisionTreeModel,

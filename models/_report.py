@@ -7,7 +7,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-
 from jobgauge.models.evaluation import PROTOCOLS, _percent, markdown_table
 
 # What the seed (the project brief's literature) reports, for comparison.

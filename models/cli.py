@@ -141,7 +141,6 @@ def _fraction(value) -> str:
 def training_summary(model, frame) -> dict:
     """Counts and held-out error figures of a freshly trained model (for train's output)."""
     import numpy as np
-
     from jobgauge.models import model_name
     from jobgauge.models._base import conformal_offsets
 
@@ -150,12 +149,12 @@ def training_summary(model, frame) -> dict:
     low, high = conformal_offsets(residuals, 0.8)
     return {
         "model": model_name(model),
-        "training_rows": int(len(frame)),
+        "training_rows": len(frame),
         "censored_rows": int(model.n_censored_),
         "sources": {str(k): int(v) for k, v in frame["source"].value_counts().sort_index().items()},
         "workloads": int(frame["workload"].nunique()),
         "error_estimate_from": model.interval_source_,
-        "calibration_rows": int(len(residuals)),
+        "calibration_rows": len(residuals),
         "calibration_mdape": float(np.median(relative)),
         "calibration_p90_ape": float(np.quantile(relative, 0.9)),
         "interval_80_factors": [float(math.exp(low)), float(math.exp(high))],
@@ -249,6 +248,7 @@ def predict_command(args) -> int:
 
 def _predict_table(model, args) -> int:
     from jobgauge.models import predict_frame
+
     from jobgauge.runtable import read_run_tables, write_run_table
 
     frame = read_run_tables(args.runs, runtime_optional=True)

@@ -100,6 +100,7 @@ def default_profile_files() -> list[Path]:
 
 def _record_dag(record):
     from jobgauge.dag import QueryDag
+
     from jobgauge.errors import GaugeError
 
     plan = record.get("physical_plan")
@@ -221,7 +222,7 @@ def metrics(y, predicted, low=None, high=None) -> dict:
     """MdAPE, MAPE, P90 APE, share within 10 % and interval coverage (fractions)."""
     y, predicted = np.asarray(y, float), np.asarray(predicted, float)
     ape = np.abs(predicted - y) / y
-    out = {"n": int(len(y)), "mdape": float(np.median(ape)), "mape": float(ape.mean()),
+    out = {"n": len(y), "mdape": float(np.median(ape)), "mape": float(ape.mean()),
            "p90": float(np.quantile(ape, 0.9)), "within10": float((ape <= 0.10).mean())}
     if low is not None:
         out["coverage80"] = float(((y >= np.asarray(low)) & (y <= np.asarray(high))).mean())
@@ -273,7 +274,7 @@ def evaluate_cell(frame, dataset, protocol, name, *, quick=False, cache_dir=None
         test_frame = frame.iloc[test]
         predicted = fold_model.predict(test_frame)
         low, high = fold_model.predict_interval(test_frame, coverage=0.8)
-        result["train_rows"].append(int(len(train)))
+        result["train_rows"].append(len(train))
         result["workload"] += test_frame["workload"].astype(str).tolist()
         result["y"] += test_frame["runtime_s"].astype(float).tolist()
         result["completed"] += test_frame["completed"].astype(bool).tolist()

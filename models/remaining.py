@@ -15,10 +15,14 @@ How it estimates (the AI Gauge recipe, on weighted units of work):
   the application's end), and how many jobs a run has.  Online, each finished
   interval gives a speed ratio (observed / typical); an exponentially
   weighted moving average of the ratios, decaying by ``1 - alpha`` per
-  *typical job's worth* of work, is the run's speed.  Seconds left = what the
-  current interval still needs at that speed + the speed times the typical
-  duration of the jobs not submitted yet.  When the current job already runs
-  longer than expected, that overrun counts as a (partial) sample too.
+  *typical job's worth* of work, is the run's speed.  How much of that speed
+  carries over to the rest of the run is also learned from the history (a
+  regression of log future speed on log speed so far, per band of progress;
+  with too little spread in the history it carries over in full).  Seconds
+  left = what the current interval still needs at the future speed + the
+  future speed times the typical duration of the jobs not submitted yet.
+  When the current job already runs longer than expected, that overrun
+  counts as a (partial) sample too.
 * **Without history** only the work the application has announced can be
   counted: tasks of the stages known from job-start events (pending stages
   of the DAG included), else stages, else jobs.  The EWMA then runs over
@@ -28,13 +32,20 @@ How it estimates (the AI Gauge recipe, on weighted units of work):
 The interval comes from ``fit``: replaying the training runs at several
 points of progress gives the spread of true/predicted remaining time, per
 band of progress; the band's ``(1 - interval) / 2`` quantiles scale the
-point estimate.
+point estimate.  With fewer than 5 past runs, the spread of the running
+application's own speed ratios is used instead.
+
+Everything is honest about time: a snapshot holds only what had happened
+when it was taken, and :meth:`AppTimeline.snapshot_at` replays a finished
+run the same way for evaluation.
 
 Example (history from finished runs, then a live application)::
 
-    est = RemainingTimeEstimator(alpha=0.3).fit(read_enel_runs(folder))
+    history = [AppTimeline.from_eventlog(path) for path in finished_logs]
+    est = RemainingTimeEstimator(alpha=0.3).fit(history)
     remaining_seconds("http://driver:4040", estimator=est)
-    # {'remaining_seconds': 312.4, 'low_seconds': 250.0, 'progress': 0.41, ...}
+    # -> {"remaining_seconds": ..., "low_seconds": ..., "high_seconds": ...,
+    #     "progress": ..., "jobs_completed": ..., "basis": "history", ...}
 """
 
 from __future__ import annotations
@@ -44,8 +55,8 @@ import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from statistics import NormalDist
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -62,7 +73,8 @@ __all__ = [
     "remaining_seconds",
 ]
 
-# Progress bands for the interval calibration (fraction of elapsed / total).
+# Progress bands (fractions): of elapsed / predicted total for the interval, of
+# the typical run's work already behind for the speed carry-over.
 _BANDS = (0.2, 0.4, 0.6, 0.8)
 _MIN_CALIBRATION_RUNS = 5    # fewer past runs: the interval comes from the run's own spread
 _CALIBRATION_POINTS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -322,8 +334,9 @@ class RemainingTimeEstimator:
         Past runs of an application needed before its history is used.
 
     Learned in ``fit``: ``profiles_`` (per signature: typical job count,
-    start-up time, median duration of each job, runtime quantiles and the
-    interval's spread per progress band) and ``n_histories_``.
+    start-up time, median duration of each job, the speed carry-over and the
+    interval's spread per progress band) and ``n_histories_``; ``live_``
+    holds what :meth:`update` has seen of running applications.
     """
 
     def __init__(self, *, alpha: float = 0.3, prior_seconds_per_unit: float | None = None,
@@ -693,3 +706,56 @@ def remaining_seconds(url_or_eventlog_path, estimator: RemainingTimeEstimator | 
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(float(value), 3)
+
+
+# ---------------------------------------------------------------- command line
+
+def register(subparsers) -> None:
+    """Add ``jobgauge remaining`` (list this module in jobgauge.cli.COMMAND_MODULES)."""
+    parser = subparsers.add_parser(
+        "remaining", help="seconds left for a running Spark application",
+        description="Read a running application's progress from its driver UI "
+                    "(http://driver:4040, or any .../api/v1/applications/<id>) or from the event "
+                    "log Spark is writing, and estimate the seconds left. With --history "
+                    "(event logs of finished runs of the same application) the estimate uses the "
+                    "typical run; without it only the work announced so far is counted.")
+    parser.add_argument("source", metavar="URL_OR_EVENTLOG")
+    parser.add_argument("--app-id", help="which application, when the UI lists several")
+    parser.add_argument("--history", nargs="+", default=[], metavar="EVENTLOG",
+                        help="event logs (files or eventlog_v2_* folders) of finished runs")
+    parser.add_argument("--alpha", type=float, default=0.3, help="EWMA smoothing (default 0.3)")
+    parser.add_argument("--watch", type=float, metavar="SECONDS",
+                        help="ask again every SECONDS until the application ends")
+    parser.add_argument("--json", action="store_true", help="print JSON (one object per reading)")
+    parser.set_defaults(handler=remaining_command)
+
+
+def _describe(out: dict[str, Any]) -> str:
+    name = f"{out['app_id']} ({out['app_name']})"
+    if out["status"] != "running":
+        return f"{name}: {out['status']} after {out['elapsed_s']:.0f} s"
+    if out["remaining_seconds"] is None:
+        return (f"{name}: running for {out['elapsed_s']:.0f} s; no estimate yet (nothing has "
+                f"finished); {out['tasks_completed']}/{out['tasks_total']} tasks")
+    spread = ""
+    if out["low_seconds"] is not None:
+        spread = f" ({out['low_seconds']:.0f}-{out['high_seconds']:.0f} s)"
+    basis = "from past runs" if out["basis"] == "history" else "announced work only"
+    return (f"{name}: {100 * (out['progress'] or 0):.0f} % done, {out['remaining_seconds']:.0f} s "
+            f"left{spread} after {out['elapsed_s']:.0f} s; jobs {out['jobs_completed']}/"
+            f"{out['jobs_total']}, tasks {out['tasks_completed']}/{out['tasks_total']} [{basis}]")
+
+
+def remaining_command(args) -> int:
+    import time  # noqa: PLC0415 - only for --watch
+
+    if args.watch is not None and args.watch <= 0:
+        raise UsageError(f"--watch must be > 0 seconds. Got {args.watch} instead.")
+    estimator = RemainingTimeEstimator(alpha=args.alpha).fit(
+        [AppTimeline.from_eventlog(path) for path in args.history])
+    while True:
+        out = remaining_seconds(args.source, estimator, app_id=args.app_id)
+        print(json.dumps(out) if args.json else _describe(out), flush=True)
+        if args.watch is None or out["status"] != "running":
+            return 0
+        time.sleep(args.watch)

@@ -12,14 +12,16 @@ Two sources give the same :class:`ProgressSnapshot`:
   3+ writes, the old folder-per-application layout, and the ``zstd``
   (Spark 4's default), ``lz4`` and ``snappy`` codecs, appended to or not.
 
-A snapshot only holds what has happened up to the moment it was taken::
+A snapshot only holds what has happened up to the moment it was taken
+(here a finished log from the corpus; on a running one, call ``poll`` again
+later to read what was appended)::
 
-    >>> tail = EventLogTail("/tmp/spark-events/eventlog_v2_local-1700000000000")
-    >>> tail.poll()                 # events read so far
-    212
+    >>> tail = EventLogTail("spark-eventlogs/apache-spark/application_1538416563558_0014")
+    >>> tail.poll()                 # events read
+    190
     >>> snap = tail.snapshot()
     >>> snap.status, snap.jobs_completed, snap.jobs_total, snap.tasks_completed
-    ('running', 3, 4, 57)
+    ('succeeded', 8, 8, 27)
 
 Times are seconds since the epoch (floats).  ``ProgressTracker`` is also what
 :meth:`jobgauge.models.remaining.RemainingTimeEstimator.update` feeds events
@@ -376,7 +378,9 @@ class ProgressTracker:
         ended = self.ended_s is not None if running is None else not running
         if ended:
             taken = self.ended_s or self.last_event_s or now or time.time()
-            status = "failed" if self._jobs and self._last_job_failed() else "succeeded"
+            # no ApplicationEnd in a finished log: the driver died before stopping cleanly
+            died = self.ended_s is None
+            status = "failed" if died or (self._jobs and self._last_job_failed()) else "succeeded"
         else:
             taken = now if now is not None else time.time()
             status = "running"
@@ -632,10 +636,11 @@ class EventLogTail:
 
     def running(self) -> bool | None:
         """What the log's own markers say: True while the app runs, False once
-        it has ended, None when the layout has no marker (then the events decide)."""
+        it has ended (a finished log without ApplicationEnd is a driver that
+        died), None when the layout has no marker (then the events decide)."""
         self._follow_rename()
-        if self.path.is_file():
-            return True if self.path.name.endswith(".inprogress") else None
+        if self.path.is_file():   # Spark drops the .inprogress suffix when the app ends
+            return self.path.name.endswith(".inprogress")
         names = {p.name for p in self.path.iterdir()}
         if any(n.startswith("appstatus_") for n in names):
             return any(n.startswith("appstatus_") and n.endswith(".inprogress") for n in names)
@@ -716,12 +721,7 @@ class EventLogTail:
 
     def snapshot(self, *, now: float | None = None) -> ProgressSnapshot:
         """Progress as of ``now`` (see :meth:`ProgressTracker.snapshot`)."""
-        marker = self.running()
-        running = marker if marker is not None else None
-        if running is None and self.tracker.ended_s is None and self.path.is_file() \
-                and not self.path.name.endswith(".inprogress"):
-            running = False  # a finished single-file log without ApplicationEnd (crashed driver)
-        return self.tracker.snapshot(now=now, running=running)
+        return self.tracker.snapshot(now=now, running=self.running())
 
 
 # ---------------------------------------------------------------- REST API

@@ -9,14 +9,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from jobgauge.models import (
+    DEFAULT_MODEL,
+    MODELS,
+    InvalidParameterError,
+    JobClassifier,
+    RunFeatures,
+    dumps_model,
+    load_model,
+    loads_model,
+    make_model,
+    model_name,
+    predict_frame,
+    predict_one,
+    save_model,
+)
+from jobgauge.models.features import instance_family, parse_knob, size_scale
 from sklearn.base import clone
 
 from jobgauge.errors import ModelError, NotFittedError, UsageError
-from jobgauge.models import (
-    DEFAULT_MODEL, MODELS, InvalidParameterError, JobClassifier, RunFeatures, dumps_model,
-    load_model, loads_model, make_model, model_name, predict_frame, predict_one, save_model,
-)
-from jobgauge.models.features import instance_family, parse_knob, size_scale
 from jobgauge.runtable import read_run_tables
 
 REPO = Path(__file__).resolve().parent.parent
@@ -51,7 +62,9 @@ def small(scout):
 def local_profiled():
     """Local TPC-H runs with one reference profile and plan DAG per query (data/runs)."""
     from jobgauge.models.evaluation import (
-        attach_reference_profiles, default_profile_files, read_profiles,
+        attach_reference_profiles,
+        default_profile_files,
+        read_profiles,
     )
 
     runs = sorted((REPO / "data" / "runs").glob("tpch-*.csv.gz"))

@@ -4,6 +4,7 @@ running local Spark application."""
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import queue
@@ -25,6 +26,7 @@ from jobgauge.models.remaining import (
     RemainingTimeEstimator,
     absolute_percentage_error,
     read_enel_runs,
+    register,
     remaining_seconds,
 )
 from jobgauge.profiler.live import (
@@ -302,6 +304,41 @@ def test_update_event_by_event_matches_the_truth(corpus_dir):
     assert plain.estimate(app_id="a").remaining_seconds == 0.0
 
 
+# ---------------------------------------------------------------- command line
+
+def _cli(argv):
+    parser = argparse.ArgumentParser(prog="jobgauge")
+    parser.add_argument("--store")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
+def test_cli_on_a_finished_event_log(corpus_dir, capsys):
+    path = corpus_dir / "spark-eventlogs" / "apache-spark" / "application_1538416563558_0014"
+    assert _cli(["remaining", str(path), "--history", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "succeeded" and out["remaining_seconds"] == 0.0
+    assert out["jobs_completed"] == out["jobs_total"] == 8
+    assert out["elapsed_s"] == pytest.approx(82.758, abs=1e-3)
+    assert _cli(["remaining", str(path)]) == 0
+    assert "succeeded after 83 s" in capsys.readouterr().out
+
+
+def test_cli_errors(tmp_path):
+    port = _free_port()
+    with pytest.raises(LiveSourceError, match="cannot reach the Spark UI"):
+        _cli(["remaining", f"http://127.0.0.1:{port}"])
+    with pytest.raises(UsageError, match="--watch must be > 0 seconds"):
+        _cli(["remaining", str(tmp_path), "--watch", "0"])
+    running = tmp_path / "eventlog_v2_local-1"
+    running.mkdir()
+    (running / "appstatus_local-1.inprogress").write_text("")
+    (running / "events_1_local-1").write_text('{"Event":"SparkListenerLogStart","Spark Version":"4.3.0"}\n')
+    with pytest.raises(UsageError, match="still running; only finished runs can serve as history"):
+        _cli(["remaining", str(running), "--history", str(running)])
+
+
 # ---------------------------------------------------------------- bad input
 
 def test_garbage_file_is_a_parse_error(tmp_path):
@@ -336,6 +373,21 @@ def test_truncated_finished_log_is_a_parse_error(corpus_dir, tmp_path):
     tail.poll()
     with pytest.raises(ParseError, match="not a JSON line"):
         tail.finish()
+
+
+def test_finished_log_without_application_end_is_a_failed_run(corpus_dir, tmp_path):
+    lines = (corpus_dir / "spark-eventlogs" / "sparklens" / "local-1532512550423").read_text().splitlines()
+    kept = [line for line in lines if "SparkListenerApplicationEnd" not in line]
+    assert len(kept) == len(lines) - 1
+    died = tmp_path / "local-died"
+    died.write_text("\n".join(kept) + "\n")
+    snap = read_snapshot(died)
+    assert snap.status == "failed" and snap.jobs_completed == 2
+    # it ends at its last recorded event: after the last job, before the removed ApplicationEnd
+    events = [json.loads(line) for line in lines]
+    app_end = [e["Timestamp"] for e in events if e["Event"] == "SparkListenerApplicationEnd"][0] / 1000
+    last_job_end = max(e["Completion Time"] for e in events if e["Event"] == "SparkListenerJobEnd") / 1000
+    assert last_job_end <= snap.ended_s < app_end
 
 
 def _free_port() -> int:
@@ -378,6 +430,8 @@ def sleepy(it):
 settings = [
     ("rolling-zstd", {}),   # Spark 4's defaults: rolling eventlog_v2_ folder, zstd
     ("single-lz4", {"spark.eventLog.rolling.enabled": "false", "spark.eventLog.compression.codec": "lz4"}),
+    ("single-snappy", {"spark.eventLog.rolling.enabled": "false",
+                       "spark.eventLog.compression.codec": "snappy"}),
 ]
 for label, extra in settings:
     builder = (SparkSession.builder.master("local[2]").appName("jobgauge-live-test")
@@ -402,7 +456,8 @@ def _log_path(folder: Path, app_id: str, label: str) -> Path | None:
     if label == "rolling-zstd":
         path = folder / f"eventlog_v2_{app_id}"
         return path if path.exists() else None
-    for name in (f"{app_id}.lz4.inprogress", f"{app_id}.lz4"):
+    codec = label.split("-")[1]
+    for name in (f"{app_id}.{codec}.inprogress", f"{app_id}.{codec}"):
         if (folder / name).exists():
             return folder / name
     return None
@@ -410,7 +465,7 @@ def _log_path(folder: Path, app_id: str, label: str) -> Path | None:
 
 @pytest.fixture(scope="module")
 def live_run(tmp_path_factory):
-    """Run the child application twice (two codecs), polling its REST API and
+    """Run the child application three times (three event-log codecs), polling its REST API and
     tailing its event log while it runs; return everything that was seen."""
     folder = tmp_path_factory.mktemp("live-events")
     port = _free_port()
@@ -421,9 +476,9 @@ def live_run(tmp_path_factory):
     threading.Thread(target=lambda: [lines.put(line) for line in child.stdout], daemon=True).start()
     apps: dict[str, str] = {}          # label -> app id
     tails: dict[str, EventLogTail] = {}
-    seen = {"rest": [], "tail": {"rolling-zstd": [], "single-lz4": []}, "remaining": None,
+    seen = {"rest": [], "tail": {"rolling-zstd": [], "single-lz4": [], "single-snappy": []}, "remaining": None,
             "paths": {}}
-    deadline = time.time() + 300
+    deadline = time.time() + 420
     try:
         while child.poll() is None and time.time() < deadline:
             while not lines.empty():
@@ -446,14 +501,14 @@ def live_run(tmp_path_factory):
                 if seen["remaining"] is None and snap.status == "running" and snap.jobs_completed >= 1:
                     seen["remaining"] = remaining_seconds(url)
             except (LiveSourceError, ParseError):
-                pass     # the JVM is starting (404, half-started UI) or between the two applications
+                pass     # the JVM is starting (404, half-started UI) or between applications
             time.sleep(0.3)
     except BaseException:
         child.kill()
         raise
     if child.poll() is None:
         child.kill()
-        pytest.fail("the live Spark application did not finish within 300 s")
+        pytest.fail("the live Spark application did not finish within 420 s")
     assert child.returncode == 0
     for label, tail in tails.items():
         tail.finish()
@@ -463,7 +518,7 @@ def live_run(tmp_path_factory):
 
 @pytest.mark.spark
 def test_rest_snapshots_of_a_running_application(live_run):
-    assert set(live_run["apps"]) == {"rolling-zstd", "single-lz4"}
+    assert set(live_run["apps"]) == {"rolling-zstd", "single-lz4", "single-snappy"}
     for label, app_id in live_run["apps"].items():
         snaps = [s for s in live_run["rest"] if s.app_id == app_id]
         assert snaps, f"no REST snapshot of {label}"
@@ -494,7 +549,7 @@ def test_remaining_seconds_of_a_running_application(live_run):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("label", ["rolling-zstd", "single-lz4"])
+@pytest.mark.parametrize("label", ["rolling-zstd", "single-lz4", "single-snappy"])
 def test_tail_reader_follows_a_log_spark_is_writing(live_run, label):
     polls = live_run["tail"][label]
     assert len(polls) >= 3
@@ -510,7 +565,7 @@ def test_tail_reader_follows_a_log_spark_is_writing(live_run, label):
                               "stages_total": 4, "stages_skipped": 0,
                               "tasks_completed": 14, "tasks_total": 14}
     assert live_run["tails"][label].running() is False
-    if label == "single-lz4":   # Spark renamed .lz4.inprogress to .lz4; the reader followed
+    if label.startswith("single-"):   # Spark renamed <id>.<codec>.inprogress to <id>.<codec>; the reader followed
         assert live_run["paths"][label].name.endswith(".inprogress")
         assert not live_run["paths"][label].exists()
 

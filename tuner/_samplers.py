@@ -235,8 +235,9 @@ class TransferSampler(_FiniteSetSampler):
     """
 
     def __init__(self, candidates, *, prior=None, seed=None, n_prior_trials=1, kappa=0.5,
-                 lengthscale=2.0, signal_std=1.0, noise_std=0.05):
+                 lengthscale=2.0, signal_std=1.0, noise_std=0.05, prior_mean=0.0):
         self._setup(candidates, seed)
+        self.prior_mean = float(prior_mean)
         self.prior = None if prior is None else np.asarray(prior, dtype=float)
         if self.prior is not None and len(self.prior) != len(candidates):
             raise UsageError("the prior needs one score per candidate")
@@ -253,10 +254,17 @@ class TransferSampler(_FiniteSetSampler):
         logs = _log_values(observed)
         seen = list(logs)
         y = np.array([logs[i] for i in seen])
-        mean, std = gp_posterior(features[seen], y - y.mean(), features[free],
+        trend = np.zeros(len(self.candidates))
+        if self.prior_mean and self.prior is not None and np.isfinite(self.prior).any():
+            filled = np.where(np.isfinite(self.prior), self.prior,
+                              np.nanmedian(self.prior))
+            trend = self.prior_mean * filled
+        base = trend[seen]
+        offset = float(np.mean(y - base))
+        mean, std = gp_posterior(features[seen], y - base - offset, features[free],
                                  lengthscale=self.lengthscale, signal_std=self.signal_std,
                                  noise_std=self.noise_std)
-        return self._pick(free, mean + y.mean() - self.kappa * std)
+        return self._pick(free, mean + offset + trend[free] - self.kappa * std)
 
     def _from_prior(self, free):
         if self.prior is not None:

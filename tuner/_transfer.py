@@ -56,22 +56,22 @@ def job_ratios(history, objective: str = "cost") -> dict:
     frame = history.copy()
     frame["_value"] = _row_values(frame, objective)
     frame = frame[np.isfinite(frame["_value"]) & (frame["_value"] > 0)]
+    if frame.empty:
+        return {}
+    keys = list(JOB_KEYS) + ["instance_type", "instance_count"]
+    per = frame.groupby(keys, sort=True).agg(value=("_value", "median"),
+                                             completed=("completed", "all")).reset_index()
+    per["log"] = np.log(per["value"].astype(float))
+    done = per["log"].where(per["completed"].astype(bool))
+    by_job = done.groupby([per[k] for k in JOB_KEYS], sort=False)
+    per["best"] = by_job.transform("min")
+    per["worst"] = by_job.transform("max")
+    per = per[per["best"].notna()]
+    logged = np.where(per["completed"].astype(bool), per["log"],
+                      np.maximum(per["log"], per["worst"]))
     out = {}
-    for job, rows in frame.groupby(list(JOB_KEYS), sort=True):
-        per_config = rows.groupby(["instance_type", "instance_count"]).agg(
-            value=("_value", "median"), completed=("completed", "all"))
-        done = per_config[per_config["completed"]]
-        if done.empty:
-            continue
-        best = math.log(done["value"].min())
-        worst = math.log(done["value"].max())
-        ratios = {}
-        for (instance_type, count), row in per_config.iterrows():
-            logged = math.log(row["value"])
-            if not row["completed"]:
-                logged = max(logged, worst)
-            ratios[(str(instance_type), int(count))] = logged - best
-        out[job] = ratios
+    for row, ratio in zip(per[keys].itertuples(index=False, name=None), logged - per["best"]):
+        out.setdefault(tuple(row[:4]), {})[(str(row[4]), int(row[5]))] = float(ratio)
     return out
 
 
@@ -91,11 +91,15 @@ def _weighted_median(values, weights) -> float:
     order = np.argsort(values)
     values, weights = np.asarray(values)[order], np.asarray(weights)[order]
     cumulative = np.cumsum(weights)
-    return float(values[np.searchsorted(cumulative, 0.5 * cumulative[-1])])
+    half = 0.5 * cumulative[-1]
+    index = int(np.searchsorted(cumulative, half))
+    if index + 1 < len(values) and math.isclose(cumulative[index], half):
+        return float(0.5 * (values[index] + values[index + 1]))   # even split: the midpoint
+    return float(values[index])
 
 
 def history_prior(history, candidates, objective: str = "cost", *, profile=None,
-                  profile_weight: float = 0.0):
+                  profile_weight: float = 0.0, min_coverage: float = 0.0):
     """One score per candidate (lower is better, NaN where no history job
     ran its node configuration), or None without history."""
     if history is None or len(history) == 0 or "instance_count" not in candidates.names:
@@ -117,6 +121,7 @@ def history_prior(history, candidates, objective: str = "cost", *, profile=None,
             similarity -= abs(math.log10(job_bytes / target_bytes))
         weights[job] = math.exp(profile_weight * similarity)
     scores = np.full(len(candidates), np.nan)
+    coverage = np.zeros(len(candidates))
     for index, config in enumerate(candidates.configs):
         key = (str(config.get("instance_type")), int(config["instance_count"]))
         values, job_weights = [], []
@@ -126,4 +131,7 @@ def history_prior(history, candidates, objective: str = "cost", *, profile=None,
                 job_weights.append(weights[job])
         if values:
             scores[index] = _weighted_median(values, job_weights)
+            coverage[index] = sum(job_weights)
+    if min_coverage > 0 and np.isfinite(scores).any():
+        scores[coverage < min_coverage * coverage.max()] = np.nan
     return scores

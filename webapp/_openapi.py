@@ -16,6 +16,9 @@ def _nullable(schema: dict) -> dict:
 
 
 NUMBER = {"type": "number"}
+# What a pasted query must start with (ECMA regex, so no inline flags).
+QUERY_PATTERN = (r"^\s*\(*\s*([Ss][Ee][Ll][Ee][Cc][Tt]|[Ww][Ii][Tt][Hh]|[Ff][Rr][Oo][Mm]|"
+                 r"[Ii][Nn][Ss][Ee][Rr][Tt]|[Vv][Aa][Ll][Uu][Ee][Ss]|[Tt][Aa][Bb][Ll][Ee])\s")
 ERROR = {
     "type": "object", "required": ["error", "detail"],
     "properties": {
@@ -48,8 +51,10 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                     "'sql' for the query in the sql field"},
         "query": {"type": "integer", "minimum": 1, "maximum": 22,
                   "description": "TPC-H query number (instead of workload)"},
-        "sql": {"type": "string", "maxLength": max_query_chars,
-                "description": "one HiveQL or Spark SQL query over the TPC-H or HiBench tables"},
+        "sql": {"type": "string", "maxLength": max_query_chars, "pattern": QUERY_PATTERN,
+                "description": "one HiveQL or Spark SQL query (SELECT, WITH, FROM, INSERT, "
+                               "VALUES or TABLE; no ';' between statements) over the TPC-H or "
+                               "HiBench tables"},
         "scale": {"type": "number", "exclusiveMinimum": True, "minimum": 0, "maximum": 1000,
                   "default": 1, "description": "TPC-H scale factor (about GB of raw data)"},
         "size": {"type": "string", "enum": list(HIBENCH_SIZES), "default": "large",
@@ -70,11 +75,21 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
         "adaptive": {"type": "string", "enum": list(AQE_CHOICES)},
         "broadcast_threshold": {"type": "string", "pattern": r"^(-1|\d{1,12}[kmgKMG]?)$",
                                 "description": "bytes, a size such as 10m, or -1 (off)"},
-        "config": {"type": "object", "description": "other spark.* settings",
+        "config": {"type": "object",
+                   "description": "other settings; every name starts with 'spark.'",
                    "additionalProperties": {"type": "string"}},
         "include_dag": {"type": "boolean", "default": False,
                         "description": "also return the query DAG (a pasted query always has one)"},
     }
+    # Exactly one way to name the job: a workload, a TPC-H query number, or a query text.
+    job_choice = {"oneOf": [
+        {"required": ["workload"], "properties": {"workload": {"not": {"enum": [SQL_WORKLOAD]}}},
+         "not": {"anyOf": [{"required": ["query"]}, {"required": ["sql"]}]}},
+        {"required": ["query"], "not": {"anyOf": [{"required": ["workload"]},
+                                                  {"required": ["sql"]}]}},
+        {"required": ["sql"], "properties": {"workload": {"enum": [SQL_WORKLOAD]}},
+         "not": {"required": ["query"]}},
+    ]}
     tune_properties = {**estimate_properties,
                        "trials": {"type": "integer", "minimum": 1, "maximum": max_trials},
                        "seed": {"type": "integer", "minimum": 0, "maximum": 2 ** 31 - 1}}
@@ -147,8 +162,8 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
             "instance_type": {"type": "string", "minLength": 1, "maxLength": 200,
                               "pattern": r"\S"},
             "instance_count": {"type": "integer", "minimum": 1},
-            "vcpus": {"type": "number", "exclusiveMinimum": True, "minimum": 0},
-            "memory_gib": {"type": "number", "exclusiveMinimum": True, "minimum": 0},
+            "vcpus": {"type": "number", "minimum": 1e-9},
+            "memory_gib": {"type": "number", "minimum": 1e-9},
             "hourly_price_usd": _nullable({"type": "number", "minimum": 0}),
             "config": {"type": "object", "additionalProperties": {"type": "string"},
                        "description": "the job's settings (or config_json: its JSON text)"},
@@ -274,9 +289,9 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
         "components": {"schemas": {
             "Error": ERROR, "Option": option, "Estimate": estimate, "Tuned": tuned,
             "EstimateRequest": {"type": "object", "additionalProperties": False,
-                                "properties": estimate_properties},
+                                "properties": estimate_properties, **job_choice},
             "TuneRequest": {"type": "object", "additionalProperties": False,
-                            "properties": tune_properties},
+                            "properties": tune_properties, **job_choice},
             "RunInput": run_input, "RunRecord": run_record,
             "RunsPage": {"type": "object", "required": ["runs", "total", "limit", "offset"],
                          "properties": {"runs": {"type": "array", "items": {

@@ -49,6 +49,8 @@ def index():
     status = 200
     if request.method == "POST":
         values.update({k: request.form.get(k, "") for k in FIELDS})
+        if values["sql"].strip():
+            values["workload"] = SQL_WORKLOAD   # a pasted query is what gets estimated
         chosen = request.form.getlist("instance_types")
         try:
             answer = _answer(service, {**values, "instance_types": chosen})

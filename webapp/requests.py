@@ -121,7 +121,7 @@ def _unknown_fields(data: dict, allowed) -> None:
                                        + ", ".join(allowed))
 
 
-def _workload(data: dict, known_workloads, max_query_chars: int):
+def _workload(data: dict, known_workloads, max_query_chars: int, sql_wins: bool):
     """(workload, label, sql text or None, pasted?)"""
     from jobgauge.webapp._plans import workload_sql
 
@@ -134,9 +134,10 @@ def _workload(data: dict, known_workloads, max_query_chars: int):
     if len(sql) > max_query_chars:
         raise InvalidField("sql", f"is too long: {len(sql)} characters, at most "
                                   f"{max_query_chars} are accepted")
-    if sql and workload not in ("", SQL_WORKLOAD) and not query:
-        # the form keeps the picked workload while a query is pasted: the text wins
-        workload = SQL_WORKLOAD
+    if sql and (query or workload not in ("", SQL_WORKLOAD)):
+        if not sql_wins or query:
+            raise InvalidField("sql", "give either a query text (sql) or a workload, not both")
+        workload = SQL_WORKLOAD  # the form keeps its picked workload while a query is pasted
     if workload == SQL_WORKLOAD or (sql and not workload and not query):
         if not sql:
             raise InvalidField("sql", "is empty: paste a HiveQL or Spark SQL query, "
@@ -197,11 +198,11 @@ def _config(data: dict) -> dict:
     return config
 
 
-def _instance_types(data: dict, catalog_names) -> list[str]:
+def _instance_types(data: dict, catalog_names, strict: bool) -> list[str]:
     value = data.get("instance_types")
     if value is None or value == "" or value == []:
         return ["local[2]"]
-    if isinstance(value, str):
+    if isinstance(value, str) and not strict:
         names = [n.strip() for n in value.split(",") if n.strip()]
     elif isinstance(value, list) and all(isinstance(v, str) for v in value):
         names = [v.strip() for v in value if v.strip()]
@@ -239,7 +240,8 @@ def parse_estimate(data, *, known_workloads, catalog_names, max_query_chars=100_
         raise InvalidField("body", "must be a JSON object")
     if strict:
         _unknown_fields(data, allowed)
-    workload, label, sql, pasted = _workload(data, known_workloads, max_query_chars)
+    workload, label, sql, pasted = _workload(data, known_workloads, max_query_chars,
+                                             sql_wins=not strict)
     scale = size = None
     if workload.startswith("tpch-") or pasted:
         scale = _number(data, "scale", minimum=0, strictly=True, maximum=1000,
@@ -260,7 +262,7 @@ def parse_estimate(data, *, known_workloads, catalog_names, max_query_chars=100_
     return EstimateRequest(
         workload=workload, label=label, datasize=datasize, scale=scale,
         input_bytes=None if input_gb is None else input_gb * 1e9,
-        instance_types=_instance_types(data, catalog_names),
+        instance_types=_instance_types(data, catalog_names, strict),
         nodes_min=nodes_min, nodes_max=nodes_max,
         deadline_s=_number(data, "deadline_s", minimum=0, strictly=True, unit="seconds"),
         budget_usd=_number(data, "budget_usd", minimum=0, strictly=True, unit="US dollars"),

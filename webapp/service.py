@@ -39,6 +39,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 _SHARED_FRAMES: dict = {}
 _SHARED_CLASSIFIERS: dict = {}
 _SHARED_LOCK = threading.Lock()
+UI_TIMEOUT_S = 15          # a Spark UI's first REST answer can take seconds on a busy driver
 LOCAL_MEMORY_GIB = 1.0     # the driver heap of a local[N] run (spark.driver.memory 1g), as recorded
 
 
@@ -379,7 +380,7 @@ class Service:
     def tune(self, request: EstimateRequest, *, trials: int | None = None, seed: int = 0,
              estimate: dict | None = None) -> dict:
         """The recommended cluster with Spark SQL settings tuned by the model."""
-        from jobgauge.tuner import Goal, spark_sql_space, tune_with_model
+        from jobgauge.tuner import spark_sql_space
 
         model, _ = self.ensure_model()
         estimate = estimate or self.estimate(request)
@@ -404,8 +405,7 @@ class Service:
         space = type(space)(k for k in space if k.name not in request.config)
         n_trials = int(trials or self.tune_trials)
         if len(space):
-            result = tune_with_model(model, space, base_row, goal=Goal("time"),
-                                     n_trials=n_trials, seed=seed, sampler="tpe")
+            result = tune_knobs(model, space, base_row, n_trials=n_trials, seed=seed)
             chosen, runtime_s = result.best.config, result.best.runtime_s
             interval = result.best.runtime_interval_s or [runtime_s, runtime_s]
             baseline = next((t.runtime_s for t in result.trials if t.number == 0), None)
@@ -468,7 +468,8 @@ class Service:
         listing = f"{parts.scheme}://{parts.netloc}{path}/api/v1/applications"
         try:
             with urllib.request.urlopen(urllib.request.Request(
-                    listing, headers={"Accept": "application/json"}), timeout=5) as response:
+                    listing, headers={"Accept": "application/json"}),
+                    timeout=UI_TIMEOUT_S) as response:
                 apps = json.loads(response.read())
         except urllib.error.HTTPError as exc:
             raise UnknownApplication(f"{listing} answered HTTP {exc.code}: not a Spark UI "
@@ -506,6 +507,25 @@ class Service:
 
     def models(self) -> list[dict]:
         return [jsonable(m) for m in self.store.list_models()]
+
+
+def tune_knobs(model, space, base_row: dict, *, n_trials: int, seed: int = 0):
+    """Model-guided tuning of ``space`` on the job of ``base_row``: the engine
+    defaults first, then TPE proposals; the fastest predicted runtime wins.
+
+    This is ``jobgauge.tuner.tune_with_model`` (goal: time) built from the
+    tuner's own pieces, without its closing fANOVA importance: the page does
+    not show it, it costs a forest fit per request, and it fails when every
+    trial predicts the same runtime (a tree model often does).
+    """
+    from jobgauge.tuner import (
+        Goal, Objective, create_study, make_sampler, model_evaluator, run_trials,
+    )
+
+    goal = Goal("time")
+    study = create_study(goal, make_sampler("tpe", seed=seed))
+    study.enqueue_trial(space.defaults())
+    return run_trials(study, Objective(space, model_evaluator(model, base_row), goal), n_trials)
 
 
 def recommend(rows: list[dict], request: EstimateRequest) -> tuple[dict, str]:

@@ -5,8 +5,9 @@ Every prepared data set is one folder
 and a manifest ``_hibench.json`` (workload, size, seed, generator version,
 parameters, record count, file list).  A folder is created under a temporary
 name and renamed into place only when complete, so a killed generation never
-leaves a half-written data set behind; a folder whose manifest is missing or
-from another generator version is regenerated.
+leaves a half-written data set behind; a folder whose manifest is missing,
+lists a missing file, or records another generator version or other
+parameters is regenerated.
 
 Files whose names start with ``_`` or ``.`` are metadata (Hadoop's
 convention) and do not count as input bytes.
@@ -105,22 +106,22 @@ def cached_prepare(data_root: Path, workload: str, size: str, seed: int, params:
     """Return the data folder for (workload, size, seed), generating it if needed."""
     rng_for(workload, seed)  # validates the seed before any work
     target = Path(data_root) / "hibench" / workload / f"{size}-seed{seed}"
-    if _complete(target, workload):
+    if _complete(target, workload, params):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{size}-seed{seed}-", dir=target.parent))
     try:
         generate_folder(staging, workload, size, seed, params, generate)
-        if _complete(target, workload):  # another process finished first
+        if _complete(target, workload, params):  # another process finished first
             return target
-        if target.exists():  # stale: older generator version or incomplete
+        if target.exists():  # stale: other generator version or parameters, or incomplete
             old = Path(tempfile.mkdtemp(prefix=f".old-{size}-seed{seed}-", dir=target.parent))
             os.replace(target, old / "data")
             shutil.rmtree(old, ignore_errors=True)
         try:
             os.replace(staging, target)
         except OSError:
-            if not _complete(target, workload):  # not a concurrent preparer's finished copy
+            if not _complete(target, workload, params):  # not a concurrent preparer's finished copy
                 raise
     finally:
         if staging.exists():
@@ -128,7 +129,7 @@ def cached_prepare(data_root: Path, workload: str, size: str, seed: int, params:
     return target
 
 
-def _complete(target: Path, workload: str) -> bool:
+def _complete(target: Path, workload: str, params: dict) -> bool:
     manifest_path = target / MANIFEST
     if not manifest_path.is_file():
         return False
@@ -138,6 +139,7 @@ def _complete(target: Path, workload: str) -> bool:
         return False
     return (manifest.get("workload") == workload
             and manifest.get("generator_version") == GENERATOR_VERSION
+            and manifest.get("params") == json.loads(json.dumps(params))
             and all((target / name).is_file() for name in manifest.get("files", [])))
 
 

@@ -59,32 +59,32 @@ SIZES: dict[str, dict[str, dict]] = {
     "sort": {
         "tiny": {"datasize": 32_000, **_F},
         "small": {"datasize": 3_200_000, **_F},
-        "medium": {"datasize": 32_000_000, **_F},
+        "medium": {"datasize": 160_000_000, **_F},
     },
     "terasort": {
         "tiny": {"datasize": 32_000, **_F},
         "small": {"datasize": 3_200_000, **_F},
-        "medium": {"datasize": 16_000_000, **_F},
+        "medium": {"datasize": 100_000_000, **_F},
     },
     "repartition": {
         "tiny": {"datasize": 3_200, **_F},
         "small": {"datasize": 3_200_000, **_F},
-        "medium": {"datasize": 16_000_000, **_F},
+        "medium": {"datasize": 64_000_000, **_F},
     },
     "scan": {
         "tiny": {"uservisits": 1_000, "pages": 120, **_F},
-        "medium": {"uservisits": 10_000, "pages": 1_200, **_F},
         "small": {"uservisits": 100_000, "pages": 12_000, **_F},
+        "medium": {"uservisits": 500_000, "pages": 60_000, **_F},
     },
     "join": {
         "tiny": {"uservisits": 1_000, "pages": 120, **_F},
-        "medium": {"uservisits": 10_000, "pages": 1_200, **_F},
         "small": {"uservisits": 100_000, "pages": 12_000, **_F},
+        "medium": {"uservisits": 500_000, "pages": 60_000, **_F},
     },
     "aggregation": {
         "tiny": {"uservisits": 1_000, "pages": 120, **_F},
-        "medium": {"uservisits": 10_000, "pages": 1_200, **_F},
         "small": {"uservisits": 100_000, "pages": 12_000, **_F},
+        "medium": {"uservisits": 500_000, "pages": 60_000, **_F},
     },
     "kmeans": {
         "tiny": {"num_of_clusters": 5, "dimensions": 3, "num_of_samples": 30_000,
@@ -96,12 +96,12 @@ SIZES: dict[str, dict[str, dict]] = {
     },
     "bayes": {
         "tiny": {"pages": 25_000, "classes": 10, "ngrams": 1, **_F},
-        "medium": {"pages": 8_000, "classes": 100, "ngrams": 2, **_F},
+        "medium": {"pages": 27_500, "classes": 55, "ngrams": 1, **_F},
         "small": {"pages": 30_000, "classes": 100, "ngrams": 2, **_F},
     },
     "lr": {
         "tiny": {"examples": 100, "features": 1_000, **_F},
-        "medium": {"examples": 300, "features": 3_000, **_F},
+        "medium": {"examples": 600, "features": 6_000, **_F},
         "small": {"examples": 1_000, "features": 10_000, **_F},
     },
     "als": {
@@ -111,7 +111,7 @@ SIZES: dict[str, dict[str, dict]] = {
     },
     "pagerank": {
         "tiny": {"pages": 50, "num_iterations": 1, **_F},
-        "medium": {"pages": 500, "num_iterations": 3, **_F},
+        "medium": {"pages": 2_000, "num_iterations": 3, **_F},
         "small": {"pages": 5_000, "num_iterations": 3, **_F},
     },
 }

@@ -136,17 +136,33 @@
     timer = setInterval(poll, POLL_MS);
   }
 
-  lines(text).forEach(function (item) {
-    if (item.id) {
-      follow(card(item.url, item.id), item.url, item.id);
-      return;
-    }
+  // Without an application id, ask which applications the address lists; retry every
+  // 2 s until it answers (the application may not have started yet).
+  function discover(item, node) {
     getJSON(API + "/apps?url=" + encodeURIComponent(item.url)).then(function (body) {
       var apps = body.applications;
       var running = apps.filter(function (a) { return !a.completed; });
       var chosen = running.length ? running : apps.slice(0, 1);
-      if (!chosen.length) { problem(card(item.url, null), "no applications at " + item.url); }
-      chosen.forEach(function (app) { follow(card(item.url, app.id), item.url, app.id); });
-    }).catch(function (error) { problem(card(item.url, null), error.message); });
+      if (!chosen.length) {
+        problem(node, "no applications at " + item.url + " yet; asking again");
+        setTimeout(function () { discover(item, node); }, POLL_MS);
+        return;
+      }
+      chosen.forEach(function (app, index) {
+        var target = index === 0 ? node : card(item.url, app.id);
+        target.querySelector(".name").textContent = app.id;
+        target.setAttribute("data-app-id", app.id);
+        problem(target, "");
+        follow(target, item.url, app.id);
+      });
+    }).catch(function (error) {
+      problem(node, error.message + " (asking again)");
+      setTimeout(function () { discover(item, node); }, POLL_MS);
+    });
+  }
+
+  lines(text).forEach(function (item) {
+    var node = card(item.url, item.id);
+    if (item.id) { follow(node, item.url, item.id); } else { discover(item, node); }
   });
 })();
