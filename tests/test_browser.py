@@ -216,6 +216,8 @@ def test_running_jobs_page_follows_a_real_spark_app(page, live_server, slow_spar
     page.wait_for_function(
         "document.querySelector('#apps-list section.app[data-status=running]') && "
         "Number(document.querySelector('#apps-list section.app').dataset.polls) >= 3 && "
+        "document.querySelector('polyline.remaining-line') && document.querySelector("
+        "'polyline.remaining-line').getAttribute('points').trim().split(' ').length >= 3 && "
         "document.querySelector('.tasks-done') && "
         "!document.querySelector('.tasks-done').textContent.startsWith('0 of')",
         timeout=120_000)

@@ -85,3 +85,26 @@ def test_real_spark_submit_through_the_wrapper(tmp_path, monkeypatch):
     assert len(runs) == 1 and runs[0]["workload"] == "job" and runs[0]["status"] == "succeeded"
     assert runs[0]["config"]["spark.master"] == "local[1]"
     assert "tuning skipped" in result.stderr
+
+
+def test_dry_run_adds_tuned_settings_the_user_did_not_set(tmp_path, monkeypatch, capsys):
+    from jobgauge.models import dumps_model, make_model
+    from jobgauge.runtable import read_run_tables
+
+    shipped = sorted((submit.Path(__file__).resolve().parent.parent / "data" / "runs").glob(
+        "tpch-*.csv.gz"))
+    model = make_model("forest", random_state=0).fit(read_run_tables(shipped))
+    open_store(tmp_path / "s.db").save_model("default", "forest", dumps_model(model), {})
+    monkeypatch.setenv("JOBGAUGE_STORE", str(tmp_path / "s.db"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert submit.main(["--jobgauge-dry-run", *USER_ARGS]) == 0
+    captured = capsys.readouterr()
+    command = submit.shlex.split(captured.out.strip())
+    assert captured.err == ""
+    app = command.index("job.py")
+    added = [command[i + 1] for i in range(len(USER_ARGS) - 1, app) if command[i] == "--conf"]
+    keys = [a.split("=", 1)[0] for a in added]
+    assert "spark.sql.shuffle.partitions" not in keys  # the user's own value is kept
+    assert "spark.eventLog.enabled" in keys and any(k.startswith("spark.sql.") for k in keys)
+    assert command[app:] == ["job.py", "--conf", "app-arg"]
+    assert command[1:app][:len(USER_ARGS) - 3] == USER_ARGS[:len(USER_ARGS) - 3]

@@ -145,17 +145,35 @@ def workload_name(args: list[str]) -> str:
     return Path(args[index]).name.rsplit(".", 1)[0] or "spark-submit"
 
 
-def tuned_settings(own: dict, args: list[str], store) -> dict:
-    """Tuned settings for the knobs the user did not set."""
-    from jobgauge.models import loads_model
-    from jobgauge.tuner import tune_with_model
+def tuned_settings(own: dict, args: list[str], store, *, trials: int = 40) -> dict:
+    """Tuned settings for the knobs the user did not set (model-guided, instant)."""
+    import math
 
-    meta, payload = store.load_model()
+    from jobgauge.models import loads_model
+    from jobgauge.profiler.runner import local_cores, memory_gib
+    from jobgauge.tuner import Goal, format_setting, spark_sql_space, tune_with_model
+
+    _meta, payload = store.load_model()
     model = loads_model(payload)
-    result = tune_with_model(model, workload=own["workload"] or workload_name(args),
-                             datasize=own["datasize"] or "", objective=own["objective"])
     mine = user_settings(args)
-    return {k: v for k, v in result["config"].items() if k not in mine}
+    master = mine.get("spark.master", "local[*]")
+    cores = local_cores(master) if master.startswith("local") else int(
+        mine.get("spark.executor.cores", 1))
+    base_row = {"source": "jobgauge-submit", "workload": own["workload"] or workload_name(args),
+                "framework": "spark", "datasize": own["datasize"] or "",
+                "input_bytes": math.nan,
+                "instance_type": f"local[{cores}]" if master.startswith("local") else "cluster",
+                "instance_count": 1, "vcpus": float(cores),
+                "memory_gib": memory_gib(mine.get("spark.driver.memory", "1g")),
+                "hourly_price_usd": math.nan, "runtime_s": math.nan, "completed": True,
+                "run_id": "submit", "config": {}}
+    space = spark_sql_space()
+    result = tune_with_model(model, space, base_row, goal=Goal(own["objective"]),
+                             n_trials=trials, seed=0)
+    if result.best is None:
+        return {}
+    return {name: format_setting(name, value) for name, value in result.best.config.items()
+            if name not in mine and name.startswith("spark.")}
 
 
 def _warn(message: str) -> None:
