@@ -69,11 +69,13 @@ def tune_replay(frame, workload: str, *, framework=None, datasize=None, where=No
                 objective: str = "cost", n_trials: int = 10, seed: int | None = 0,
                 history=None, sampler: str = "transfer", deadline_s=None, budget_usd=None,
                 storage=None, study_name=None, stop: Callable | None = None,
-                profile_weight: float = 0.0, importance: bool = False, progress=False):
+                profile_weight: float = 1.0, min_coverage: float = 0.5, importance: bool = False,
+                progress=False):
     """Tune ``workload`` against the runs of ``frame`` (a read_run_tables frame).
 
     ``history``: run-table frame of other workloads (rows of ``workload`` in it
-    are dropped).  ``n_trials`` is capped at the number of measured
+    are dropped); ``profile_weight`` and ``min_coverage`` shape its prior
+    (see ``history_prior``).  ``n_trials`` is capped at the number of measured
     configurations.  Returns a TuneResult whose trial values are seconds
     (``time``) or dollars (``cost``).
     """
@@ -81,7 +83,7 @@ def tune_replay(frame, workload: str, *, framework=None, datasize=None, where=No
     table = ReplayTable(frame, workload, framework=framework, datasize=datasize, where=where)
     history = history_frame(history, workload)
     prior = history_prior(history, table.candidates, objective, profile=table.profile,
-                          profile_weight=profile_weight)
+                          profile_weight=profile_weight, min_coverage=min_coverage)
     chosen = make_sampler(sampler, seed=seed, candidates=table.candidates, prior=prior,
                           multi_objective=goal.objective == "both")
     study = create_study(goal, chosen, storage=storage, study_name=study_name)
@@ -227,7 +229,8 @@ def tune_measured(run_trial: Callable, space, *, goal: Goal | None = None, n_tri
     evaluate = measured_evaluator(run_trial, store=store, base_row=base_row)
     if isinstance(space, CandidateSet):
         history = history_frame(history, workload) if workload else history
-        prior = history_prior(history, space, goal.objective, profile=profile)
+        prior = history_prior(history, space, goal.objective, profile=profile,
+                              profile_weight=1.0, min_coverage=0.5)
         chosen = make_sampler(sampler, seed=seed, candidates=space, prior=prior,
                               multi_objective=goal.objective == "both")
         study = create_study(goal, chosen, storage=storage, study_name=study_name)

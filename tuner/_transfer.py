@@ -13,9 +13,12 @@
 4. a candidate's score is the weighted median of those ratios over the jobs
    that ran its node configuration (NaN when none did).
 
-Weights come from the job's profile: ``profile_weight`` > 0 favours history
-jobs of the same framework and size label and of similar input bytes
-(``exp(profile_weight * similarity)``); 0 (the default) weighs them equally.
+Weights come from the job's profile: history jobs of the same framework and
+size label and of similar input bytes count more, ``exp(profile_weight *
+similarity)`` with similarity = [same framework] + [same size label] -
+|log10 of the input-bytes ratio|; ``profile_weight=0`` weighs them equally.
+A node configuration that fewer history jobs ran than ``min_coverage`` x the
+best-covered one gets no score: one job's optimum is not evidence enough.
 
 Rows of the tuned workload are never read: ``history_frame`` drops them.
 """
