@@ -190,9 +190,9 @@ def main(argv=None) -> int:
     parser.add_argument("--datasets", nargs="+", choices=sorted(DATASETS),
                         default=["scout", "c3o"])
     parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--gp-budget", type=int, default=25,
-                        help="most trials of a GP-BO search (default 25)")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--gp-budget", type=int, default=20,
+                        help="most trials of a GP-BO search (default 20)")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "reports")
     parser.add_argument("--runs-json", type=Path, default=None,

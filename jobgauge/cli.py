@@ -24,7 +24,8 @@ COMMAND_MODULES = (
     "jobgauge.profiler.profile_cli",  # profile
     "jobgauge.profiler.hive_cli",  # hive start|stop|explain|run
     "jobgauge.dag.cli",           # dag
-    "jobgauge.models.cli",        # evaluate
+    "jobgauge.models.cli",        # train, predict, evaluate
+    "jobgauge.models.remaining",  # remaining
     "jobgauge.tuner.cli",         # tune
 )
 

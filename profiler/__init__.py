@@ -32,6 +32,9 @@ _EXPORTS = {
     "collect": "jobgauge.profiler.collect",
     "run_mapreduce_job": "jobgauge.profiler.hadoop_runner",
     "StandaloneCluster": "jobgauge.profiler.cluster",
+    "EventLogTail": "jobgauge.profiler.live", "ProgressTracker": "jobgauge.profiler.live",
+    "ProgressSnapshot": "jobgauge.profiler.live", "read_snapshot": "jobgauge.profiler.live",
+    "read_rest_snapshot": "jobgauge.profiler.live", "LiveSourceError": "jobgauge.profiler.live",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -107,6 +107,20 @@ def test_estimate_api_answers_per_option(client):
     assert body["model"]["kind"] == "tree" and body["model"]["trained_on_runs"] > 100
 
 
+@pytest.mark.parametrize("body, workload_seen, datasize_seen", [
+    ({"workload": "tpch-q3", "scale": 0.1}, True, True),
+    ({"workload": "tpch-q3", "scale": 10}, True, False),
+    ({"workload": "wordcount", "size": "huge"}, False, False),
+])
+def test_estimate_says_when_it_extrapolates(client, body, workload_seen, datasize_seen):
+    answer = client.post("/api/v1/estimate", json=body).get_json()
+    assert (answer["workload_seen"], answer["datasize_seen"]) == (workload_seen, datasize_seen)
+    assert "sf0.1" in answer["training_datasizes"]
+    page = client.post("/", data={**FORM, **{k: str(v) for k, v in body.items()}})
+    warned = 'id="extrapolated"' in page.get_data(as_text=True)
+    assert warned == (not (workload_seen and datasize_seen))
+
+
 def test_tune_api_gives_copyable_lines(client):
     body = client.post("/api/v1/tune", json={"workload": "wordcount", "size": "large",
                                              "instance_types": ["m5.xlarge"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import io
 
+FAR_ABOVE = 3.0   # a deadline/budget more than this many times the largest value is not drawn
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
            "#17becf", "#7f7f7f", "#bcbd22")
 
@@ -58,12 +59,24 @@ def what_if_png(rows: list[dict], *, recommended: dict | None = None, deadline_s
         if recommended.get("cost_usd") is not None:
             cost_axes.plot([recommended["instance_count"]], [recommended["cost_usd"]],
                            marker="*", markersize=14, color="#222", linestyle="none", zorder=5)
+    # A limit far above every prediction would squash the lines: say so instead of drawing it.
     if deadline_s is not None:
-        runtime_axes.axhline(deadline_s, color="#b00020", linestyle="--", linewidth=1,
-                             label=f"deadline {deadline_s:g} s")
+        if deadline_s <= FAR_ABOVE * max(r["high_s"] for r in rows):
+            runtime_axes.axhline(deadline_s, color="#b00020", linestyle="--", linewidth=1,
+                                 label=f"deadline {deadline_s:g} s")
+        else:
+            runtime_axes.text(0.98, 0.96, f"deadline {deadline_s:g} s: far above",
+                              ha="right", va="top", transform=runtime_axes.transAxes,
+                              color="#b00020", fontsize=8)
+    costs_known = [r.get("cost_high_usd") or r["cost_usd"] for r in rows
+                   if r["cost_usd"] is not None]
     if budget_usd is not None and any_cost:
-        cost_axes.axhline(budget_usd, color="#b00020", linestyle="--", linewidth=1,
-                          label=f"budget ${budget_usd:g}")
+        if budget_usd <= FAR_ABOVE * max(costs_known):
+            cost_axes.axhline(budget_usd, color="#b00020", linestyle="--", linewidth=1,
+                              label=f"budget ${budget_usd:g}")
+        else:
+            cost_axes.text(0.98, 0.96, f"budget ${budget_usd:g}: far above", ha="right",
+                           va="top", transform=cost_axes.transAxes, color="#b00020", fontsize=8)
     runtime_axes.set_title("Predicted runtime (80 % interval shaded)", fontsize=10)
     runtime_axes.set_xlabel("nodes")
     runtime_axes.set_ylabel("seconds")

@@ -215,7 +215,8 @@ class Service:
         model = make_model(kind, random_state=0).fit(frame)
         metrics = {"trained_on_runs": int(len(frame)), "files": [f.name for f in files],
                    "instance_types": sorted(set(frame["instance_type"])),
-                   "workloads": sorted(set(frame["workload"]))}
+                   "workloads": sorted(set(frame["workload"])),
+                   "datasizes": sorted(set(frame["datasize"]))}
         self.store.save_model(self.model_name, kind, dumps_model(model), metrics)
         meta, _ = self.store.load_model(self.model_name)
         return model, meta
@@ -344,7 +345,8 @@ class Service:
             predicted = predict_frame(model, configuration_frame(items))
         except ModelError as exc:
             raise ModelError(f"the model cannot answer this question: {exc}") from None
-        seen = set(meta.get("metrics", {}).get("instance_types") or [])
+        metrics = meta.get("metrics") or {}
+        seen = set(metrics.get("instance_types") or [])
         rows = []
         for (option, count), (_, values) in zip(keys, predicted.iterrows()):
             runtime, low, high = (float(values["predicted_runtime_s"]),
@@ -370,6 +372,9 @@ class Service:
             "workload": request.workload, "label": request.label,
             "datasize": request.datasize, "input_bytes": request.input_bytes,
             "config": dict(request.config), "job_class": self.job_class(request),
+            "workload_seen": _seen(request.workload, metrics.get("workloads")),
+            "datasize_seen": _seen(request.datasize, metrics.get("datasizes")),
+            "training_datasizes": metrics.get("datasizes"),
             "model": {"name": meta["name"], "kind": meta["kind"], "id": meta["id"],
                       "trained_on_runs": meta.get("metrics", {}).get("trained_on_runs")},
             "options": rows, "best_per_type": best_per_type(rows, request),
@@ -575,6 +580,11 @@ def best_per_type(rows: list[dict], request: EstimateRequest) -> list[dict]:
         own = [r for r in rows if r["instance_type"] == name]
         out.append(recommend(own, request)[0])
     return out
+
+
+def _seen(value, known) -> bool | None:
+    """Whether the model's training runs include ``value`` (None: the model does not say)."""
+    return None if not known else value in known
 
 
 def _where(row) -> str:

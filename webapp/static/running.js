@@ -78,7 +78,10 @@
     var box = node.querySelector(".chart");
     while (box.firstChild) { box.removeChild(box.firstChild); }
     var points = history.filter(function (h) { return h.remaining !== null; });
-    var W = 640, H = 180, L = 48, R = 10, T = 10, B = 24;
+    // Draw in the element's own pixels, so text is never stretched.
+    var W = Math.max(320, Math.round(box.getBoundingClientRect().width) || 640);
+    var H = 180, L = 56, R = 12, T = 12, B = 26;
+    box.setAttribute("viewBox", "0 0 " + W + " " + H);
     box.appendChild(svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#8a94a3" }));
     box.appendChild(svg("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#8a94a3" }));
     if (points.length === 0) { return; }
