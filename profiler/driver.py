@@ -13,6 +13,7 @@ later.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import threading
 import time
@@ -100,6 +101,7 @@ def run_spec(spec: dict) -> int:
                 finished.set()
                 record["runtime_s"] = round(time.perf_counter() - begin, 4)
                 record["ended_at"] = _now_iso()
+                shutil.rmtree(output_dir, ignore_errors=True)  # outputs are checked, not kept
             record["job_ids"] = sorted(context.statusTracker().getJobIdsForGroup(group))
             context.setLocalProperty("spark.jobGroup.id", None)
             _emit(results, record)

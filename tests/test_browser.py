@@ -15,7 +15,9 @@ Chromium: /usr/bin/chromium (``apt-get install -y chromium``; setup.sh does it).
 
 from __future__ import annotations
 
+import csv
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -92,12 +94,32 @@ def slow_spark_app(tmp_path_factory):
     log.close()
 
 
+def fixed_training_runs(folder: Path, datasets_dir: Path) -> Path:
+    """Real measured runs for the test model, from files that do not change under
+    the tests: the TPC-H runs shipped in data/runs (local) and Scout's wordcount,
+    terasort and join runs on four EC2 types (shared datasets)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "data" / "runs" / "tpch-sf0.1.csv.gz", folder)
+    with open(datasets_dir / "scout_multinode.csv", newline="") as source, \
+            open(folder / "scout-subset.csv", "w", newline="") as target:
+        reader = csv.DictReader(source)
+        writer = csv.DictWriter(target, fieldnames=reader.fieldnames, lineterminator="\n")
+        writer.writeheader()
+        for row in reader:
+            if row["workload"] in ("wordcount", "terasort", "join") and row["instance_type"] in (
+                    "m4.large", "m4.xlarge", "c4.large", "c4.xlarge"):
+                writer.writerow(row)
+    return folder
+
+
 @pytest.fixture(scope="module")
-def live_server(tmp_path_factory, tpch_data_root):
+def live_server(tmp_path_factory, tpch_data_root, datasets_dir):
     from werkzeug.serving import make_server
 
     folder = tmp_path_factory.mktemp("live-server")
+    runs = fixed_training_runs(folder / "runs", datasets_dir)
     app = create_app({"STORE_URL": str(folder / "store.db"), "MODEL_KIND": "tree",
+                      "RUNS_DIR": str(runs),
                       "TUNE_TRIALS": 8, "PLAN_DATA_ROOT": str(tpch_data_root),
                       "EVENTLOG_DIRS": ()})
     server = make_server("127.0.0.1", 0, app, threaded=True)
@@ -140,7 +162,7 @@ def test_estimate_in_the_browser(page, live_server):
     page.select_option("#workload", "tpch-q3")
     page.fill("#scale", "10")
     page.check("input[name=instance_types][value='local[2]']")
-    page.check("input[name=instance_types][value='c5.2xlarge']")
+    page.check("input[name=instance_types][value='m4.xlarge']")
     page.uncheck("input[name=instance_types][value='r5.xlarge']")
     page.fill("#nodes_min", "2")
     page.fill("#nodes_max", "16")
@@ -151,7 +173,10 @@ def test_estimate_in_the_browser(page, live_server):
 
     assert page.inner_text("#result h2") == "TPC-H Q3 at sf10"
     types = page.locator("#options tbody tr td:first-child").all_inner_texts()
-    assert sorted(types) == ["c5.2xlarge", "local[2]", "m5.xlarge"]
+    assert sorted(types) == ["local[2]", "m4.xlarge", "m5.xlarge"]
+    notes = dict(zip(types, page.locator("#options tbody tr td:last-child").all_inner_texts()))
+    assert "extrapolated" in notes["m5.xlarge"] and "extrapolated" not in notes["m4.xlarge"]
+    assert "data size sf10" in page.inner_text("#extrapolated")
     assert page.locator("#options tr.recommended").count() == 1
     runtime = page.inner_text("#predicted-runtime")
     assert runtime.endswith(" s") and float(runtime[:-2]) > 0

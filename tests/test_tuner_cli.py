@@ -218,25 +218,44 @@ class _RecordingStore:
 
 @pytest.mark.spark
 def test_measured_study_on_real_spark_runs(spark):
+    """Each trial is a real run in the session; the runs of one job then seed another's study."""
+    import pandas as pd
+
     space = spark_sql_space().subset(names=["spark.sql.shuffle.partitions",
                                             "spark.sql.adaptive.enabled"])
 
-    def run_trial(config):
-        for key, value in config.items():
-            spark.conf.set(key, str(value).lower() if isinstance(value, bool) else str(value))
-        started = time.perf_counter()
-        rows = (spark.range(0, 200_000).selectExpr("id % 97 AS k", "id AS v")
-                .groupBy("k").sum("v").collect())
-        runtime = time.perf_counter() - started
-        assert len(rows) == 97
-        return runtime, {"workload": "groupby-sum", "run_id": f"r{time.time_ns()}",
-                         "status": "succeeded"}
+    def runner(workload, aggregate):
+        def run_trial(config):
+            for key, value in config.items():
+                spark.conf.set(key, str(value).lower() if isinstance(value, bool) else str(value))
+            started = time.perf_counter()
+            rows = (spark.range(0, 200_000).selectExpr("id % 97 AS k", "id AS v")
+                    .groupBy("k").agg({"v": aggregate}).collect())
+            runtime = time.perf_counter() - started
+            assert len(rows) == 97
+            return runtime, {"workload": workload, "run_id": f"r{time.time_ns()}",
+                             "status": "succeeded"}
+        return run_trial
 
+    base = {"source": "test", "framework": "spark", "datasize": "", "input_bytes": float("nan"),
+            "instance_type": "local", "instance_count": 1, "vcpus": 2, "memory_gib": 2,
+            "hourly_price_usd": float("nan")}
     store = _RecordingStore()
-    result = tune_measured(run_trial, space, n_trials=3, seed=0, store=store)
-    spark.conf.unset("spark.sql.adaptive.enabled")
-    spark.conf.set("spark.sql.shuffle.partitions", "4")
-    assert [t.state for t in result.trials] == ["complete"] * 3
-    assert result.trials[0].config["spark.sql.shuffle.partitions"] == 200   # the defaults
-    assert len(store.runs) == 3 and store.runs[0][1]["spark.sql.shuffle.partitions"] == "200"
-    assert result.best.runtime_s == min(t.runtime_s for t in result.trials)
+    try:
+        result = tune_measured(runner("groupby-sum", "sum"), space, n_trials=3, seed=0,
+                               store=store, base_row=base)
+        assert [t.state for t in result.trials] == ["complete"] * 3
+        assert result.trials[0].config["spark.sql.shuffle.partitions"] == 200  # the defaults
+        assert len(store.runs) == 3 and store.runs[0][1]["spark.sql.shuffle.partitions"] == "200"
+        assert result.best.runtime_s == min(t.runtime_s for t in result.trials)
+        # those three measured runs are the history of the next job
+        history = pd.DataFrame([{**run, "config": settings} for run, settings in store.runs])
+        history["config_json"] = [json.dumps(c, sort_keys=True) for c in history["config"]]
+        best_setting = space.parse(store.runs[[r[0]["run_id"] for r in store.runs].index(
+            min(store.runs, key=lambda r: r[0]["runtime_s"])[0]["run_id"])][1])
+        second = tune_measured(runner("groupby-max", "max"), space, n_trials=2, seed=0,
+                               history=history, workload="groupby-max", base_row=base)
+        assert second.trials[1].config == best_setting
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+        spark.conf.set("spark.sql.shuffle.partitions", "4")

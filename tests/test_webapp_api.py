@@ -21,7 +21,10 @@ generated query never starts a JVM; the API must then still answer, with
 
 from __future__ import annotations
 
+import csv
+import shutil
 import socket
+from pathlib import Path
 
 import pytest
 import schemathesis
@@ -34,6 +37,7 @@ from schemathesis.checks import (
 
 from jobgauge.webapp import create_app
 
+REPO = Path(__file__).resolve().parent.parent
 CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance]
 OPERATIONS = [("POST", "/estimate"), ("POST", "/tune"), ("GET", "/runs"), ("POST", "/runs"),
               ("GET", "/models"), ("GET", "/instance-types"), ("GET", "/openapi.json")]
@@ -45,10 +49,33 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
+def fixed_training_runs(folder: Path, datasets_dir: Path) -> Path:
+    """Real measured runs for the test model, from files that do not change under
+    the tests: the TPC-H runs shipped in data/runs (local) and Scout's wordcount,
+    terasort and join runs on four EC2 types (shared datasets)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "data" / "runs" / "tpch-sf0.1.csv.gz", folder)
+    with open(datasets_dir / "scout_multinode.csv", newline="") as source, \
+            open(folder / "scout-subset.csv", "w", newline="") as target:
+        reader = csv.DictReader(source)
+        writer = csv.DictWriter(target, fieldnames=reader.fieldnames, lineterminator="\n")
+        writer.writeheader()
+        for row in reader:
+            if row["workload"] in ("wordcount", "terasort", "join") and row["instance_type"] in (
+                    "m4.large", "m4.xlarge", "c4.large", "c4.xlarge"):
+                writer.writerow(row)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def training_runs(tmp_path_factory, datasets_dir):
+    return fixed_training_runs(tmp_path_factory.mktemp("runs"), datasets_dir)
+
+
 @pytest.fixture
-def api_app(tmp_path):
+def api_app(tmp_path, training_runs):
     return create_app({"TESTING": True, "STORE_URL": str(tmp_path / "store.db"),
-                       "MODEL_KIND": "tree", "TUNE_TRIALS": 3, "MAX_TUNE_TRIALS": 4,
+                       "MODEL_KIND": "tree", "RUNS_DIR": str(training_runs), "TUNE_TRIALS": 3, "MAX_TUNE_TRIALS": 4,
                        "MAX_QUERY_CHARS": 2000, "HIVE_HOST": "127.0.0.1",
                        "HIVE_PORT": _closed_port(), "EVENTLOG_DIRS": ()})
 

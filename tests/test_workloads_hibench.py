@@ -43,7 +43,8 @@ def tiny(data_root):
 
 def data_hash(folder: Path) -> str:
     digest = hashlib.sha256()
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(("_", ".")))
+    files = sorted(p for p in folder.rglob("*")
+                   if p.is_file() and not p.name.startswith(("_", ".")))
     assert files, f"no data files in {folder}"
     for path in files:
         digest.update(str(path.relative_to(folder)).encode())
@@ -133,6 +134,14 @@ def test_generators_are_deterministic_by_seed(tmp_path, name):
     assert first != other
 
 
+def test_generate_checks_its_parameters(tmp_path):
+    workload = HIBENCH_WORKLOADS["lr"]
+    with pytest.raises(UsageError, match="parameters lack features; expected examples, "):
+        workload.generate(tmp_path / "a", {"examples": 10, "files": 2})
+    with pytest.raises(UsageError, match="parameter 'examples' must be a number > 0; got 0"):
+        workload.generate(tmp_path / "b", {**workload.params("tiny"), "examples": 0})
+
+
 def test_generate_refuses_a_folder_with_files(tmp_path):
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "keep.txt").write_text("mine")
@@ -157,13 +166,47 @@ def test_prepare_is_cached_and_rebuilds_incomplete_data(tmp_path):
     assert sorted(p.name for p in path.parent.iterdir()) == ["tiny-seed3"]  # no leftovers
 
 
+def test_prepare_regenerates_data_made_with_other_parameters(tmp_path):
+    workload = HIBENCH_WORKLOADS["repartition"]
+    path = workload.prepare(tmp_path, "tiny")
+    manifest_path = path / "_hibench.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["params"]["datasize"] = 6_400  # as if SIZES had changed since
+    manifest_path.write_text(json.dumps(manifest))
+    assert workload.prepare(tmp_path, "tiny") == path
+    assert json.loads(manifest_path.read_text())["params"]["datasize"] == 3_200
+    assert workload.input_bytes(path) == 3_200
+
+
+def test_unreadable_manifest_is_a_run_error(tmp_path):
+    (tmp_path / "_hibench.json").write_text("{not json")
+    with pytest.raises(RunError, match="cannot read .*_hibench.json"):
+        HIBENCH_WORKLOADS["sort"].input_bytes(tmp_path)
+
+
+def test_generated_layouts_follow_hibench(tiny):
+    records = text_lines(tiny("terasort"))
+    assert len(records) == 320 and {len(r) for r in records} == {99}
+    assert all(32 <= c < 127 for r in records for c in r[:10])
+    assert [int(r[10:20]) for r in records] == list(range(320))
+    uservisits = pq.read_schema(next((tiny("join") / "uservisits").iterdir()))
+    assert uservisits.names == ["sourceIP", "destURL", "visitDate", "adRevenue", "userAgent",
+                                "countryCode", "languageCode", "searchWord", "duration"]
+    rankings = pq.read_schema(next((tiny("join") / "rankings").iterdir()))
+    assert rankings.names == ["pageURL", "pageRank", "avgDuration"]
+    kmeans_files = sorted(p.name for p in tiny("kmeans").iterdir() if p.name.startswith("part"))
+    assert len(kmeans_files) == 5  # 30,000 samples, 6,000 per input file
+    assert len(list(tiny("wordcount").glob("part-*"))) == 8
+
+
 def test_input_bytes_counts_what_the_job_reads(tiny):
     def folder_bytes(folder: Path) -> int:
         return sum(p.stat().st_size for p in folder.iterdir())
 
     scan_path, join_path = tiny("scan"), tiny("join")
     assert folder_bytes(scan_path / "rankings") > 0
-    assert HIBENCH_WORKLOADS["scan"].input_bytes(scan_path) == folder_bytes(scan_path / "uservisits")
+    uservisits = folder_bytes(scan_path / "uservisits")
+    assert HIBENCH_WORKLOADS["scan"].input_bytes(scan_path) == uservisits
     assert HIBENCH_WORKLOADS["join"].input_bytes(join_path) == (
         folder_bytes(join_path / "uservisits") + folder_bytes(join_path / "rankings"))
 
@@ -251,7 +294,8 @@ def test_scan_copies_every_row(spark, tiny, tmp_path):
     key = ["sourceIP", "destURL", "visitDate", "adRevenue"]
     assert (copy.sort_values(key).reset_index(drop=True)
             .equals(source.sort_values(key).reset_index(drop=True)))
-    assert spark.sql("SHOW VIEWS").filter("isTemporary").count() == 0  # views dropped
+    views = {row.viewName for row in spark.sql("SHOW VIEWS").collect() if row.isTemporary}
+    assert not views & {"uservisits", "uservisits_copy"}  # dropped after the run
 
 
 @pytest.mark.spark

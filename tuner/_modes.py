@@ -28,7 +28,7 @@ from jobgauge.tuner._replay import ReplayTable
 from jobgauge.tuner._samplers import make_sampler
 from jobgauge.tuner._space import SearchSpace, check_configuration, format_setting
 from jobgauge.tuner._study import create_study, level_importance, run_trials, summarise
-from jobgauge.tuner._transfer import history_frame, history_prior
+from jobgauge.tuner._transfer import history_frame, history_prior, history_settings
 
 STRATEGIES = ("joint", "hierarchical")
 
@@ -223,8 +223,11 @@ def tune_measured(run_trial: Callable, space, *, goal: Goal | None = None, n_tri
                   base_row: Mapping | None = None, catalog=None, strategy: str = "joint",
                   progress: bool = False):
     """Tune with real runs.  ``space`` is a SearchSpace (knobs) or a
-    CandidateSet (configurations over a catalog; then the first trials come
-    from ``history`` -- run tables of other workloads -- as in replay)."""
+    CandidateSet (configurations over a catalog).  ``history`` (run tables of
+    other workloads; rows of ``workload`` are dropped) picks the first trials:
+    for a CandidateSet the best-scored configurations, as in replay; for knobs,
+    after the engine defaults, the settings that ran closest to their own
+    job's best in the history (``history_settings``)."""
     goal = goal or Goal()
     evaluate = measured_evaluator(run_trial, store=store, base_row=base_row)
     if isinstance(space, CandidateSet):
@@ -238,19 +241,29 @@ def tune_measured(run_trial: Callable, space, *, goal: Goal | None = None, n_tri
         return run_trials(study, Objective(CandidateSpace(space), evaluate, goal,
                                            censoring=True),
                           min(int(n_trials), len(space)), progress=progress)
+    history = history_frame(history, workload) if workload else history
+    starts = []
+    for setting in history_settings(history, space.names, goal.objective):
+        try:
+            setting = space.parse(setting)
+        except UsageError:
+            continue                  # a value this space cannot hold: not a start
+        if space.contains(setting):
+            starts.append(setting)
     return tune_space(space, evaluate, goal, n_trials=n_trials, seed=seed, sampler=sampler,
                       storage=storage, study_name=study_name, strategy=strategy,
                       check=config_check(base_row or {}, catalog), mode="measured",
-                      censoring=True, progress=progress)
+                      censoring=True, starts=starts, progress=progress)
 
 
 # ------------------------------------------------------------ shared, two-level
 
 def tune_space(space: SearchSpace, evaluate: Callable, goal: Goal, *, n_trials: int,
                seed=0, sampler="auto", storage=None, study_name=None, strategy="joint",
-               check=None, mode="model", censoring=False, progress=False):
+               check=None, mode="model", censoring=False, starts=(), progress=False):
     """One study over ``space``: the engine defaults are the first trial (the
-    baseline), then the sampler's proposals.  ``strategy="hierarchical"``
+    baseline), then the ``starts`` (configurations to try early), then the
+    sampler's proposals.  ``strategy="hierarchical"``
     spends half the trials on the job and instance levels (session knobs at
     their defaults) and the rest on the session knobs, the job level fixed
     at its best."""
@@ -282,6 +295,8 @@ def tune_space(space: SearchSpace, evaluate: Callable, goal: Goal, *, n_trials: 
         result.importance = _gain_split(result, first, goal)
         return result
     study.enqueue_trial(defaults)
+    for start in starts:              # transfer: settings that did well for other jobs
+        study.enqueue_trial({**defaults, **start})
     result = run_trials(study, Objective(space, evaluate, goal, check=check,
                                          censoring=censoring), n_trials, progress=progress)
     result.importance = level_importance(study, seed=seed or 0, levels=levels)

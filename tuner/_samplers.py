@@ -45,8 +45,12 @@ def make_sampler(name: str = "tpe", *, seed: int | None = None, candidates=None,
             return TransferSampler(candidates, prior=prior, seed=seed)
         if name == "random":
             return RandomCandidateSampler(candidates, seed=seed)
-        inner = _open_sampler(name, seed=seed, multi_objective=multi_objective,
-                              n_startup_trials=n_startup_trials)
+        if name == "tpe":   # joint proposals need multivariate TPE (independent TPE proposes none)
+            inner = optuna.samplers.TPESampler(seed=seed, multivariate=True,
+                                               n_startup_trials=n_startup_trials)
+        else:
+            inner = _open_sampler(name, seed=seed, multi_objective=multi_objective,
+                                  n_startup_trials=n_startup_trials)
         return SnappedSampler(inner, candidates, seed=seed, n_startup_trials=n_startup_trials)
     if name == "transfer":
         raise UsageError("the transfer sampler needs a finite set of configurations "

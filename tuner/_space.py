@@ -101,6 +101,31 @@ class Knob:
             return trial.suggest_categorical(self.name, (False, True))
         return trial.suggest_categorical(self.name, tuple(self.choices))
 
+    def parse(self, value):
+        """A value as written in a configuration (``"4g"``, ``"true"``, ``"64"``)
+        in this knob's type; values already typed pass through."""
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        try:
+            if self.kind == "bool":
+                return {"true": True, "false": False}[text.lower()]
+            if self.kind == "memory":
+                units = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+                suffix = text[-1].lower()
+                if suffix == "b" and len(text) > 2:
+                    text, suffix = text[:-1], text[-2].lower()
+                if suffix in units:
+                    return int(float(text.rstrip("bBkKmMgGtT")) * units[suffix])
+                return int(text)
+            if self.kind in ("int", "bytes"):
+                return int(float(text))
+            if self.kind == "float":
+                return float(text)
+        except (KeyError, ValueError):
+            raise UsageError(f"{self.name}={value!r} is not a valid {self.kind}") from None
+        return text
+
     def format(self, value) -> str:
         """The value as a configuration file or ``--conf`` wants it."""
         if isinstance(value, bool):
@@ -281,6 +306,30 @@ class SearchSpace:
         for name, value in fixed.items():
             config.setdefault(name, value)
         return config
+
+    def parse(self, config: Mapping) -> dict:
+        """``config`` with the values of this space's knobs in their types."""
+        return {name: self._by_name[name].parse(value) if name in self._by_name else value
+                for name, value in config.items()}
+
+    def contains(self, config: Mapping) -> bool:
+        """Whether every value of ``config`` for a knob of this space is in its range."""
+        for name, value in config.items():
+            item = self._by_name.get(name)
+            if item is None:
+                continue
+            if item.kind in ("int", "float", "memory"):
+                if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                        or not item.low <= value <= item.high:
+                    return False
+                if item.kind != "float" and value != int(value):
+                    return False
+            elif item.kind == "bool":
+                if not isinstance(value, bool):
+                    return False
+            elif value not in item.choices:
+                return False
+        return True
 
     def table(self) -> list[dict]:
         """The declarative table as plain rows (for ``--json`` and the docs)."""

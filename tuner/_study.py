@@ -215,6 +215,14 @@ def level_importance(study, *, seed: int = 0, levels=None) -> dict | None:
     if len(complete) < 4 or not varied:
         return None
     levels = levels or {}
+    method = "fANOVA (optuna FanovaImportanceEvaluator), summed per level"
+    if all(len({t.values[i] for t in complete}) == 1 for i in range(len(study.directions))):
+        names = sorted(varied)
+        by_level = {}
+        for name in names:
+            by_level[levels.get(name) or level_of(name)] = 0.0
+        return {"by_level": by_level, "by_knob": {n: 0.0 for n in names},
+                "method": method + "; every trial had the same value: no knob mattered"}
     out = {"by_level": {}, "by_knob": {}}
     for index in range(len(study.directions)):
         importances = get_param_importances(
@@ -229,5 +237,5 @@ def level_importance(study, *, seed: int = 0, levels=None) -> dict | None:
     out["by_level"] = {k: round(v, 4) for k, v in sorted(out["by_level"].items(),
                                                           key=lambda kv: -kv[1])}
     out["by_knob"] = {k: round(v, 4) for k, v in out["by_knob"].items()}
-    out["method"] = "fANOVA (optuna FanovaImportanceEvaluator), summed per level"
+    out["method"] = method
     return out

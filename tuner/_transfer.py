@@ -25,6 +25,7 @@ Rows of the tuned workload are never read: ``history_frame`` drops them.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -54,14 +55,15 @@ def _row_values(frame, objective):
     return np.sqrt(runtime * cost)   # both: geometric mean of the two, on the log scale a sum
 
 
-def job_ratios(history, objective: str = "cost") -> dict:
-    """{job key: {(instance_type, instance_count): log ratio to the job's best}}."""
+def job_ratios(history, objective: str = "cost", by=("instance_type", "instance_count")) -> dict:
+    """{job key: {setting: log ratio to the job's best}}, a setting being the
+    values of the ``by`` columns (default: the node configuration)."""
     frame = history.copy()
     frame["_value"] = _row_values(frame, objective)
     frame = frame[np.isfinite(frame["_value"]) & (frame["_value"] > 0)]
     if frame.empty:
         return {}
-    keys = list(JOB_KEYS) + ["instance_type", "instance_count"]
+    keys = list(JOB_KEYS) + list(by)
     per = frame.groupby(keys, sort=True).agg(value=("_value", "median"),
                                              completed=("completed", "all")).reset_index()
     per["log"] = np.log(per["value"].astype(float))
@@ -73,9 +75,39 @@ def job_ratios(history, objective: str = "cost") -> dict:
     logged = np.where(per["completed"].astype(bool), per["log"],
                       np.maximum(per["log"], per["worst"]))
     out = {}
+    width = len(JOB_KEYS)
     for row, ratio in zip(per[keys].itertuples(index=False, name=None), logged - per["best"]):
-        out.setdefault(tuple(row[:4]), {})[(str(row[4]), int(row[5]))] = float(ratio)
+        setting = tuple(row[width:])
+        if tuple(by) == ("instance_type", "instance_count"):
+            setting = (str(setting[0]), int(setting[1]))
+        out.setdefault(tuple(row[:width]), {})[setting if len(setting) > 1 else setting[0]] = \
+            float(ratio)
     return out
+
+
+def history_settings(history, names, objective: str = "time", *, limit: int = 2,
+                     min_coverage: float = 0.5) -> list[dict]:
+    """The knob settings (values of ``names`` in config_json) that ran closest
+    to their own job's best across the history jobs: the best ``limit`` by
+    median log ratio, among settings run by at least ``min_coverage`` x the
+    most jobs any setting was run by.  Empty without such runs."""
+    if history is None or len(history) == 0:
+        return []
+    names = list(names)
+    settings = [json.dumps({n: c[n] for n in names if n in c}, sort_keys=True)
+                for c in history["config"]]
+    frame = history.assign(_setting=settings)
+    frame = frame[frame["_setting"] != "{}"]
+    if frame.empty:
+        return []
+    collected = {}
+    for ratios in job_ratios(frame, objective, by=("_setting",)).values():
+        for setting, ratio in ratios.items():
+            collected.setdefault(setting, []).append(ratio)
+    most = max(len(v) for v in collected.values())
+    ranked = sorted((float(np.median(v)), setting) for setting, v in collected.items()
+                    if len(v) >= min_coverage * most)
+    return [json.loads(setting) for _, setting in ranked[:limit]]
 
 
 def _similarity(job, profile) -> float:

@@ -52,8 +52,9 @@ def is_data_file(path: Path) -> bool:
 
 def data_files(folder: Path) -> list[Path]:
     """The data files under ``folder`` (recursively), sorted by path."""
-    return sorted(p for p in Path(folder).rglob("*") if is_data_file(p)
-                  and not any(part.startswith(("_", ".")) for part in p.relative_to(folder).parts[:-1]))
+    folder = Path(folder)
+    return sorted(p for p in folder.rglob("*") if is_data_file(p) and not any(
+        part.startswith(("_", ".")) for part in p.relative_to(folder).parts[:-1]))
 
 
 def data_bytes(folder: Path) -> int:
@@ -120,9 +121,9 @@ def cached_prepare(data_root: Path, workload: str, size: str, seed: int, params:
             shutil.rmtree(old, ignore_errors=True)
         try:
             os.replace(staging, target)
-        except OSError:
-            if not _complete(target, workload, params):  # not a concurrent preparer's finished copy
-                raise
+        except OSError as exc:
+            if not _complete(target, workload, params):  # not a concurrent preparer's copy
+                raise RunError(f"cannot move prepared data into {target}: {exc}") from exc
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
@@ -193,7 +194,8 @@ class WordTable:
             self.padded[row, :len(word)] = np.frombuffer(word, dtype=np.uint8)
         self._columns = np.arange(width)
 
-    def join(self, word_ids: np.ndarray, words_per_line: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def join(self, word_ids: np.ndarray,
+             words_per_line: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Bytes of lines made of ``word_ids`` (consecutive runs of ``words_per_line``),
         words separated by one space, each line ended by ``\\n``; and each line's end offset."""
         word_ids = np.asarray(word_ids, dtype=np.int64)

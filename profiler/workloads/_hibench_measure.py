@@ -4,9 +4,10 @@
 prepares each (workload, size) (untimed, cached), then times ``run`` the way
 the runner's driver does (wall time around ``workload.run``) and prints one
 JSON line per run, with the CPU seconds the Spark JVM used during the run
-and the machine's 1-minute load average before and after.  One unreported run of sort at tiny comes first.  The application
-uses HiBench's own Spark settings (``HIBENCH_SPARK_CONF``).  Used to fill the
-runtime columns of docs/workloads.md.
+and the machine's 1-minute load average before and after.  One unreported
+run of sort at tiny comes first.  The application uses HiBench's own Spark
+settings (``HIBENCH_SPARK_CONF``).  Used to fill the runtime columns of
+docs/workloads.md.
 """
 
 from __future__ import annotations

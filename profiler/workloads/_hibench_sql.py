@@ -128,24 +128,27 @@ def generate_tables(workload: str):
         (folder / "uservisits").mkdir()
         for index, count in enumerate(split_evenly(visits, files)):
             part_rng = rng_for(workload, seed, 1, index)
+            # (the order of the draws below is part of the data's definition)
             dest = ranked[part_rng.integers(0, len(ranked), size=count)]
-            days = np.floor(part_rng.random(count) * _DATE_DAYS).astype(np.int64).astype("timedelta64[D]")
-            dates = np.datetime_as_string(np.datetime64("1970-01-01") + days, unit="D")
-            country = part_rng.integers(0, len(COUNTRY_LANGUAGE), size=count)
+            days = np.floor(part_rng.random(count) * _DATE_DAYS).astype(np.int64)
+            dates = np.datetime_as_string(
+                np.datetime64("1970-01-01") + days.astype("timedelta64[D]"), unit="D")
+            country = part_rng.integers(0, len(COUNTRY_LANGUAGE), size=count).tolist()
+            source_ips = _ips(part_rng, count)
+            revenue = part_rng.random(count, dtype=np.float32).astype(np.float64)
+            agents = part_rng.integers(0, len(USER_AGENTS), size=count).tolist()
+            searched = part_rng.integers(0, _SEARCH_WORDS, size=count).tolist()
+            duration = part_rng.integers(1, 11, size=count)
             write_parquet(pa.table({
-                "sourceIP": pa.array(_ips(part_rng, count), pa.string()),
+                "sourceIP": pa.array(source_ips, pa.string()),
                 "destURL": pa.array([urls[i] for i in dest.tolist()], pa.string()),
                 "visitDate": pa.array(dates.tolist(), pa.string()),
-                "adRevenue": pa.array(part_rng.random(count, dtype=np.float32).astype(np.float64)),
-                "userAgent": pa.array([USER_AGENTS[i] for i in
-                                       part_rng.integers(0, len(USER_AGENTS), size=count).tolist()],
-                                      pa.string()),
-                "countryCode": pa.array([COUNTRY_LANGUAGE[i][0] for i in country.tolist()], pa.string()),
-                "languageCode": pa.array([COUNTRY_LANGUAGE[i][1] for i in country.tolist()], pa.string()),
-                "searchWord": pa.array([search_words[i] for i in
-                                        part_rng.integers(0, _SEARCH_WORDS, size=count).tolist()],
-                                       pa.string()),
-                "duration": pa.array(part_rng.integers(1, 11, size=count), pa.int32()),
+                "adRevenue": pa.array(revenue),
+                "userAgent": pa.array([USER_AGENTS[i] for i in agents], pa.string()),
+                "countryCode": pa.array([COUNTRY_LANGUAGE[i][0] for i in country], pa.string()),
+                "languageCode": pa.array([COUNTRY_LANGUAGE[i][1] for i in country], pa.string()),
+                "searchWord": pa.array([search_words[i] for i in searched], pa.string()),
+                "duration": pa.array(duration, pa.int32()),
             }), folder / "uservisits" / part_name(index, ".parquet"))
         return {"records": int(visits), "rankings_rows": int(len(ranked))}
     return generate
@@ -197,7 +200,8 @@ def run_aggregation(spark, data_path: Path, output_dir: Path, params: dict) -> d
                 AGGREGATION_SCHEMA, output_dir) as views:
         spark.sql(AGGREGATION_SQL)
         totals = (spark.read.parquet(str(views.output))
-                  .agg(F.count("*").alias("groups"), F.sum("sumAdRevenue").alias("revenue")).first())
+                  .agg(F.count("*").alias("groups"), F.sum("sumAdRevenue").alias("revenue"))
+                  .first())
     return {"groups": int(totals["groups"]), "total_revenue": float(totals["revenue"] or 0.0),
             "output": str(views.output)}
 
