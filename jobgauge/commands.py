@@ -84,7 +84,10 @@ def runs_command(args) -> int:
 def serve_command(args) -> int:
     from jobgauge.webapp import create_app
 
-    app = create_app({"STORE_URL": args.store} if args.store else None)
+    config = {"WARM_UP": True}  # start the plan session now, not on the first request
+    if args.store:
+        config["STORE_URL"] = args.store
+    app = create_app(config)
     app.extensions["jobgauge"].ensure_model(progress=sys.stderr)
     print(f"jobgauge serving on http://{args.host}:{args.port}/", file=sys.stderr, flush=True)
     app.run(host=args.host, port=args.port, debug=False, use_reloader=False)

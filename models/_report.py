@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import numpy as np
-from jobgauge.models.evaluation import PROTOCOLS, _percent, markdown_table
+from jobgauge.models.evaluation import PROTOCOLS, _percent, markdown_table, noise_floor
 
 # What the seed (the project brief's literature) reports, for comparison.
 SEED_FIGURES = (
@@ -222,14 +222,22 @@ def write_report(result, frames, out: Path, *, quick=False) -> Path:
              "(per-cell predictions are cached in `bench/reports/cache/`; delete it to "
              "recompute).", "",
              f"Default model (`DEFAULT_MODEL`): **{DEFAULT_MODEL}**.", "", "## Data", "",
-             "| source | runs | censored | workloads | configurations | profiles |",
-             "|---|---|---|---|---|---|"]
+             "Repeat noise: MdAPE of each run against the median of the other runs of the very "
+             "same configuration (only where a configuration was run more than once) — a floor "
+             "for any model's error on held-out configurations.", "",
+             "| source | runs | censored | workloads | configurations | profiles | "
+             "repeat noise MdAPE (P90), runs |",
+             "|---|---|---|---|---|---|---|"]
     for name, frame in frames.items():
         configurations = len(set(zip(frame["instance_type"], frame["instance_count"],
                                      frame["config_json"])))
         profiled = "one reference run per workload" if "profile" in frame.columns else "none"
+        noise = noise_floor(frame)
+        noise_text = "no repeated configurations" if noise is None else \
+            f"{_percent(noise['mdape'])} % ({_percent(noise['p90'])} %), {noise['runs']}"
         lines.append(f"| {name} | {len(frame)} | {int((~frame['completed']).sum())} | "
-                     f"{frame['workload'].nunique()} | {configurations} | {profiled} |")
+                     f"{frame['workload'].nunique()} | {configurations} | {profiled} | "
+                     f"{noise_text} |")
     lines += ["", "## Protocols", ""]
     from jobgauge.models import evaluation
 

@@ -34,6 +34,9 @@ def register(subparsers) -> None:
                              "tree, svm, forest, gbm, ernest, fc, rnn, optionally with +classes")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="a hyperparameter (value as JSON, else text); repeatable")
+    parser.add_argument("--profiles", nargs="+", metavar="FILE.jsonl.gz",
+                        help="profile records (JSON lines keyed by source and run_id): each "
+                             "workload gets the profile and plan DAG of one reference run")
     parser.add_argument("--out", metavar="PATH", help="write the model file here")
     parser.add_argument("--name", help="name of the model in the store (default: the model name)")
     parser.add_argument("--seed", type=int, default=0, help="random_state (default 0)")
@@ -167,6 +170,13 @@ def train_command(args) -> int:
     from jobgauge.models._params import validate_params
 
     frame, origin, notes = _training_frame(args)
+    if args.profiles:
+        from jobgauge.models.evaluation import attach_reference_profiles, read_profiles
+
+        frame = attach_reference_profiles(frame, read_profiles(args.profiles))
+        profiled = frame.loc[frame["profile"].notna(), "workload"].nunique()
+        notes.append(f"reference profiles for {profiled} of {frame['workload'].nunique()} "
+                     f"workloads")
     params = _parse_params(args.param)
     params.setdefault("random_state", args.seed)
     model = make_model(args.model or DEFAULT_MODEL, **params)

@@ -310,6 +310,30 @@ def summarize(cell, *, subset=None) -> dict | None:
     return row
 
 
+def noise_floor(frame) -> dict | None:
+    """How well a run's repeats predict it: MdAPE of each finished run against the median of
+    the other runs of exactly the same configuration (same workload, size, cluster, knobs).
+
+    No model can expect to beat this on held-out configurations; None without repeats.
+    """
+    keys = _keys(frame, ["workload", "framework", "datasize", "instance_type", "instance_count",
+                         "config_json"])
+    done = frame["completed"].to_numpy(dtype=bool)
+    runtime = frame["runtime_s"].to_numpy(dtype=float)
+    errors = []
+    for key in np.unique(keys[done]):
+        values = runtime[done & (keys == key)]
+        if len(values) < 2:
+            continue
+        for i in range(len(values)):
+            others = np.delete(values, i)
+            errors.append(abs(np.median(others) - values[i]) / values[i])
+    if not errors:
+        return None
+    return {"runs": len(errors), "mdape": float(np.median(errors)),
+            "p90": float(np.quantile(errors, 0.9))}
+
+
 # ------------------------------------------------------------- driver
 def load_evaluation_frames(paths, profile_paths=None) -> dict:
     """{source: frame} of the run tables, with reference profiles where present."""

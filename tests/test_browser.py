@@ -80,18 +80,17 @@ def slow_spark_app(tmp_path_factory):
     script.write_text(SLOW_APP)
     port = _free_port()
     go, stop = folder / "GO", folder / "STOP"
-    log = open(folder / "app.log", "w")
-    process = subprocess.Popen([sys.executable, str(script), str(port), str(go), str(stop)],
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    yield {"url": f"http://127.0.0.1:{port}", "go": go, "process": process,
-           "log": folder / "app.log"}
-    stop.touch()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGTERM)   # the group this fixture started
-        process.wait(timeout=30)
-    log.close()
+    with open(folder / "app.log", "w") as log:
+        process = subprocess.Popen([sys.executable, str(script), str(port), str(go), str(stop)],
+                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        yield {"url": f"http://127.0.0.1:{port}", "go": go, "process": process,
+               "log": folder / "app.log"}
+        stop.touch()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGTERM)   # the group this fixture started
+            process.wait(timeout=30)
 
 
 def fixed_training_runs(folder: Path, datasets_dir: Path) -> Path:

@@ -142,3 +142,24 @@ def test_evaluate_writes_a_report(datasets_dir, tmp_path, capsys):
     report = (out / "evaluation.md").read_text()
     assert "quick mode" in report and "| scout-multinode |" in report
     assert (out / "evaluation_cdf_scout-multinode.png").stat().st_size > 1000
+
+
+def test_train_with_reference_profiles(tmp_path, capsys):
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    runs = sorted((repo / "data" / "runs").glob("tpch-*.csv.gz"))
+    profiles = sorted((repo / "data" / "profiles").glob("tpch-*.jsonl.gz"))
+    if not runs or not profiles:
+        pytest.skip("no local TPC-H runs with profiles in data/ yet")
+    out = tmp_path / "tpch.jgm"
+    assert main(["train", "--runs", *map(str, runs), "--profiles", *map(str, profiles),
+                 "--model", "gbm", "--param", "max_iter=20", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    queries = read_run_tables(runs)["workload"].nunique()
+    assert f"reference profiles for {queries} of {queries} workloads" in printed
+    names = list(load_model(out).features_.get_feature_names_out())
+    assert "profile:log_cpu_ms_per_mb" in names
+    assert main(["train", "--runs", *map(str, runs), "--profiles", str(tmp_path / "none.jsonl"),
+                 "--out", str(out)]) == 1
+    assert "cannot read profiles" in capsys.readouterr().err

@@ -84,6 +84,23 @@ def test_space_turns_a_fixed_trial_into_a_configuration():
     assert "SET hive.auto.convert.join=false;" in hive_set_lines(params)
 
 
+def test_settings_written_as_text_parse_into_knob_types():
+    space = build_space("spark", ("query", "job"))
+    parsed = space.parse({"spark.executor.memory": "4g", "spark.driver.memory": "512m",
+                          "spark.sql.adaptive.enabled": "false",
+                          "spark.sql.shuffle.partitions": "64", "spark.memory.fraction": "0.5",
+                          "spark.sql.autoBroadcastJoinThreshold": "-1", "other": "kept"})
+    assert parsed == {"spark.executor.memory": 4096, "spark.driver.memory": 512,
+                      "spark.sql.adaptive.enabled": False, "spark.sql.shuffle.partitions": 64,
+                      "spark.memory.fraction": 0.5, "spark.sql.autoBroadcastJoinThreshold": -1,
+                      "other": "kept"}
+    assert space.contains(parsed)
+    assert not space.contains({"spark.sql.shuffle.partitions": 5000})
+    assert not space.contains({"spark.sql.autoBroadcastJoinThreshold": 12345})
+    with pytest.raises(UsageError, match="spark.sql.adaptive.enabled='maybe' is not a valid"):
+        space.parse({"spark.sql.adaptive.enabled": "maybe"})
+
+
 def test_build_space_levels_and_instances(catalog):
     space = build_space("spark", ("query", "job", "instance"), instance_types=catalog.names())
     levels = space.levels()
@@ -319,6 +336,9 @@ def test_transfer_starts_from_the_best_history_score(scout):
     history = history_frame(scout, "terasort")
     prior = history_prior(history, table.candidates, "cost")
     assert np.isfinite(prior).all()
+    weighted = history_prior(history, table.candidates, "cost", profile=table.profile,
+                             profile_weight=1.0)
+    assert np.isfinite(weighted).all() and not np.allclose(weighted, prior)
     # by hand: per other job, log(cost / its cheapest completed cost), median over jobs
     frame = history.copy()
     frame["cost"] = frame.runtime_s * frame.instance_count * frame.hourly_price_usd / 3600
@@ -329,8 +349,8 @@ def test_transfer_starts_from_the_best_history_score(scout):
         value = np.log(np.where(job.completed, job.cost, np.maximum(job.cost, worst)) / best)
         ratios.append(pd.Series(value, index=list(zip(job.instance_type, job.instance_count))))
     by_hand = pd.concat(ratios, axis=1).median(axis=1)
-    first = tune_replay(scout, "terasort", datasize="huge", n_trials=1, seed=0,
-                        history=scout).trials[0].config
+    first = tune_replay(scout, "terasort", datasize="huge", n_trials=1, seed=0, history=scout,
+                        profile_weight=0.0).trials[0].config
     assert (first["instance_type"], first["instance_count"]) == by_hand.idxmin()
 
 

@@ -160,6 +160,9 @@ def test_model_guided_json_and_project_storage(capsys, with_model, tmp_path):
     assert payload["trials"][0]["config"]["spark.sql.shuffle.partitions"] == 200  # defaults first
     study = optuna.load_study(study_name="q1", storage=url)     # what optuna-dashboard opens
     assert len(study.trials) == 6
+    with pytest.raises(UsageError, match="a study named 'q1' already exists"):
+        main(["--debug", "--store", str(tmp_path / "project.db"), "tune", "--workload",
+              "tpch-q1", "--model", "m.pkl", "--trials", "2", "--study-name", "q1"])
 
 
 def test_model_guided_cost_over_instances_finds_the_models_cheapest(with_model):

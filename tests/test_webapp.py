@@ -14,6 +14,7 @@ import math
 import re
 import shutil
 import socket
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -146,7 +147,7 @@ def test_estimate_says_when_it_extrapolates(client, body, workload_seen, datasiz
 
 def test_the_form_warns_when_the_model_extrapolates(client):
     page = client.post("/", data={**FORM, "workload": "als"}).get_data(as_text=True)
-    warning = re.search(r'<p class="warning" id="extrapolated">(.*?)</p>', page, re.S).group(1)
+    warning = re.search(r'<p class="warning" id="extrapolated">(.*?)</p>', page, re.DOTALL).group(1)
     assert "no measured runs of\n    this job or\n    data size large (it knows bigdata, huge, sf0.1)" in warning
 
 
@@ -297,7 +298,7 @@ def test_api_errors_share_one_shape(client, method, path, kwargs, status, error)
     ({"workload": "wordcount", "size": "enormous"}, "size", "must be one of tiny"),
     ({"workload": "tpch-q1", "input_gb": -2}, "input_gb", "greater than 0"),
     ({"workload": "tpch-q1", "instance_types": ["m9.huge"]}, "instance_types",
-     "unknown instance type 'm9.huge'"),
+     "include an unknown type 'm9.huge'"),
     ({"workload": "tpch-q1", "instance_types": "m5.xlarge"}, "instance_types", "must be a list"),
     ({"workload": "tpch-q1", "instance_types": [1]}, "instance_types", "must be a list"),
     ({"workload": "tpch-q1", "nodes_min": 9, "nodes_max": 3}, "nodes_max",
@@ -385,16 +386,16 @@ FORM = {"workload": "tpch-q5", "sql": "", "scale": "1", "size": "large", "nodes_
 
 
 @pytest.mark.parametrize("change, field, message", [
-    ({"workload": "sql", "sql": "   "}, "sql", "is empty: paste a HiveQL or Spark SQL query"),
+    ({"workload": "sql", "sql": "   "}, "sql", "The query is empty: paste a HiveQL or Spark SQL"),
     ({"sql": "select " + "x" * 200}, "sql", "is too long: 207 characters, at most 100"),
     ({"sql": "drop table lineitem"}, "sql", "only queries can be estimated"),
     ({"sql": "select 1; select 2"}, "sql", "more than one statement"),
     ({"instance_types": ["local[2]", "x9.mega"]}, "instance_types",
-     "unknown instance type &#39;x9.mega&#39;"),
+     "The instance types include an unknown type &#39;x9.mega&#39;"),
     ({"scale": "-0.1"}, "scale", "must be greater than 0; got -0.1"),
     ({"input_gb": "-5"}, "input_gb", "must be greater than 0; got -5"),
     ({"nodes_min": "10", "nodes_max": "4"}, "nodes_max",
-     "must be at least the smallest node count (10); got 4"),
+     "The largest node count must be at least the smallest node count (10); got 4"),
     ({"nodes_min": "-1"}, "nodes_min", "must be at least 1"),
     ({"deadline_s": "soon"}, "deadline_s", "must be a number of seconds"),
     ({"budget_usd": "-2"}, "budget_usd", "must be greater than 0"),
@@ -406,7 +407,7 @@ def test_form_errors_next_to_the_field(app, client, change, field, message):
     response = client.post("/", data={**FORM, **change})
     assert response.status_code == 400
     page = response.get_data(as_text=True)
-    error = re.search(rf'<p class="error" id="{field}-error" role="alert">(.*?)</p>', page, re.S)
+    error = re.search(rf'<p class="error" id="{field}-error" role="alert">(.*?)</p>', page, re.DOTALL)
     assert error is not None, f"no error shown next to {field}"
     assert message in error.group(1)
     assert f'aria-describedby="{field}-error"' in page   # the field itself is marked
@@ -461,8 +462,8 @@ def test_running_page_escapes_what_it_was_given(client):
 # ------------------------------------------------------------------ pieces
 
 def _request(**changes) -> EstimateRequest:
-    fields = dict(workload="w", label="w", datasize="large", scale=None, input_bytes=None,
-                  instance_types=["local[2]"], nodes_min=1, nodes_max=8)
+    fields = {"workload": "w", "label": "w", "datasize": "large", "scale": None,
+              "input_bytes": None, "instance_types": ["local[2]"], "nodes_min": 1, "nodes_max": 8}
     fields.update(changes)
     return EstimateRequest(**fields)
 
@@ -528,12 +529,12 @@ def test_tuned_answer_reads_the_users_text_settings(app):
 
 
 def test_jsonable():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     import numpy as np
 
     assert jsonable({"a": float("nan"), "b": [np.float64(1.5), datetime(2024, 1, 2,
-                                                                        tzinfo=timezone.utc)],
+                                                                        tzinfo=UTC)],
                      "c": np.int64(3), "d": float("inf")}) == {
         "a": None, "b": [1.5, "2024-01-02T00:00:00+00:00"], "c": 3, "d": None}
 
@@ -549,6 +550,29 @@ def test_configuration_layers(monkeypatch, tmp_path):
     monkeypatch.setenv("JOBGAUGE_TUNE_TRIALS", "many")
     with pytest.raises(UsageError, match="JOBGAUGE_TUNE_TRIALS must be a whole number"):
         create_app()
+
+
+def test_warm_up_loads_the_model_in_the_background(tmp_path, training_runs):
+    app = create_app({"TESTING": True, "STORE_URL": str(tmp_path / "s.db"), "MODEL_KIND": "tree",
+                      "RUNS_DIR": str(training_runs), "WARM_UP": True,
+                      "HIVE_HOST": "127.0.0.1", "HIVE_PORT": _free_port()})
+    thread = app.extensions["jobgauge_warm_up"]
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    assert [m["kind"] for m in app.extensions["jobgauge"].models()] == ["tree"]
+
+
+def test_a_user_catalog_adds_types_and_a_broken_one_stops_the_start(tmp_path):
+    good = tmp_path / "catalog.csv"
+    good.write_text("instance_type,vcpus,memory_gib,hourly_price_usd\nm6i.xlarge,4,16,0.192\n")
+    app = create_app({"TESTING": True, "STORE_URL": str(tmp_path / "s.db"),
+                      "CATALOG_PATH": str(good)})
+    assert app.extensions["jobgauge"].instance_options()["m6i.xlarge"].hourly_price_usd == 0.192
+    bad = tmp_path / "bad.csv"
+    bad.write_text("instance_type,vcpus,memory_gib,hourly_price_usd\nm6i.xlarge,four,16,0.192\n")
+    with pytest.raises(ParseError, match=r"bad.csv, line 2, column vcpus: not a number"):
+        create_app({"TESTING": True, "STORE_URL": str(tmp_path / "s.db"),
+                    "CATALOG_PATH": str(bad)})
 
 
 def test_first_start_without_runs_says_what_to_do(tmp_path):
@@ -617,7 +641,7 @@ def test_form_draws_the_dag_of_a_pasted_query_and_escapes_it(client):
     page = response.get_data(as_text=True)
     assert "<script>alert" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page        # the query shown back
-    svg = re.search(r'<div class="dag" id="dag">(<svg.*?</svg>)', page, re.S)
+    svg = re.search(r'<div class="dag" id="dag">(<svg.*?</svg>)', page, re.DOTALL)
     assert svg is not None
     assert len(re.findall(r'<g class="node"', svg.group(1))) >= 5
     assert re.search(r"Scan|scan", svg.group(1)) and "join" in svg.group(1)
@@ -630,7 +654,7 @@ def test_form_shows_spark_errors_next_to_the_query(client):
     response = client.post("/", data={**FORM, "sql": "select *\nfrom orders join nope"})
     assert response.status_code == 400
     error = re.search(r'<p class="error" id="sql-error" role="alert">(.*?)</p>',
-                      response.get_data(as_text=True), re.S).group(1)
+                      response.get_data(as_text=True), re.DOTALL).group(1)
     assert "line 2, column 18" in error and "nope" in error
 
 

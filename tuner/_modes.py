@@ -107,7 +107,12 @@ def model_frame(base_row: Mapping, config: Mapping, catalog=None):
 
     from jobgauge.runtable import COLUMNS
 
+    numeric = ("input_bytes", "instance_count", "vcpus", "memory_gib", "hourly_price_usd",
+               "runtime_s")
     row = {column: base_row.get(column) for column in COLUMNS if column != "config_json"}
+    for column in numeric:
+        if row[column] is None:
+            row[column] = math.nan        # unknown, as read_run_tables leaves it
     knobs = {k: v for k, v in config.items() if k not in ("instance_type", "instance_count")}
     if "instance_type" in config:
         node = _node(catalog, config["instance_type"])
@@ -152,7 +157,9 @@ def model_evaluator(model, base_row: Mapping, *, catalog=None, coverage: float =
             bounds = (max(_first(low), 0.0), max(_first(high), 0.0))
         row = frame.iloc[0]
         price = row["hourly_price_usd"]
-        return Measurement(runtime_s=runtime, instance_count=row["instance_count"] or 1,
+        count = row["instance_count"]
+        return Measurement(runtime_s=runtime,
+                           instance_count=1 if count is None or math.isnan(count) else count,
                            hourly_price_usd=None if price is None or
                            (isinstance(price, float) and math.isnan(price)) else float(price),
                            runtime_interval=bounds)

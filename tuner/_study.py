@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
-from jobgauge.errors import TuneError
+from jobgauge.errors import TuneError, UsageError
 from jobgauge.tuner._errors import InfeasibleTuning, InvalidConfiguration
 from jobgauge.tuner._objective import Goal, Objective
 from jobgauge.tuner._space import level_of
@@ -77,9 +77,13 @@ def create_study(goal: Goal, sampler, *, storage=None, study_name: str | None = 
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(directions=goal.directions, sampler=sampler,
-                                storage=get_storage(storage), study_name=study_name,
-                                load_if_exists=load_if_exists)
+    try:
+        study = optuna.create_study(directions=goal.directions, sampler=sampler,
+                                    storage=get_storage(storage), study_name=study_name,
+                                    load_if_exists=load_if_exists)
+    except optuna.exceptions.DuplicatedStudyError:
+        raise UsageError(f"a study named {study_name!r} already exists there; pick another "
+                         "--study-name") from None
     study.set_user_attr("objective", goal.objective)
     if goal.deadline_s is not None:
         study.set_user_attr("deadline_s", goal.deadline_s)

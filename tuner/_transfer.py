@@ -96,7 +96,9 @@ def history_settings(history, names, objective: str = "time", *, limit: int = 2,
     names = list(names)
     settings = [json.dumps({n: c[n] for n in names if n in c}, sort_keys=True)
                 for c in history["config"]]
-    frame = history.assign(_setting=settings)
+    rest = [json.dumps({k: v for k, v in c.items() if k not in names}, sort_keys=True)
+            for c in history["config"]]       # the job is its parameters less the knobs
+    frame = history.assign(_setting=settings, config_json=rest)
     frame = frame[frame["_setting"] != "{}"]
     if frame.empty:
         return []

@@ -315,8 +315,10 @@ def _tune_measured(args) -> int:
                               timeout_s=args.timeout, store=store)
         return float(record["runtime_s"]), record
 
+    history = _read_tables(args.history, label="history") if args.history else None
     result = tune_measured(run_trial, space, goal=_goal(args), n_trials=args.trials or 5,
-                           seed=args.seed, sampler=args.sampler,
+                           seed=args.seed, sampler=args.sampler, history=history,
+                           workload=args.workload,
                            storage=_storage(args, "project"),
                            study_name=_study_name(args, "measured"), base_row=base_row,
                            catalog=catalog, strategy=args.strategy, progress=not args.json)

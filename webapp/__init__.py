@@ -43,9 +43,9 @@ _SETTINGS = ("STORE_URL", "RUNS_DIR", "PROFILES_DIR", "MODEL_NAME", "MODEL_KIND"
 
 def create_app(test_config=None):
     from flask import Flask
+    from jobgauge.webapp.service import Service
 
     from jobgauge.errors import UsageError
-    from jobgauge.webapp.service import Service
 
     app = Flask(__name__, instance_relative_config=True)
     app.config.from_mapping(
@@ -92,6 +92,8 @@ def create_app(test_config=None):
         hive_port=app.config["HIVE_PORT"], catalog_path=app.config["CATALOG_PATH"],
         eventlog_dirs=app.config["EVENTLOG_DIRS"])
     app.extensions["jobgauge"] = service
+    if app.config["CATALOG_PATH"]:
+        service.instance_options()   # a broken catalog file fails here, not on a request
 
     from jobgauge.webapp.api import api
     from jobgauge.webapp.form import form
@@ -100,7 +102,7 @@ def create_app(test_config=None):
     app.register_blueprint(api, url_prefix="/api/v1")
     register_error_pages(app)
     if app.config["WARM_UP"]:
-        service.warm_up()
+        app.extensions["jobgauge_warm_up"] = service.warm_up()
     return app
 
 

@@ -43,6 +43,18 @@ def _error_responses(*codes) -> dict:
                             "$ref": "#/components/schemas/Error"}}}} for code in codes}
 
 
+def _ref(name: str) -> dict:
+    return {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}
+
+
+def json_body(name: str) -> dict:
+    return {"required": True, "content": _ref(name)}
+
+
+def ok(name: str, words: str = "OK", code: str = "200") -> dict:
+    return {code: {"description": words, "content": _ref(name)}}
+
+
 def openapi_document(*, workloads, instance_types, max_query_chars: int, max_trials: int,
                      server_url: str = "/api/v1") -> dict:
     estimate_properties = {
@@ -213,11 +225,6 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                      "description": "the Spark driver UI (http://host:4040), a History Server "
                                     "address, or an event log path under a configured folder",
                      "schema": {"type": "string", "minLength": 1}}
-    json_body = lambda ref: {"required": True, "content": {  # noqa: E731
-        "application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
-    ok = lambda ref, words="OK", code="200": {code: {  # noqa: E731
-        "description": words,
-        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}}
     paths = {
         "/estimate": {"post": {
             "operationId": "estimate",

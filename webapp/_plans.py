@@ -87,7 +87,7 @@ def _strip_comments(text: str) -> str:
     """``text`` without SQL comments and string literals (they may hold ';')."""
     text = re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", "''", text)
     text = re.sub(r"--[^\n]*", "", text)
-    return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r"/\*.*?\*/", "", text, flags=re.DOTALL)
 
 
 _POSITION = re.compile(r"line (\d+),? pos (\d+)")
@@ -123,9 +123,8 @@ class LocalSparkPlans:
     def _spark(self):
         if self._session is not None:
             return self._session
-        from pyspark.sql import SparkSession
-
         from jobgauge.profiler.workloads.tpch import TABLES, ensure_data
+        from pyspark.sql import SparkSession
 
         builder = (SparkSession.builder.master("local[1]").appName("jobgauge-plans")
                    .config("spark.ui.enabled", "false")

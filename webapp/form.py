@@ -21,6 +21,13 @@ DEFAULTS = {"workload": "tpch-q3", "sql": "", "scale": "1", "size": "large", "in
             "nodes_min": "1", "nodes_max": "8", "deadline_s": "", "budget_usd": "",
             "shuffle_partitions": "", "adaptive": "default", "broadcast_threshold": ""}
 DEFAULT_TYPES = ("local[2]", "m5.xlarge", "r5.xlarge")
+# How an error next to a field begins: "The scale factor must be greater than 0; got -1".
+FIELD_NAMES = {"workload": "The workload", "sql": "The query", "scale": "The scale factor",
+               "size": "The data size", "input_gb": "The input size",
+               "instance_types": "The instance types", "nodes_min": "The smallest node count",
+               "nodes_max": "The largest node count", "deadline_s": "The deadline",
+               "budget_usd": "The budget", "shuffle_partitions": "The partition count",
+               "adaptive": "The setting", "broadcast_threshold": "The threshold"}
 
 
 def _service():
@@ -61,7 +68,8 @@ def index():
             failure = str(exc)
             status = 400
     return render_template("index.html", values=values, chosen_types=chosen, errors=errors,
-                           failure=failure, answer=answer, **_choices(service)), status
+                           field_names=FIELD_NAMES, failure=failure, answer=answer,
+                           **_choices(service)), status
 
 
 def _answer(service, fields: dict) -> dict:
@@ -88,7 +96,7 @@ def _answer(service, fields: dict) -> dict:
                       title=f"{parsed.label} at {parsed.datasize}")
     return {"request": parsed, "estimate": estimate, "tuned": tuned, "dag": dag,
             "dag_svg": dag.to_svg() if dag is not None else None, "plan_note": plan_note,
-            "plan_source": "HiveServer2 at {}:{}".format(service.hive_host, service.hive_port)
+            "plan_source": f"HiveServer2 at {service.hive_host}:{service.hive_port}"
             if service.hive_host else "a local Spark session (EXPLAIN FORMATTED; nothing runs)",
             "plot": png_data_uri(png), "options": service.instance_options()}
 

@@ -65,7 +65,7 @@ class EstimateRequest:
             return list(range(low, high + 1))
         ratio = (high / low) ** (1 / (MAX_NODE_POINTS - 1))
         counts = {low, high}
-        counts.update(int(round(low * ratio ** i)) for i in range(MAX_NODE_POINTS))
+        counts.update(round(low * ratio ** i) for i in range(MAX_NODE_POINTS))
         return sorted(counts)
 
 
@@ -215,7 +215,7 @@ def _instance_types(data: dict, catalog_names, strict: bool) -> list[str]:
                                              f"got {len(names)}")
     for name in names:
         if name not in catalog_names:
-            raise InvalidField("instance_types", f"unknown instance type {name[:60]!r}; "
+            raise InvalidField("instance_types", f"include an unknown type {name[:60]!r}; "
                                                  "choose from the list (local[1], local[2] "
                                                  "or a catalog type such as m5.xlarge)")
     return list(dict.fromkeys(names))

@@ -101,7 +101,9 @@ def jsonable(value):
 def executor_layout(option: InstanceOption, count: int) -> dict[str, str]:
     """One executor per node with all its cores and the heap that fits beside
     Spark's overhead (the layout the runtime models assume when none is given)."""
-    from jobgauge.tuner._space import MIN_OVERHEAD_MB, OVERHEAD_FRACTION, RESERVED_NODE_MB
+    from jobgauge.tuner._space import (
+        MIN_OVERHEAD_MB, OVERHEAD_FRACTION, RESERVED_NODE_MB,
+    )
 
     usable = option.memory_gib * 1024 - RESERVED_NODE_MB
     heap = int(min(usable / (1 + OVERHEAD_FRACTION), usable - MIN_OVERHEAD_MB))
@@ -190,8 +192,9 @@ class Service:
         with self._lock:
             if self._model is not None:
                 return self._model, self._meta
-            from jobgauge.errors import StoreError
             from jobgauge.models import loads_model
+
+            from jobgauge.errors import StoreError
 
             try:
                 meta, payload = self.store.load_model(self.model_name)
@@ -213,7 +216,7 @@ class Service:
                   f"{len(files)} run tables in {self.runs_dir} ...", file=progress, flush=True)
         frame = self.training_frame().drop(columns=["profile"])
         model = make_model(kind, random_state=0).fit(frame)
-        metrics = {"trained_on_runs": int(len(frame)), "files": [f.name for f in files],
+        metrics = {"trained_on_runs": len(frame), "files": [f.name for f in files],
                    "instance_types": sorted(set(frame["instance_type"])),
                    "workloads": sorted(set(frame["workload"])),
                    "datasizes": sorted(set(frame["datasize"]))}
@@ -301,7 +304,7 @@ class Service:
                                     config=request.config)
         except ParseError as exc:
             if request.pasted:
-                raise InvalidField("sql", str(exc)) from None
+                raise InvalidField("sql", f"cannot be planned: {exc}") from None
             raise
 
     def estimate(self, request: EstimateRequest, *, dag=None, plan: bool = True) -> dict:
@@ -426,12 +429,12 @@ class Service:
         if not text:
             raise InvalidField("url", "give the Spark UI address (http://driver:4040), a "
                                       "History Server address, or an event log path")
-        if re.match(r"^https?://", text, re.I):
+        if re.match(r"^https?://", text, re.IGNORECASE):
             parts = urllib.parse.urlsplit(text)
             if not parts.hostname:
                 raise InvalidField("url", f"has no host name: {text[:80]!r}")
             return text
-        if re.match(r"^[a-z][a-z0-9+.-]*://", text, re.I):
+        if re.match(r"^[a-z][a-z0-9+.-]*://", text, re.IGNORECASE):
             raise InvalidField("url", f"must be an http(s) address or an event log path; "
                                       f"got {text[:80]!r}")
         path = Path(text).resolve()
@@ -459,7 +462,7 @@ class Service:
     def applications(self, url: str) -> list[dict]:
         """The applications a Spark UI or History Server lists (newest first)."""
         source = self._source(url)
-        if not re.match(r"^https?://", source, re.I):
+        if not re.match(r"^https?://", source, re.IGNORECASE):
             from jobgauge.profiler.live import LiveSourceError, read_snapshot
 
             try:
