@@ -59,10 +59,13 @@ def targets(X, y=None):
 
 
 def configuration_keys(X) -> np.ndarray:
-    """One string per row naming its configuration (job, size, cluster, knobs)."""
+    """One string per row naming its configuration: cluster (instance type and count) and knobs.
+
+    Runs of different workloads or sizes on the same configuration share the key, so a
+    calibration split holds out whole configurations, as a user meets them.
+    """
     parts = []
-    for column in ("workload", "framework", "datasize", "instance_type", "instance_count",
-                   "config_json"):
+    for column in ("instance_type", "instance_count", "config_json"):
         if column in X.columns:
             parts.append(X[column].astype(str).to_numpy())
     keys = parts[0].astype(object)

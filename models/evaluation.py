@@ -39,7 +39,7 @@ from jobgauge.errors import ModelError, UsageError
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
-EVAL_VERSION = 3
+EVAL_VERSION = 4
 PROTOCOLS = {
     "configs": "(a) held-out configurations",
     "scale": "(b) scale extrapolation",

@@ -433,7 +433,8 @@ def test_measured_mode_records_runs_and_starts_from_history(c3o):
                            profile=table.profile)
     assert len(calls) == len(store.runs) == 3
     assert store.runs[0][1]["instance_count"] == str(calls[0]["instance_count"])
-    prior = history_prior(history, table.candidates, "cost", profile=table.profile)
+    prior = history_prior(history, table.candidates, "cost", profile=table.profile,
+                          profile_weight=1.0, min_coverage=0.5)
     assert prior[table.candidates.index(calls[0])] == np.nanmin(prior)   # ties: any of the best
     assert result.best.value == pytest.approx(min(t.value for t in result.trials))
 

@@ -146,6 +146,16 @@ def test_model_guided_tune_prints_conf_and_set_lines(capsys, with_model):
     assert any(line.startswith("# predicted runtime") and "80 % interval" in line for line in out)
 
 
+def test_hive_session_knobs_come_with_spark_sql_equivalents(capsys, with_model):
+    assert main(["tune", "--workload", "tpch-q1", "--engine", "hive", "--model", "m.pkl",
+                 "--trials", "4", "--study-storage", "memory"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("SET hive.auto.convert.join=") for line in out)
+    assert any(line.startswith("SET hive.exec.parallel=") for line in out)
+    assert any(line.startswith("SET spark.sql.adaptive.skewJoin.enabled=") for line in out)
+    assert not any(line.startswith("--conf") for line in out)   # no Spark job settings
+
+
 def test_model_guided_json_and_project_storage(capsys, with_model, tmp_path):
     url = f"sqlite:///{tmp_path / 'project.db'}"
     payload = _json(capsys, ["--store", str(tmp_path / "project.db"), "tune", "--workload",

@@ -70,12 +70,13 @@ def tune_replay(frame, workload: str, *, framework=None, datasize=None, where=No
                 history=None, sampler: str = "transfer", deadline_s=None, budget_usd=None,
                 storage=None, study_name=None, stop: Callable | None = None,
                 profile_weight: float = 1.0, min_coverage: float = 0.5, importance: bool = False,
-                progress=False):
+                sampler_options: Mapping | None = None, progress=False):
     """Tune ``workload`` against the runs of ``frame`` (a read_run_tables frame).
 
     ``history``: run-table frame of other workloads (rows of ``workload`` in it
     are dropped); ``profile_weight`` and ``min_coverage`` shape its prior
-    (see ``history_prior``).  ``n_trials`` is capped at the number of measured
+    (see ``history_prior``), ``sampler_options`` the TransferSampler (``kappa``,
+    ``lengthscale``, ...).  ``n_trials`` is capped at the number of measured
     configurations.  Returns a TuneResult whose trial values are seconds
     (``time``) or dollars (``cost``).
     """
@@ -85,7 +86,7 @@ def tune_replay(frame, workload: str, *, framework=None, datasize=None, where=No
     prior = history_prior(history, table.candidates, objective, profile=table.profile,
                           profile_weight=profile_weight, min_coverage=min_coverage)
     chosen = make_sampler(sampler, seed=seed, candidates=table.candidates, prior=prior,
-                          multi_objective=goal.objective == "both")
+                          multi_objective=goal.objective == "both", **dict(sampler_options or {}))
     study = create_study(goal, chosen, storage=storage, study_name=study_name)
     study.set_user_attr("mode", "replay")
     study.set_user_attr("workload", table.workload)

@@ -34,15 +34,18 @@ SAMPLERS = ("auto", "transfer", "tpe", "gp", "random", "nsga2")
 
 
 def make_sampler(name: str = "tpe", *, seed: int | None = None, candidates=None, prior=None,
-                 multi_objective: bool = False, n_startup_trials: int = 3):
+                 multi_objective: bool = False, n_startup_trials: int = 3, **options):
     """A seeded sampler by name.  With ``candidates`` (a CandidateSet) the
-    finite-set samplers are used: ``transfer`` (and ``auto``), ``random``,
-    ``gp`` (GPSampler snapped to the set), ``tpe`` (TPESampler snapped)."""
+    finite-set samplers are used: ``transfer`` (and ``auto``; ``options`` go to
+    TransferSampler), ``random``, ``gp`` (GPSampler snapped to the set),
+    ``tpe`` (multivariate TPESampler snapped)."""
+    if options and name not in ("auto", "transfer"):
+        raise UsageError(f"sampler {name!r} takes no options ({', '.join(options)})")
     if name not in SAMPLERS:
         raise UsageError(f"unknown sampler {name!r}; expected one of {', '.join(SAMPLERS)}")
     if candidates is not None:
         if name in ("auto", "transfer"):
-            return TransferSampler(candidates, prior=prior, seed=seed)
+            return TransferSampler(candidates, prior=prior, seed=seed, **options)
         if name == "random":
             return RandomCandidateSampler(candidates, seed=seed)
         if name == "tpe":   # joint proposals need multivariate TPE (independent TPE proposes none)
@@ -90,7 +93,7 @@ class _FiniteSetSampler(optuna.samplers.BaseSampler):
     def sample_relative(self, study, trial, search_space):
         if not search_space:
             return {}
-        observed, tried = self._history(study)
+        observed, tried = self._history(study, trial.number)
         free = [i for i in range(len(self.candidates)) if i not in tried]
         if not free:
             raise TuneError(f"every one of the {len(self.candidates)} configurations has been "
@@ -102,12 +105,12 @@ class _FiniteSetSampler(optuna.samplers.BaseSampler):
         raise TuneError(f"{type(self).__name__} proposes whole configurations; the parameter "
                         f"{param_name!r} is not one of its set's ({', '.join(self.candidates.names)})")
 
-    def _history(self, study):
-        """Completed candidates as {index: (value or None, censored)}, and every index tried."""
+    def _history(self, study, number):
+        """Completed candidates as {index: (value or None, censored)}, and every index
+        tried.  Several objectives are scalarised for the trial ``number`` (ParEGO)."""
         from optuna.trial import TrialState
 
         observed, tried = {}, set()
-        multi = len(study.directions) > 1
         for frozen in study.get_trials(deepcopy=False):
             index = self.candidates.index(frozen.params) if frozen.params else None
             if index is None:
@@ -115,19 +118,32 @@ class _FiniteSetSampler(optuna.samplers.BaseSampler):
             tried.add(index)
             if frozen.state == TrialState.COMPLETE:
                 censored = bool(frozen.user_attrs.get("censored", False))
-                value = (self._scalarise(frozen.values, frozen.number) if multi
-                         else frozen.value)
-                observed[index] = (value, censored)
+                observed[index] = (list(frozen.values), censored)
             elif frozen.state in (TrialState.FAIL, TrialState.PRUNED):
                 observed[index] = (None, True)       # could not run: a bad configuration
-        return observed, tried
+        return self._scalarise(observed, number), tried
 
-    def _scalarise(self, values, number):
-        """ParEGO-style weighting of several objectives (log scale), seeded per trial."""
+    def _scalarise(self, observed, number):
+        """One value per observation: the objective itself, or for several the
+        ParEGO augmented Chebyshev scalarisation of their logs (each scaled to
+        [0, 1] over the observations) with weights drawn for this trial."""
+        done = {i: v for i, (v, _) in observed.items() if v is not None}
+        if not done or len(next(iter(done.values()))) == 1:
+            return {i: (None if v is None else v[0], c) for i, (v, c) in observed.items()}
+        logs = {i: np.log(np.maximum(np.asarray(v, dtype=float), 1e-12))
+                for i, v in done.items()}
+        matrix = np.array(list(logs.values()))
+        low, span = matrix.min(axis=0), np.maximum(np.ptp(matrix, axis=0), 1e-12)
         weights = np.random.RandomState((self.seed or 0) + 7919 * number).dirichlet(
-            np.ones(len(values)))
-        logs = np.log(np.maximum(np.asarray(values, dtype=float), 1e-12))
-        return float(math.exp(float(np.max(weights * logs) + 0.05 * np.sum(weights * logs))))
+            np.ones(matrix.shape[1]))
+        out = {}
+        for index, (values, censored) in observed.items():
+            if values is None:
+                out[index] = (None, censored)
+                continue
+            scaled = weights * (logs[index] - low) / span
+            out[index] = (math.exp(float(np.max(scaled) + 0.05 * np.sum(scaled))), censored)
+        return out
 
     def _pick(self, free, scores):
         """The free candidate of lowest score; ties broken by the seeded generator."""

@@ -326,12 +326,17 @@ def _tune_measured(args) -> int:
 
 
 def _report_open(args, result, mode: str, space) -> int:
-    from jobgauge.tuner._space import hive_set_lines, spark_submit_lines
+    from jobgauge.tuner._space import format_setting, hive_set_lines, hive_to_spark, \
+        spark_submit_lines
 
     best = result.best
     knobs = {k: v for k, v in best.config.items() if k not in ("instance_type", "instance_count")}
     conf_lines = spark_submit_lines(knobs)
     set_lines = hive_set_lines(knobs)
+    hive_knobs = {k: v for k, v in knobs.items() if k.startswith("hive.")}
+    if hive_knobs:   # the same session on Spark (Spark Thrift server): Spark SQL equivalents
+        set_lines += [f"SET {k}={format_setting(k, v)};"
+                      for k, v in hive_to_spark(hive_knobs).items()]
     mapreduce = [f"-D {k}={v}" for k, v in knobs.items() if k.startswith("mapreduce.")]
     if args.json:
         payload = result.to_dict()
