@@ -23,9 +23,15 @@ sys.path.insert(0, str(REPO))
 from jobgauge.runtable import read_run_tables  # noqa: E402
 
 
+# What a MapReduce run with nothing set records (Hadoop's own defaults, effective values).
+HADOOP_DEFAULTS = {"mapreduce.job.reduces": "1", "mapreduce.task.io.sort.mb": "100",
+                   "mapreduce.task.io.sort.factor": "10", "mapreduce.map.output.compress": "false"}
+
+
 def is_default(config: dict) -> bool:
-    """Spark's defaults: nothing set beyond the master, which must be local[2]."""
-    return config == {"spark.master": "local[2]"} or config == {}
+    """The engine's defaults: for Spark nothing set beyond the master, which must be
+    local[2]; for MapReduce Hadoop's defaults and nothing else."""
+    return config in ({"spark.master": "local[2]"}, {}, HADOOP_DEFAULTS)
 
 
 def summarize(frame):
@@ -69,7 +75,7 @@ def write_report(table, out_dir: Path, sources: list[str]) -> Path:
     import matplotlib.pyplot as plt
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    labels = [f"{r['workload']} {r['datasize']}" for r in table]
+    labels = [f"{r['framework']} {r['workload']} {r['datasize']}" for r in table]
     fig, ax = plt.subplots(figsize=(max(8, 0.32 * len(table)), 4.5))
     xs = range(len(table))
     ax.vlines(xs, [r["best_s"] for r in table], [r["worst_s"] for r in table], color="#7a8ca3",
@@ -94,13 +100,13 @@ def write_report(table, out_dir: Path, sources: list[str]) -> Path:
              "Sources: " + ", ".join(f"`{s}`" for s in sources), "",
              f"{sum(r['runs'] for r in table)} runs, {len(table)} workload x size groups.", "",
              "Runtime per configuration is the median of its repeats. *default/best* is Spark's "
-             "defaults (local[2], nothing else set) over the fastest configuration; *CoV* is the "
+             "defaults (local[2] and nothing else set; for MapReduce Hadoop's defaults) over the fastest configuration; *CoV* is the "
              "mean coefficient of variation over configurations measured 2 or more times.", "",
              "![spread](corpus.png)", "",
-             "| workload | size | runs | configs | failed | best s | worst s | max/min | default s | default/best | CoV | repeated configs |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| framework | workload | size | runs | configs | failed | best s | worst s | max/min | default s | default/best | CoV | repeated configs |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table:
-        lines.append(f"| {r['workload']} | {r['datasize']} | {r['runs']} | {r['configs']} | "
+        lines.append(f"| {r['framework']} | {r['workload']} | {r['datasize']} | {r['runs']} | {r['configs']} | "
                      f"{r['failed']} | {fmt(r['best_s'])} | {fmt(r['worst_s'])} | "
                      f"{fmt(r['spread'], '{:.1f}x')} | {fmt(r['default_s'])} | "
                      f"{fmt(r['default_over_best'], '{:.2f}')} | {fmt(r['cov'], '{:.1%}')} | "

@@ -127,8 +127,9 @@ def _summary(results, dataset, method, variant=None):
 def _curve(results, dataset, method, horizon):
     rows = [r for r in results if r["dataset"] == dataset and r["method"] == method
             and r["variant"] is None]
-    to10 = np.array([r["to10"] for r in rows])
-    return [float(np.mean(to10 <= n)) for n in range(1, horizon + 1)]
+    reached = np.array([r["to10"] if r["to10"] <= r["budget"] else np.inf for r in rows])
+    horizon = min(horizon, max(r["budget"] for r in rows))   # nothing is known past the budget
+    return [float(np.mean(reached <= n)) for n in range(1, horizon + 1)]
 
 
 def _plot(results, dataset, horizon, path, methods=METHODS):
@@ -142,7 +143,7 @@ def _plot(results, dataset, horizon, path, methods=METHODS):
               "gp": "plain GP-BO (Optuna GPSampler)"}
     for method in methods:
         curve = _curve(results, dataset, method, horizon)
-        axis.plot(range(1, horizon + 1), curve, marker="o", markersize=3, label=labels[method])
+        axis.plot(range(1, len(curve) + 1), curve, marker="o", markersize=3, label=labels[method])
     axis.set_xlabel("measured runs (trials)")
     axis.set_ylabel("fraction of searches within 10 % of cheapest")
     axis.set_title(f"Replay on {DATASETS[dataset]}")
