@@ -64,6 +64,24 @@ class _NetworkModel(RuntimeModel):
     def _sequences(self, X):
         return None
 
+    @staticmethod
+    def _tensors(torch, static, sequences):
+        """Network inputs: [static] or [static, nodes, lengths, dag_index] (distinct DAGs)."""
+        inputs = [torch.as_tensor(static)]
+        if sequences is not None:
+            inputs += [torch.as_tensor(part) for part in sequences]
+        return inputs
+
+    @staticmethod
+    def _batch(torch, inputs, rows):
+        """The inputs of the rows of one mini-batch (only the DAGs these rows use)."""
+        if len(inputs) == 1:
+            return [inputs[0][rows]]
+        static, nodes, lengths, dag_index = inputs
+        used, index = torch.unique(dag_index[rows], return_inverse=True)
+        longest = int(lengths[used].max())
+        return [static[rows], nodes[used, :longest], lengths[used], index]
+
     def _seed(self):
         if self.random_state is None:
             return int(np.random.randint(0, 2 ** 31 - 1))
@@ -82,9 +100,7 @@ class _NetworkModel(RuntimeModel):
         sequences = self._sequences(X)
         module_class = self.module or self._default_module()
         with _torch_session(self._seed(), self.n_threads) as torch:
-            inputs = [torch.as_tensor(static)]
-            if sequences is not None:
-                inputs += [torch.as_tensor(sequences[0]), torch.as_tensor(sequences[1])]
+            inputs = self._tensors(torch, static, sequences)
             y = torch.as_tensor(target)
             bound = torch.as_tensor(censored)
             networks = []
@@ -111,7 +127,7 @@ class _NetworkModel(RuntimeModel):
             order = torch.randperm(n)
             for start in range(0, n, batch):
                 rows = order[start:start + batch]
-                predicted = network(*[part[rows] for part in inputs])
+                predicted = network(*self._batch(torch, inputs, rows))
                 diff = predicted - y[rows]
                 loss = torch.where(censored[rows], torch.relu(-diff) ** 2, diff ** 2).mean()
                 optimizer.zero_grad()
@@ -127,9 +143,7 @@ class _NetworkModel(RuntimeModel):
         static = self.scaler_.transform(matrix).astype(np.float32)
         sequences = self._sequences(X)
         with _torch_session(0, self.n_threads) as torch, torch.no_grad():
-            inputs = [torch.as_tensor(static)]
-            if sequences is not None:
-                inputs += [torch.as_tensor(sequences[0]), torch.as_tensor(sequences[1])]
+            inputs = self._tensors(torch, static, sequences)
             outputs = torch.stack([network(*inputs) for network in self.module_]).mean(0)
         return outputs.numpy().astype(float) * self.target_scale_ + self.target_mean_
 
@@ -222,21 +236,34 @@ class DagRNN(_NetworkModel):
                 "dropout": self.dropout}
 
     def _raw_sequences(self, X):
+        """(distinct serialized DAGs, index of each row's DAG)."""
+        import json
+
         from jobgauge.dag import FEATURE_NAMES
 
         column = X["dag"].tolist() if "dag" in X.columns else [None] * len(X)
-        cache = {}
         empty = np.zeros((1, len(FEATURE_NAMES)), dtype=np.float32)
-        sequences = []
-        for value in column:
-            key = id(value)
-            if key not in cache:
-                cache[key] = dag_matrix(value, empty)
-            sequences.append(cache[key])
-        return sequences
+        by_object, by_content, matrices, index = {}, {}, [], np.empty(len(column), np.int64)
+        for row, value in enumerate(column):
+            position = by_object.get(id(value))
+            if position is None:
+                content = value if value is None or isinstance(value, str) else \
+                    json.dumps(value.to_dict() if hasattr(value, "to_dict") else value,
+                               sort_keys=True, default=str)
+                if isinstance(content, float):
+                    content = None
+                position = by_content.get(content)
+                if position is None:
+                    position = len(matrices)
+                    matrices.append(dag_matrix(value, empty))
+                    by_content[content] = position
+                by_object[id(value)] = position
+            index[row] = position
+        return matrices, index
 
     def _sequence_fit(self, X):
-        nodes = np.vstack(self._raw_sequences(X))
+        matrices, index = self._raw_sequences(X)
+        nodes = np.vstack([matrices[i] for i in index])  # weighted by rows, as training sees them
         self.node_mean_ = nodes.mean(0)
         self.node_scale_ = np.where(nodes.std(0) > 0, nodes.std(0), 1.0)
         self.has_dag_ = "dag" in X.columns and X["dag"].notna().any()
@@ -244,10 +271,12 @@ class DagRNN(_NetworkModel):
     def _sequences(self, X):
         from jobgauge.dag import pad_sequences
 
-        scaled = [((s - self.node_mean_) / self.node_scale_).astype(np.float32)
-                  for s in self._raw_sequences(X)]
-        batch, lengths = pad_sequences(scaled, max_len=self.max_nodes)
-        return batch, lengths
+        matrices, index = self._raw_sequences(X)
+        scaled = [((m - self.node_mean_) / self.node_scale_).astype(np.float32)
+                  for m in matrices]
+        longest = max(len(m) for m in scaled)
+        batch, lengths = pad_sequences(scaled, max_len=min(self.max_nodes, longest))
+        return batch, lengths, index
 
 
 def dag_matrix(value, empty):

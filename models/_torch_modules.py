@@ -34,8 +34,10 @@ class DagEncoderRegressor(nn.Module):
     """A GRU or LSTM reads a job's DAG node sequence; its final state joins the
     static features in a fully connected head that outputs log runtime.
 
-    ``nodes`` is a padded float tensor [batch, length, node_features] and
-    ``lengths`` the true lengths (>= 1); any length works.
+    ``nodes`` is a padded float tensor [n_dags, length, node_features] of the
+    distinct DAGs, ``lengths`` their true lengths (>= 1; any length works) and
+    ``dag_index`` [batch] says which DAG each row has, so a DAG shared by many
+    rows (every run of one query) is encoded once per batch.
     """
 
     def __init__(self, *, n_inputs, n_node_features, hidden_size=32, num_layers=1, cell="gru",
@@ -46,10 +48,10 @@ class DagEncoderRegressor(nn.Module):
                                  batch_first=True)
         self.head = MLP(n_inputs=n_inputs + hidden_size, hidden_sizes=head_sizes, dropout=dropout)
 
-    def forward(self, static, nodes, lengths):
+    def forward(self, static, nodes, lengths, dag_index):
         packed = nn.utils.rnn.pack_padded_sequence(nodes, lengths.cpu(), batch_first=True,
                                                    enforce_sorted=False)
         _, state = self.encoder(packed)
         if isinstance(state, tuple):  # LSTM: (hidden, cell)
             state = state[0]
-        return self.head(torch.cat([static, state[-1]], dim=1))
+        return self.head(torch.cat([static, state[-1][dag_index]], dim=1))
