@@ -18,14 +18,13 @@ import sys
 
 
 def main(argv=None) -> int:
+    from jobgauge.errors import GaugeError
     from jobgauge.models.evaluation import (
         DEFAULT_MODELS,
         PROTOCOLS,
         default_run_tables,
         run_evaluation,
     )
-
-    from jobgauge.errors import GaugeError
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", nargs="+", help="run tables (default: Scout, C3O, data/runs)")

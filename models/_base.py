@@ -8,7 +8,8 @@ least ``runtime_s``.  They are kept as censored targets: models fit with
 max(observed bound, current prediction); the networks use a one-sided loss.
 
 Intervals are split-conformal: ``fit`` holds out ``calibration_size`` of the
-configurations (all runs of one configuration go to the same side), fits on
+clusters (or, on data from few clusters, of the configurations; all runs of
+one go to the same side, see :func:`configuration_keys`), fits on
 the rest, keeps the held-out log residuals of completed runs, then refits on
 everything.  ``predict_interval(X, coverage)`` returns the residual
 quantiles around the prediction, so an 80 % interval covered 80 % of unseen
@@ -18,16 +19,15 @@ uses training residuals (cheaper, intervals too narrow).
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
-import math
-
 import numpy as np
-from jobgauge.models._params import Boolean, Interval, RandomState, validate_params
-from jobgauge.models.features import RunFeatures, check_frame
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from jobgauge.errors import ModelError, NotFittedError
+from jobgauge.models._params import Boolean, Interval, RandomState, validate_params
+from jobgauge.models.features import RunFeatures, check_frame
 
 MIN_CALIBRATION_GROUPS = 5
 
@@ -58,20 +58,28 @@ def targets(X, y=None):
     return y, censored
 
 
-def configuration_keys(X) -> np.ndarray:
-    """One string per row naming its configuration: cluster (instance type and count) and knobs.
+MIN_CALIBRATION_CLUSTERS = 8
 
-    Runs of different workloads or sizes on the same configuration share the key, so a
-    calibration split holds out whole configurations, as a user meets them.
+
+def configuration_keys(X) -> np.ndarray:
+    """One string per row naming the unit a calibration split holds out.
+
+    With at least MIN_CALIBRATION_CLUSTERS distinct clusters (instance type x count), whole
+    clusters are held out: a new cluster is the harder question a user asks, and holding
+    out only knob settings on a cluster seen in training gives intervals that are too
+    narrow for it.  Otherwise (one machine, knobs varied) the unit is the configuration:
+    cluster plus knobs.  Runs of different workloads or sizes share the key either way.
     """
-    parts = []
-    for column in ("instance_type", "instance_count", "config_json"):
-        if column in X.columns:
-            parts.append(X[column].astype(str).to_numpy())
-    keys = parts[0].astype(object)
-    for part in parts[1:]:
-        keys = keys + "|" + part.astype(object)
-    return keys
+    def join(columns):
+        keys = X[columns[0]].astype(str).to_numpy().astype(object)
+        for column in columns[1:]:
+            keys = keys + "|" + X[column].astype(str).to_numpy().astype(object)
+        return keys
+
+    clusters = join(["instance_type", "instance_count"])
+    if len(np.unique(clusters)) >= MIN_CALIBRATION_CLUSTERS or "config_json" not in X.columns:
+        return clusters
+    return join(["instance_type", "instance_count", "config_json"])
 
 
 def conformal_offsets(residuals, coverage):

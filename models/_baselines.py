@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+
 from jobgauge.models._base import RuntimeModel
 from jobgauge.models._params import Interval, Options
 

@@ -24,6 +24,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from jobgauge.errors import ModelError, NotFittedError
 from jobgauge.models._params import Interval, Options, RandomState, validate_params
 from jobgauge.models.features import (
     RunFeatures,
@@ -31,9 +34,6 @@ from jobgauge.models.features import (
     check_frame,
     profile_features,
 )
-from sklearn.base import BaseEstimator, ClassifierMixin
-
-from jobgauge.errors import ModelError, NotFittedError
 
 UNKNOWN = "unknown"
 _PROFILE_TRAITS = ("log_cpu_ms_per_mb", "shuffle_ratio", "spill_ratio", "gc_share",

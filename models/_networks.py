@@ -16,16 +16,15 @@ size hyperparameters, so ``clone``/``get_params`` rebuild it.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import contextlib
 import math
+from typing import ClassVar
 
 import numpy as np
-from jobgauge.models._base import RuntimeModel
-from jobgauge.models._params import Interval, IntTuple, Options, Subclass
 
 from jobgauge.errors import ModelError
+from jobgauge.models._base import RuntimeModel
+from jobgauge.models._params import Interval, IntTuple, Options, Subclass
 
 
 @contextlib.contextmanager
@@ -55,6 +54,7 @@ class _NetworkModel(RuntimeModel):
         "weight_decay": [Interval(float, 0.0, None)],
         "n_networks": [Interval(int, 1, None)],
         "n_threads": [Interval(int, 1, None)],
+        "identity_dropout": [Interval(float, 0.0, 1.0, closed="left")],
     }
 
     # subclasses: _default_module(), _module_kwargs(n_inputs), _sequence_fit(X), _sequences(X)
@@ -96,6 +96,13 @@ class _NetworkModel(RuntimeModel):
         self.target_mean_ = float(log_y.mean())
         self.target_scale_ = float(log_y.std()) or 1.0
         target = ((log_y - self.target_mean_) / self.target_scale_).astype(np.float32)
+        # columns naming the workload: hidden for a share of training rows, so the network
+        # also learns to predict a workload it has never seen from size, cluster and knobs
+        names = list(self.features_.get_feature_names_out())
+        identity = [i for i, n in enumerate(names) if n.startswith(("workload=", "framework="))]
+        self.identity_columns_ = np.array(identity, dtype=np.int64)
+        self.identity_absent_ = ((0.0 - self.scaler_.mean_) / self.scaler_.scale_)[
+            self.identity_columns_].astype(np.float32)
         self._sequence_fit(X)
         sequences = self._sequences(X)
         module_class = self.module or self._default_module()
@@ -127,7 +134,16 @@ class _NetworkModel(RuntimeModel):
             order = torch.randperm(n)
             for start in range(0, n, batch):
                 rows = order[start:start + batch]
-                predicted = network(*self._batch(torch, inputs, rows))
+                batch_inputs = self._batch(torch, inputs, rows)
+                if self.identity_dropout > 0 and len(self.identity_columns_):
+                    hide = torch.rand(len(rows)) < self.identity_dropout
+                    if hide.any():
+                        static = batch_inputs[0].clone()
+                        columns = torch.as_tensor(self.identity_columns_)
+                        static[hide.nonzero().squeeze(1)[:, None], columns] = \
+                            torch.as_tensor(self.identity_absent_)
+                        batch_inputs[0] = static
+                predicted = network(*batch_inputs)
                 diff = predicted - y[rows]
                 loss = torch.where(censored[rows], torch.relu(-diff) ** 2, diff ** 2).mean()
                 optimizer.zero_grad()
@@ -158,8 +174,8 @@ class FullyConnectedModel(_NetworkModel):
 
     def __init__(self, *, module=None, hidden_sizes=(256, 128), dropout=0.0, epochs=100,
                  batch_size=64, learning_rate=3e-3, weight_decay=1e-4, n_networks=2,
-                 n_threads=1, random_state=0, calibration_size=0.2, censored_iterations=0,
-                 with_classes=False):
+                 n_threads=1, identity_dropout=0.0, random_state=0, calibration_size=0.2,
+                 censored_iterations=0, with_classes=False):
         self.module = module
         self.hidden_sizes = hidden_sizes
         self.dropout = dropout
@@ -169,6 +185,7 @@ class FullyConnectedModel(_NetworkModel):
         self.weight_decay = weight_decay
         self.n_networks = n_networks
         self.n_threads = n_threads
+        self.identity_dropout = identity_dropout
         self.random_state = random_state
         self.calibration_size = calibration_size
         self.censored_iterations = censored_iterations
@@ -204,8 +221,8 @@ class DagRNN(_NetworkModel):
     def __init__(self, *, module=None, hidden_size=32, num_layers=1, cell="gru",
                  head_sizes=(256, 128), max_nodes=128, dropout=0.0, epochs=100, batch_size=64,
                  learning_rate=3e-3, weight_decay=1e-4, n_networks=2, n_threads=1,
-                 random_state=0, calibration_size=0.2, censored_iterations=0,
-                 with_classes=False):
+                 identity_dropout=0.0, random_state=0, calibration_size=0.2,
+                 censored_iterations=0, with_classes=False):
         self.module = module
         self.hidden_size = hidden_size
         self.num_layers = num_layers
@@ -219,6 +236,7 @@ class DagRNN(_NetworkModel):
         self.weight_decay = weight_decay
         self.n_networks = n_networks
         self.n_threads = n_threads
+        self.identity_dropout = identity_dropout
         self.random_state = random_state
         self.calibration_size = calibration_size
         self.censored_iterations = censored_iterations
@@ -284,7 +302,6 @@ def dag_matrix(value, empty):
     import json
 
     from jobgauge.dag import QueryDag, serialize
-
     from jobgauge.errors import GaugeError
 
     if value is None or (isinstance(value, float) and math.isnan(value)):

@@ -21,6 +21,8 @@ import pickle
 from pathlib import Path
 
 import numpy as np
+
+from jobgauge.errors import ModelError, UsageError
 from jobgauge.models._base import RuntimeModel
 from jobgauge.models._baselines import (
     DecisionTreeModel,
@@ -30,8 +32,6 @@ from jobgauge.models._baselines import (
     SVRModel,
 )
 from jobgauge.models._networks import DagRNN, FullyConnectedModel
-
-from jobgauge.errors import ModelError, UsageError
 
 MODELS = {
     "tree": DecisionTreeModel,

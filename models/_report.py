@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+
 from jobgauge.models.evaluation import PROTOCOLS, _percent, markdown_table, noise_floor
 
 # What the seed (the project brief's literature) reports, for comparison.

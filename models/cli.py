@@ -144,6 +144,7 @@ def _fraction(value) -> str:
 def training_summary(model, frame) -> dict:
     """Counts and held-out error figures of a freshly trained model (for train's output)."""
     import numpy as np
+
     from jobgauge.models import model_name
     from jobgauge.models._base import conformal_offsets
 
@@ -258,7 +259,6 @@ def predict_command(args) -> int:
 
 def _predict_table(model, args) -> int:
     from jobgauge.models import predict_frame
-
     from jobgauge.runtable import read_run_tables, write_run_table
 
     frame = read_run_tables(args.runs, runtime_optional=True)

@@ -100,7 +100,6 @@ def default_profile_files() -> list[Path]:
 
 def _record_dag(record):
     from jobgauge.dag import QueryDag
-
     from jobgauge.errors import GaugeError
 
     plan = record.get("physical_plan")

@@ -112,7 +112,8 @@ def fixed_training_runs(folder: Path, datasets_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def live_server(tmp_path_factory, tpch_data_root, datasets_dir):
+def live_server(tmp_path_factory, tpch_data_root, datasets_dir, spark):
+    # ``spark``: the test run's one SparkSession exists first; the plan session reuses it.
     from werkzeug.serving import make_server
 
     folder = tmp_path_factory.mktemp("live-server")

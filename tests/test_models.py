@@ -9,6 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import clone
+
+from jobgauge.errors import ModelError, NotFittedError, UsageError
 from jobgauge.models import (
     DEFAULT_MODEL,
     MODELS,
@@ -25,9 +28,6 @@ from jobgauge.models import (
     save_model,
 )
 from jobgauge.models.features import instance_family, parse_knob, size_scale
-from sklearn.base import clone
-
-from jobgauge.errors import ModelError, NotFittedError, UsageError
 from jobgauge.runtable import read_run_tables
 
 REPO = Path(__file__).resolve().parent.parent

@@ -6,9 +6,9 @@ import csv
 import json
 
 import pytest
-from jobgauge.models import load_model
 
 from jobgauge.cli import main
+from jobgauge.models import load_model
 from jobgauge.runtable import read_run_table, read_run_tables, write_run_table
 
 

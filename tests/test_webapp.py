@@ -55,7 +55,8 @@ def training_runs(tmp_path_factory, datasets_dir):
 
 
 @pytest.fixture
-def app(tmp_path, tpch_data_root, corpus_dir, training_runs):
+def app(tmp_path, tpch_data_root, corpus_dir, training_runs, spark):
+    # ``spark``: the test run's one SparkSession exists first; the plan session reuses it.
     app = create_app({
         "TESTING": True, "STORE_URL": str(tmp_path / "store.db"), "MODEL_KIND": "tree",
         "RUNS_DIR": str(training_runs),

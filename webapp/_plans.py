@@ -126,11 +126,17 @@ class LocalSparkPlans:
         from jobgauge.profiler.workloads.tpch import TABLES, ensure_data
         from pyspark.sql import SparkSession
 
-        builder = (SparkSession.builder.master("local[1]").appName("jobgauge-plans")
-                   .config("spark.ui.enabled", "false")
-                   .config("spark.sql.shuffle.partitions", "8")
-                   .config("spark.driver.memory", "1g"))
-        session = builder.getOrCreate().newSession()  # own temp views, even in a shared JVM
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            # A Spark application already runs in this process (one per JVM): plan in a
+            # new session of it, so its settings and temporary views stay untouched.
+            session = active.newSession()
+        else:
+            builder = (SparkSession.builder.master("local[1]").appName("jobgauge-plans")
+                       .config("spark.ui.enabled", "false")
+                       .config("spark.driver.memory", "1g"))
+            session = builder.getOrCreate().newSession()  # own temp views
+        session.conf.set("spark.sql.shuffle.partitions", "8")
         session.sparkContext.setLogLevel("ERROR")
         session.conf.set("spark.sql.runSQLOnFiles", "false")  # no `parquet.`/path`` reads
         _quiet_query_errors()
