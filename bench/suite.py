@@ -39,8 +39,9 @@ def _tables(plans) -> list[Path]:
 
 
 def _default_runtime(group) -> float | None:
-    defaults = [r.runtime_s for r in group.itertuples()
-                if r.completed and r.config in ({}, {"spark.master": "local[2]"})]
+    from report_corpus import is_default  # the same rule as the corpus report
+
+    defaults = [r.runtime_s for r in group.itertuples() if r.completed and is_default(r.config)]
     return statistics.median(defaults) if defaults else None
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from jobgauge.errors import ModelError, NotFittedError
-from jobgauge.models._params import Boolean, Interval, RandomState, validate_params
+from jobgauge.models._params import Boolean, Interval, Options, RandomState, validate_params
 from jobgauge.models.features import RunFeatures, check_frame
 
 MIN_CALIBRATION_GROUPS = 5
@@ -108,6 +108,7 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         "calibration_size": [Interval(float, 0.0, 0.5)],
         "censored_iterations": [Interval(int, 0, None)],
         "with_classes": [Boolean()],
+        "size_exponent": [None, Options({"auto"}), Interval(float, 0.0, 2.0)],
     }
 
     # ------------------------------------------------------------ public API
@@ -207,22 +208,67 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
             matrix = np.hstack([matrix, self.classifier_.class_matrix(X)])
         return matrix
 
+    # ------------------------------------------------------- size scaling
+    def _fit_size_exponent(self, X, matrix, log_y, censored):
+        """Set ``size_exponent_``: the model learns log runtime minus exponent x log input
+        bytes, so a larger input than any seen in training scales the prediction by
+        (size ratio) ** exponent instead of being capped at the largest runtime seen.
+
+        ``"auto"`` estimates the exponent from runs of one workload on one cluster at
+        several input sizes (pooled within-group slope, clipped to [0, 1.5]); with no such
+        runs it assumes linear scaling (1.0), Ernest's assumption.
+        """
+        names = list(self.features_.get_feature_names_out())
+        self.size_column_ = names.index("log_input_bytes")
+        setting = getattr(self, "size_exponent", None)
+        if setting is None:
+            self.size_exponent_ = 0.0
+            return
+        if setting != "auto":
+            self.size_exponent_ = float(setting)
+            return
+        done = ~censored
+        size = matrix[:, self.size_column_]
+        keys = X["workload"].astype(str).to_numpy().astype(object)
+        for column in ("framework", "instance_type", "instance_count"):
+            keys = keys + "|" + X[column].astype(str).to_numpy().astype(object)
+        numerator = denominator = 0.0
+        groups = 0
+        for key in np.unique(keys[done]):
+            rows = done & (keys == key)
+            if len(np.unique(np.round(size[rows], 6))) < 2:
+                continue
+            x = size[rows] - size[rows].mean()
+            numerator += float(x @ (log_y[rows] - log_y[rows].mean()))
+            denominator += float(x @ x)
+            groups += 1
+        if groups >= 2 and denominator > 0:
+            self.size_exponent_ = float(np.clip(numerator / denominator, 0.0, 1.5))
+        else:
+            self.size_exponent_ = 1.0
+
+    def _size_offset(self, matrix):
+        return self.size_exponent_ * matrix[:, self.size_column_]
+
     def _fit_log(self, X, log_y, censored):
         """Fit on log runtimes; censored targets are raised to the prediction iteratively."""
         matrix = self._features_fit(X, log_y)
-        work = log_y.copy()
+        self._fit_size_exponent(X, matrix, log_y, censored)
+        target = log_y - self._size_offset(matrix)
+        work = target.copy()
         rounds = self.censored_iterations if censored.any() else 0
         self._fit_target(matrix, work, X)
         for _ in range(rounds):
             predicted = self._predict_matrix(matrix, X)
-            raised = np.maximum(log_y[censored], predicted[censored])
+            raised = np.maximum(target[censored], predicted[censored])
             if np.allclose(raised, work[censored], atol=1e-4):
                 break
             work[censored] = raised
             self._fit_target(matrix, work, X)
 
     def _predict_log(self, X):
-        return self._predict_matrix(self._features(X), X)
+        matrix = self._features(X)
+        return self._predict_matrix(matrix, X) + self._size_offset(matrix)
 
     def _fit_target(self, matrix, log_y, X):  # pragma: no cover - abstract
         raise NotImplementedError

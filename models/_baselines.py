@@ -24,13 +24,15 @@ class DecisionTreeModel(RuntimeModel):
     }
 
     def __init__(self, *, max_depth=None, min_samples_leaf=2, random_state=0,
-                 calibration_size=0.2, censored_iterations=3, with_classes=False):
+                 calibration_size=0.2, censored_iterations=3, with_classes=False,
+                 size_exponent=None):
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
         self.random_state = random_state
         self.calibration_size = calibration_size
         self.censored_iterations = censored_iterations
         self.with_classes = with_classes
+        self.size_exponent = size_exponent
 
     def _fit_target(self, matrix, log_y, X):
         from sklearn.tree import DecisionTreeRegressor
@@ -55,7 +57,8 @@ class SVRModel(RuntimeModel):
     }
 
     def __init__(self, *, C=10.0, epsilon=0.01, gamma="scale", kernel="rbf", random_state=0,
-                 calibration_size=0.2, censored_iterations=3, with_classes=False):
+                 calibration_size=0.2, censored_iterations=3, with_classes=False,
+                 size_exponent=None):
         self.C = C
         self.epsilon = epsilon
         self.gamma = gamma
@@ -64,6 +67,7 @@ class SVRModel(RuntimeModel):
         self.calibration_size = calibration_size
         self.censored_iterations = censored_iterations
         self.with_classes = with_classes
+        self.size_exponent = size_exponent
 
     def _fit_target(self, matrix, log_y, X):
         from sklearn.preprocessing import StandardScaler
@@ -93,7 +97,7 @@ class RandomForestModel(RuntimeModel):
 
     def __init__(self, *, n_estimators=200, max_depth=None, min_samples_leaf=1,
                  max_features=0.5, random_state=0, calibration_size=0.2,
-                 censored_iterations=3, with_classes=False):
+                 censored_iterations=3, with_classes=False, size_exponent=None):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
@@ -102,6 +106,7 @@ class RandomForestModel(RuntimeModel):
         self.calibration_size = calibration_size
         self.censored_iterations = censored_iterations
         self.with_classes = with_classes
+        self.size_exponent = size_exponent
 
     def _fit_target(self, matrix, log_y, X):
         from sklearn.ensemble import RandomForestRegressor
@@ -129,7 +134,8 @@ class GradientBoostingModel(RuntimeModel):
 
     def __init__(self, *, max_iter=300, learning_rate=0.1, max_leaf_nodes=15,
                  min_samples_leaf=5, l2_regularization=0.0, random_state=0,
-                 calibration_size=0.2, censored_iterations=3, with_classes=False):
+                 calibration_size=0.2, censored_iterations=3, with_classes=False,
+                 size_exponent=None):
         self.max_iter = max_iter
         self.learning_rate = learning_rate
         self.max_leaf_nodes = max_leaf_nodes
@@ -139,6 +145,7 @@ class GradientBoostingModel(RuntimeModel):
         self.calibration_size = calibration_size
         self.censored_iterations = censored_iterations
         self.with_classes = with_classes
+        self.size_exponent = size_exponent
 
     def _fit_target(self, matrix, log_y, X):
         from sklearn.ensemble import HistGradientBoostingRegressor

@@ -91,6 +91,16 @@ class _NetworkModel(RuntimeModel):
         from sklearn.preprocessing import StandardScaler
 
         matrix = self._features_fit(X, log_y)
+        self._fit_size_exponent(X, matrix, log_y, censored)
+        log_y = log_y - self._size_offset(matrix)
+        # the size enters through the exponent; the network sees sizes clipped to the
+        # training range, so it cannot add its own (arbitrary) extrapolation on top
+        names = list(self.features_.get_feature_names_out())
+        self.clipped_columns_ = np.array(
+            [names.index(n) for n in ("log_input_bytes", "log_scale_factor", "hibench_size")
+             if self.size_exponent_ > 0], dtype=np.int64)
+        self.clip_low_ = matrix[:, self.clipped_columns_].min(0)
+        self.clip_high_ = matrix[:, self.clipped_columns_].max(0)
         self.scaler_ = StandardScaler().fit(matrix)
         static = self.scaler_.transform(matrix).astype(np.float32)
         self.target_mean_ = float(log_y.mean())
@@ -156,12 +166,17 @@ class _NetworkModel(RuntimeModel):
 
     def _predict_log(self, X):
         matrix = self._features(X)
+        offset = self._size_offset(matrix)
+        if len(self.clipped_columns_):
+            matrix = matrix.copy()
+            matrix[:, self.clipped_columns_] = np.clip(matrix[:, self.clipped_columns_],
+                                                       self.clip_low_, self.clip_high_)
         static = self.scaler_.transform(matrix).astype(np.float32)
         sequences = self._sequences(X)
         with _torch_session(0, self.n_threads) as torch, torch.no_grad():
             inputs = self._tensors(torch, static, sequences)
             outputs = torch.stack([network(*inputs) for network in self.module_]).mean(0)
-        return outputs.numpy().astype(float) * self.target_scale_ + self.target_mean_
+        return outputs.numpy().astype(float) * self.target_scale_ + self.target_mean_ + offset
 
 
 class FullyConnectedModel(_NetworkModel):
@@ -175,7 +190,7 @@ class FullyConnectedModel(_NetworkModel):
     def __init__(self, *, module=None, hidden_sizes=(256, 128), dropout=0.0, epochs=100,
                  batch_size=64, learning_rate=3e-3, weight_decay=1e-4, n_networks=2,
                  n_threads=1, identity_dropout=0.0, random_state=0, calibration_size=0.2,
-                 censored_iterations=0, with_classes=False):
+                 censored_iterations=0, with_classes=False, size_exponent=None):
         self.module = module
         self.hidden_sizes = hidden_sizes
         self.dropout = dropout
@@ -186,6 +201,7 @@ class FullyConnectedModel(_NetworkModel):
         self.n_networks = n_networks
         self.n_threads = n_threads
         self.identity_dropout = identity_dropout
+        self.size_exponent = size_exponent
         self.random_state = random_state
         self.calibration_size = calibration_size
         self.censored_iterations = censored_iterations
@@ -222,7 +238,7 @@ class DagRNN(_NetworkModel):
                  head_sizes=(256, 128), max_nodes=128, dropout=0.0, epochs=100, batch_size=64,
                  learning_rate=3e-3, weight_decay=1e-4, n_networks=2, n_threads=1,
                  identity_dropout=0.0, random_state=0, calibration_size=0.2,
-                 censored_iterations=0, with_classes=False):
+                 censored_iterations=0, with_classes=False, size_exponent=None):
         self.module = module
         self.hidden_size = hidden_size
         self.num_layers = num_layers
@@ -237,6 +253,7 @@ class DagRNN(_NetworkModel):
         self.n_networks = n_networks
         self.n_threads = n_threads
         self.identity_dropout = identity_dropout
+        self.size_exponent = size_exponent
         self.random_state = random_state
         self.calibration_size = calibration_size
         self.censored_iterations = censored_iterations
