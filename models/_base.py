@@ -250,10 +250,41 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
     def _size_offset(self, matrix):
         return self.size_exponent_ * matrix[:, self.size_column_]
 
+    _SIZE_FEATURES = ("log_input_bytes", "log_scale_factor", "hibench_size")
+
+    def _fit_size_ranges(self, X, matrix):
+        """Per workload, the range of each size feature seen in training (for clipping)."""
+        names = list(self.features_.get_feature_names_out())
+        self.size_columns_ = [names.index(n) for n in self._SIZE_FEATURES]
+        self.slot_columns_ = (names.index("log_bytes_per_slot"), names.index("log_parallel_slots"))
+        values = matrix[:, self.size_columns_]
+        workloads = X["workload"].astype(str).to_numpy()
+        self.size_ranges_ = {w: (values[workloads == w].min(0), values[workloads == w].max(0))
+                             for w in np.unique(workloads)}
+        self.size_ranges_[None] = (values.min(0), values.max(0))
+
+    def _clip_sizes(self, matrix, X):
+        """With a size exponent the exponent alone extrapolates: the learned part sees each
+        size clipped to the range its workload had in training (all workloads' range for
+        an unseen one), so it cannot add an arbitrary extrapolation of its own."""
+        if not self.size_exponent_:
+            return matrix
+        matrix = matrix.copy()
+        workloads = X["workload"].astype(str).to_numpy()
+        for workload in np.unique(workloads):
+            low, high = self.size_ranges_.get(workload, self.size_ranges_[None])
+            rows = workloads == workload
+            matrix[np.ix_(rows, self.size_columns_)] = np.clip(
+                matrix[np.ix_(rows, self.size_columns_)], low, high)
+        per_slot, slots = self.slot_columns_
+        matrix[:, per_slot] = matrix[:, self.size_columns_[0]] - matrix[:, slots]
+        return matrix
+
     def _fit_log(self, X, log_y, censored):
         """Fit on log runtimes; censored targets are raised to the prediction iteratively."""
         matrix = self._features_fit(X, log_y)
         self._fit_size_exponent(X, matrix, log_y, censored)
+        self._fit_size_ranges(X, matrix)
         target = log_y - self._size_offset(matrix)
         work = target.copy()
         rounds = self.censored_iterations if censored.any() else 0
@@ -268,7 +299,7 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
 
     def _predict_log(self, X):
         matrix = self._features(X)
-        return self._predict_matrix(matrix, X) + self._size_offset(matrix)
+        return self._predict_matrix(self._clip_sizes(matrix, X), X) + self._size_offset(matrix)
 
     def _fit_target(self, matrix, log_y, X):  # pragma: no cover - abstract
         raise NotImplementedError

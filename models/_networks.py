@@ -93,14 +93,7 @@ class _NetworkModel(RuntimeModel):
         matrix = self._features_fit(X, log_y)
         self._fit_size_exponent(X, matrix, log_y, censored)
         log_y = log_y - self._size_offset(matrix)
-        # the size enters through the exponent; the network sees sizes clipped to the
-        # training range, so it cannot add its own (arbitrary) extrapolation on top
-        names = list(self.features_.get_feature_names_out())
-        self.clipped_columns_ = np.array(
-            [names.index(n) for n in ("log_input_bytes", "log_scale_factor", "hibench_size")
-             if self.size_exponent_ > 0], dtype=np.int64)
-        self.clip_low_ = matrix[:, self.clipped_columns_].min(0)
-        self.clip_high_ = matrix[:, self.clipped_columns_].max(0)
+        self._fit_size_ranges(X, matrix)
         self.scaler_ = StandardScaler().fit(matrix)
         static = self.scaler_.transform(matrix).astype(np.float32)
         self.target_mean_ = float(log_y.mean())
@@ -167,10 +160,7 @@ class _NetworkModel(RuntimeModel):
     def _predict_log(self, X):
         matrix = self._features(X)
         offset = self._size_offset(matrix)
-        if len(self.clipped_columns_):
-            matrix = matrix.copy()
-            matrix[:, self.clipped_columns_] = np.clip(matrix[:, self.clipped_columns_],
-                                                       self.clip_low_, self.clip_high_)
+        matrix = self._clip_sizes(matrix, X)
         static = self.scaler_.transform(matrix).astype(np.float32)
         sequences = self._sequences(X)
         with _torch_session(0, self.n_threads) as torch, torch.no_grad():

@@ -132,3 +132,25 @@ def tpch_data_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("data")
     ensure_data(root, "sf0.01")
     return root
+
+
+@pytest.fixture(scope="session")
+def web_training_runs(tmp_path_factory, datasets_dir) -> Path:
+    """Real measured runs for the web tests' model, from files that do not change under
+    the tests: the TPC-H runs shipped in data/runs (local) and Scout's wordcount,
+    terasort and join runs on four EC2 types (shared datasets)."""
+    import csv
+    import shutil
+
+    folder = tmp_path_factory.mktemp("web-runs")
+    shutil.copy(REPO / "data" / "runs" / "tpch-sf0.1.csv.gz", folder)
+    with open(datasets_dir / "scout_multinode.csv", newline="") as source, \
+            open(folder / "scout-subset.csv", "w", newline="") as target:
+        reader = csv.DictReader(source)
+        writer = csv.DictWriter(target, fieldnames=reader.fieldnames, lineterminator="\n")
+        writer.writeheader()
+        for row in reader:
+            if row["workload"] in ("wordcount", "terasort", "join") and row["instance_type"] in (
+                    "m4.large", "m4.xlarge", "c4.large", "c4.xlarge"):
+                writer.writerow(row)
+    return folder

@@ -15,9 +15,7 @@ Chromium: /usr/bin/chromium (``apt-get install -y chromium``; setup.sh does it).
 
 from __future__ import annotations
 
-import csv
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -93,31 +91,15 @@ def slow_spark_app(tmp_path_factory):
             process.wait(timeout=30)
 
 
-def fixed_training_runs(folder: Path, datasets_dir: Path) -> Path:
-    """Real measured runs for the test model, from files that do not change under
-    the tests: the TPC-H runs shipped in data/runs (local) and Scout's wordcount,
-    terasort and join runs on four EC2 types (shared datasets)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(REPO / "data" / "runs" / "tpch-sf0.1.csv.gz", folder)
-    with open(datasets_dir / "scout_multinode.csv", newline="") as source, \
-            open(folder / "scout-subset.csv", "w", newline="") as target:
-        reader = csv.DictReader(source)
-        writer = csv.DictWriter(target, fieldnames=reader.fieldnames, lineterminator="\n")
-        writer.writeheader()
-        for row in reader:
-            if row["workload"] in ("wordcount", "terasort", "join") and row["instance_type"] in (
-                    "m4.large", "m4.xlarge", "c4.large", "c4.xlarge"):
-                writer.writerow(row)
-    return folder
 
 
 @pytest.fixture(scope="module")
-def live_server(tmp_path_factory, tpch_data_root, datasets_dir, spark):
+def live_server(tmp_path_factory, tpch_data_root, web_training_runs, spark):
     # ``spark``: the test run's one SparkSession exists first; the plan session reuses it.
     from werkzeug.serving import make_server
 
     folder = tmp_path_factory.mktemp("live-server")
-    runs = fixed_training_runs(folder / "runs", datasets_dir)
+    runs = web_training_runs
     app = create_app({"STORE_URL": str(folder / "store.db"), "MODEL_KIND": "tree",
                       "RUNS_DIR": str(runs),
                       "TUNE_TRIALS": 8, "PLAN_DATA_ROOT": str(tpch_data_root),

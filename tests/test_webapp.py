@@ -12,7 +12,6 @@ import csv
 import json
 import math
 import re
-import shutil
 import socket
 from datetime import UTC
 from pathlib import Path
@@ -31,27 +30,11 @@ WORKLOADS = [f"tpch-q{n}" for n in range(1, 23)] + ["wordcount", "terasort"]
 CATALOG = ("local[1]", "local[2]", "m5.xlarge", "c5.large")
 
 
-def fixed_training_runs(folder: Path, datasets_dir: Path) -> Path:
-    """Real measured runs for the test model, from files that do not change under
-    the tests: the TPC-H runs shipped in data/runs (local) and Scout's wordcount,
-    terasort and join runs on four EC2 types (shared datasets)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(REPO / "data" / "runs" / "tpch-sf0.1.csv.gz", folder)
-    with open(datasets_dir / "scout_multinode.csv", newline="") as source, \
-            open(folder / "scout-subset.csv", "w", newline="") as target:
-        reader = csv.DictReader(source)
-        writer = csv.DictWriter(target, fieldnames=reader.fieldnames, lineterminator="\n")
-        writer.writeheader()
-        for row in reader:
-            if row["workload"] in ("wordcount", "terasort", "join") and row["instance_type"] in (
-                    "m4.large", "m4.xlarge", "c4.large", "c4.xlarge"):
-                writer.writerow(row)
-    return folder
 
 
 @pytest.fixture(scope="module")
-def training_runs(tmp_path_factory, datasets_dir):
-    return fixed_training_runs(tmp_path_factory.mktemp("runs"), datasets_dir)
+def training_runs(web_training_runs):
+    return web_training_runs
 
 
 @pytest.fixture
