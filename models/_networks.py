@@ -153,8 +153,9 @@ class _NetworkModel(RuntimeModel):
                 loss.backward()
                 optimizer.step()
             schedule.step()
-        if not math.isfinite(float(loss.detach())):
-            raise ModelError(f"{type(self).__name__} training diverged (loss {float(loss.detach())}); "
+        final = float(loss.detach())
+        if not math.isfinite(final):
+            raise ModelError(f"{type(self).__name__} training diverged (loss {final}); "
                              f"lower learning_rate")
 
     def _predict_log(self, X):

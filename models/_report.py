@@ -116,7 +116,8 @@ def classes_section(rows) -> list[str]:
         return []
     lines = ["## Job classes: with vs without", "",
              "MdAPE (%) of the same model without and with JobClassifier class features.", "",
-             "| dataset | protocol | model | without | with | change |", "|---|---|---|---|---|---|"]
+             "| dataset | protocol | model | without | with | change |",
+             "|---|---|---|---|---|---|"]
     for with_, without in pairs:
         change = with_["mdape"] - without["mdape"]
         lines.append(f"| {with_['dataset']} | {with_['protocol']} | {without['model']} | "

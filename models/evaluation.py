@@ -8,9 +8,9 @@ its own, under the protocols that apply to it:
   run of a configuration is in the same fold (5-fold GroupKFold), so repeated
   runs never leak into the training side.
 - ``scale`` (b): scale extrapolation.  Train on the smaller inputs, predict
-  the largest: the largest size label (``sf10`` > ``sf1``, ``bigdata`` >
-  ``huge``) or, without labels, each workload's largest third of distinct
-  input sizes.
+  the largest, per workload: the larger of two sizes (``sf10`` > ``sf1``,
+  ``bigdata`` > ``huge``, by label, else by input bytes) or the largest third
+  of three or more distinct sizes.  Workloads with one size stay in training.
 - ``workloads`` (c): leave one workload out (for local runs: unseen TPC-H
   queries and HiBench jobs).  Unseen workloads are profiled once: every row
   carries the profile (and DAG) of one *reference* run of its workload (the
@@ -52,7 +52,7 @@ PROTOCOLS_BY_SOURCE = {
 }
 DEFAULT_PROTOCOLS = ("configs", "scale", "workloads")
 DEFAULT_MODELS = ("tree", "svm", "forest", "gbm", "ernest", "fc", "rnn", "gbm+classes",
-                  "fc+classes")
+                  "fc+classes", "gbm:size_exponent=auto")
 QUICK_PARAMS = {"fc": {"epochs": 20, "n_networks": 1}, "rnn": {"epochs": 20, "n_networks": 1},
                 "forest": {"n_estimators": 30}, "gbm": {"max_iter": 60}}
 
@@ -119,7 +119,7 @@ def _record_dag(record):
 def attach_reference_profiles(frame, records):
     """Add ``profile`` and ``dag`` columns from one reference run per workload.
 
-    The reference run of a workload is its profiled run with the smallest
+    The reference run of a workload (per framework) is its profiled run with the smallest
     input, then the fewest knobs set, then the smallest run_id; its profile
     stands for "the user profiled this job once".  A ``profile_reference``
     column marks the reference runs (they are not scored in evaluations).
@@ -136,13 +136,14 @@ def attach_reference_profiles(frame, records):
         return frame
     sizes = frame["input_bytes"].fillna(np.inf).to_numpy()
     knobs = np.array([len(c) for c in frame["config"]])
-    for workload in frame.loc[has, "workload"].unique():
-        rows = np.flatnonzero(has & (frame["workload"].to_numpy() == workload))
+    jobs = _keys(frame, ["workload", "framework"])  # Hadoop sort and Spark sort differ
+    for job in np.unique(jobs[has]):
+        rows = np.flatnonzero(has & (jobs == job))
         best = min(rows, key=lambda i: (sizes[i], knobs[i], keys[i][1]))
         record = records[keys[best]]
         summary = record.get("summary") or None
         dag = _record_dag(record)
-        same = np.flatnonzero(frame["workload"].to_numpy() == workload)
+        same = np.flatnonzero(jobs == job)
         for i in same:
             frame.at[frame.index[i], "profile"] = summary
             frame.at[frame.index[i], "dag"] = dag
@@ -169,29 +170,28 @@ def _keys(frame, columns):
 
 
 def _size_rank(frame):
-    """Per row: True when its input is among the largest (the scale protocol's test side)."""
+    """Per row: True when its input is among its workload's largest (the scale test side).
+
+    Per workload and framework, sizes are ordered by the size label (TPC-H scale factor,
+    HiBench size) where every row has one, else by input bytes.  With two distinct sizes
+    the larger is held out; with more, the largest third.
+    """
     from jobgauge.models.features import size_scale
 
     labels = frame["datasize"].fillna("").astype(str).to_numpy()
     scales = np.array([size_scale(label) for label in labels], dtype=float).reshape(-1, 2)
-    labelled = np.isfinite(scales).any(1)
-    largest = np.zeros(len(frame), dtype=bool)
-    if labelled.all():
-        value = np.where(np.isfinite(scales[:, 0]), scales[:, 0], scales[:, 1])
-        kinds = np.isfinite(scales[:, 0])
-        for kind in (True, False):
-            part = kinds == kind
-            if part.any() and len(np.unique(value[part])) >= 2:
-                largest |= part & (value == value[part].max())
-        return largest
+    label_value = np.where(np.isfinite(scales[:, 0]), scales[:, 0], scales[:, 1])
     sizes = frame["input_bytes"].to_numpy(dtype=float)
-    workloads = frame["workload"].astype(str).to_numpy()
-    for workload in np.unique(workloads):
-        rows = workloads == workload
-        distinct = np.unique(sizes[rows][np.isfinite(sizes[rows])])
-        if len(distinct) >= 3:
-            cut = distinct[len(distinct) - max(1, len(distinct) // 3)]
-            largest |= rows & (sizes >= cut)
+    groups = _keys(frame, ["workload", "framework"])
+    largest = np.zeros(len(frame), dtype=bool)
+    for group in np.unique(groups):
+        rows = groups == group
+        value = label_value[rows] if np.isfinite(label_value[rows]).all() else sizes[rows]
+        distinct = np.unique(value[np.isfinite(value)])
+        if len(distinct) < 2:
+            continue
+        cut = distinct[-1] if len(distinct) == 2 else distinct[len(distinct) - len(distinct) // 3]
+        largest[np.flatnonzero(rows)[value >= cut]] = True
     return largest
 
 
@@ -228,24 +228,39 @@ def metrics(y, predicted, low=None, high=None) -> dict:
     return out
 
 
+def model_from_spec(spec, **params):
+    """A model from ``name`` or ``name:key=value,key=value`` (values as JSON, else text)."""
+    from jobgauge.models import make_model
+
+    name, _, settings = spec.partition(":")
+    for item in filter(None, settings.split(",")):
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise UsageError(f"model spec {spec!r}: {item!r} must look like key=value")
+        try:
+            params[key] = json.loads(text)
+        except json.JSONDecodeError:
+            params[key] = text
+    return make_model(name, **params)
+
+
 def _cache_key(frame, dataset, protocol, model, quick) -> str:
     digest = hashlib.sha1()
     digest.update(json.dumps([EVAL_VERSION, dataset, protocol, repr(sorted(
         model.get_params(deep=False).items(), key=str)), quick]).encode())
     digest.update("|".join(frame["run_id"].astype(str)).encode())
     digest.update(np.asarray(frame["runtime_s"], float).tobytes())
-    digest.update(str("profile" in frame.columns).encode())
+    if "profile_reference" in frame.columns:  # which runs stand for their workload's profile
+        digest.update(b"profiles:" + frame["profile_reference"].to_numpy(dtype=bool).tobytes())
     return digest.hexdigest()[:16]
 
 
 def evaluate_cell(frame, dataset, protocol, name, *, quick=False, cache_dir=None,
                   n_splits=5):
     """Cross-validate one model under one protocol; returns the per-run predictions."""
-    from jobgauge.models import make_model
-
-    base = name.split("+")[0]
+    base = name.split("+")[0].split(":")[0]
     params = dict(QUICK_PARAMS.get(base, {})) if quick else {}
-    model = make_model(name, random_state=0, **params)
+    model = model_from_spec(name, random_state=0, **params)
     key = _cache_key(frame, dataset, protocol, model, quick)
     cache_file = Path(cache_dir) / f"{dataset}__{protocol}__{name}__{key}.json" \
         if cache_dir else None
@@ -266,7 +281,7 @@ def evaluate_cell(frame, dataset, protocol, name, *, quick=False, cache_dir=None
         train_frame = frame.iloc[train]
         if train_frame["completed"].sum() == 0:
             continue
-        fold_model = make_model(name, random_state=0, **params)
+        fold_model = model_from_spec(name, random_state=0, **params)
         started = time.perf_counter()
         fold_model.fit(train_frame)
         result["fit_s"] += time.perf_counter() - started
@@ -362,11 +377,9 @@ def run_evaluation(paths, *, protocols=None, models=None, out_dir=None, quick=Fa
         if unknown:
             raise UsageError(f"unknown protocol(s) {', '.join(unknown)}; choose from "
                              + ", ".join(PROTOCOLS))
-    from jobgauge.models import make_model
-
     models = list(models or DEFAULT_MODELS)
     for name in models:
-        make_model(name)  # raises a clear error for an unknown name
+        model_from_spec(name)  # raises a clear error for an unknown name
     out = Path(out_dir) if out_dir else REPO / "bench" / "reports"
     cache_dir = out / "cache" if use_cache else None
     frames = load_evaluation_frames(paths, profile_paths)

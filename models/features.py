@@ -98,7 +98,8 @@ _SIZE_UNITS = {"b": 1, "k": 2 ** 10, "kb": 2 ** 10, "kib": 2 ** 10, "m": 2 ** 20
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0,
                "h": 3600.0, "d": 86400.0}
 _QUANTITY = re.compile(r"^\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([a-zA-Z]*)\s*$")
-_SCALE_FACTOR = re.compile(r"^sf(\d+(?:\.\d+)?)$", re.IGNORECASE)
+_SCALE_FACTOR = re.compile(r"^sf(\d+(?:\.\d+)?)(?:\b|_|-|$)", re.IGNORECASE)
+_HIBENCH_LABEL = re.compile(r"^(" + "|".join(HIBENCH_SIZES) + r")(?:\b|_|-|$)", re.IGNORECASE)
 
 # Profile-derived features: name -> function of a summary dict (None if it cannot say).
 PROFILE_FEATURES = (
@@ -151,8 +152,9 @@ def size_scale(label) -> tuple[float, float]:
     match = _SCALE_FACTOR.match(text)
     if match:
         return float(match.group(1)), math.nan
-    if text in HIBENCH_SIZES:
-        return math.nan, float(HIBENCH_SIZES.index(text))
+    match = _HIBENCH_LABEL.match(text)  # also "medium-local" and the like
+    if match:
+        return math.nan, float(HIBENCH_SIZES.index(match.group(1)))
     return math.nan, math.nan
 
 
@@ -330,9 +332,11 @@ class RunFeatures(TransformerMixin, BaseEstimator):
             import pandas as pd
 
             table = pd.DataFrame({"w": workloads[known], "l": labels[known], "b": log_bytes[known]})
-            self.size_by_workload_label_ = {
-                f"{w}\x00{lab}": float(v) for (w, lab), v in table.groupby(["w", "l"])["b"].median().items()}
-            self.size_by_label_ = {str(k): float(v) for k, v in table.groupby("l")["b"].median().items()}
+            by_pair = table.groupby(["w", "l"])["b"].median()
+            self.size_by_workload_label_ = {f"{w}\x00{lab}": float(v)
+                                            for (w, lab), v in by_pair.items()}
+            self.size_by_label_ = {str(k): float(v)
+                                   for k, v in table.groupby("l")["b"].median().items()}
             self.size_by_workload_ = {str(k): float(v)
                                       for k, v in table.groupby("w")["b"].median().items()}
             self.size_default_ = float(np.median(log_bytes[known]))
@@ -464,7 +468,8 @@ class RunFeatures(TransformerMixin, BaseEstimator):
         frameworks = X["framework"].astype(str).tolist()
         columns += [np.array([f == name for f in frameworks], dtype=float)
                     for name in self.frameworks_]
-        columns += [np.array([w == name for w in workloads], dtype=float) for name in self.workloads_]
+        columns += [np.array([w == name for w in workloads], dtype=float)
+                    for name in self.workloads_]
         for key, (fill, use_log) in self.numeric_knobs_.items():
             column = np.empty(n)
             for i, config in enumerate(configs):
@@ -482,7 +487,8 @@ class RunFeatures(TransformerMixin, BaseEstimator):
             for name in PROFILE_FEATURES:
                 fill = self.profile_fill_.get(name, 0.0)
                 columns.append(np.array([fill if r[name] is None else r[name] for r in rows]))
-            columns.append(np.array([all(v is None for v in r.values()) for r in rows], dtype=float))
+            columns.append(np.array([all(v is None for v in r.values()) for r in rows],
+                                    dtype=float))
         matrix = np.column_stack(columns).astype(float)
         if not np.isfinite(matrix).all():  # pragma: no cover - every column is filled above
             raise ModelError("features contain non-finite values")

@@ -373,6 +373,56 @@ def test_rnn_reads_dags_of_any_length(local_profiled):
 
 def test_reference_profiles_never_use_a_runs_own_profile(local_profiled):
     frame = local_profiled
-    assert frame.groupby("workload")["profile_reference"].sum().eq(1).all()
+    assert frame.groupby(["workload", "framework"])["profile_reference"].sum().eq(1).all()
     for _, row in frame[~frame["profile_reference"]].head(20).iterrows():
         assert row["profile"]["runtime_s"] != row["runtime_s"]
+
+
+# ------------------------------------------------------------- size scaling
+def test_size_exponent_extrapolates_beyond_the_largest_input(scout):
+    """With an exponent, twice the largest input seen scales the prediction by 2**exponent."""
+    frame = scout[scout["workload"].isin(["join", "terasort", "wordcount"])].reset_index(drop=True)
+    largest = frame.loc[[frame["input_bytes"].idxmax()]]
+    plain = make_model("gbm", max_iter=30).fit(frame)
+    scaled = make_model("gbm", max_iter=30, size_exponent=1.0).fit(frame)
+    doubled = largest.assign(input_bytes=largest["input_bytes"] * 2)
+    assert scaled.predict(doubled)[0] / scaled.predict(largest)[0] == pytest.approx(2.0, rel=1e-6)
+    # without it a tree ensemble cannot go beyond what it saw
+    assert plain.predict(doubled)[0] / plain.predict(largest)[0] < 1.2
+    auto = make_model("tree", size_exponent="auto").fit(frame)
+    # Scout runs each job at two sizes on every cluster: the pooled exponent is measured
+    assert 0.3 < auto.size_exponent_ < 1.0
+    assert make_model("tree").fit(frame).size_exponent_ == 0.0
+
+
+# ------------------------------------------------------------- evaluation protocols
+def test_protocol_folds_hold_out_what_they_say(scout, c3o):
+    from jobgauge.models.evaluation import metrics, model_from_spec, protocol_folds
+
+    clusters = scout["instance_type"] + "|" + scout["instance_count"].astype(str)
+    folds = protocol_folds(scout, "cluster")
+    assert len(folds) == 5
+    tested = np.concatenate([test for _, test in folds])
+    assert sorted(tested) == list(range(len(scout)))  # every run tested exactly once
+    for train, test in folds:
+        assert not set(clusters.iloc[train]) & set(clusters.iloc[test])
+    [(train, test)] = protocol_folds(scout, "scale")
+    assert set(scout["datasize"].iloc[test]) == {"bigdata"}
+    assert set(scout["datasize"].iloc[train]) == {"huge"}
+    workloads = protocol_folds(scout, "workloads")
+    assert len(workloads) == scout["workload"].nunique()
+    for train, test in workloads:
+        assert scout["workload"].iloc[test].nunique() == 1
+        assert scout["workload"].iloc[test].iloc[0] not in set(scout["workload"].iloc[train])
+    configs = c3o["instance_type"] + "|" + c3o["instance_count"].astype(str) + "|" + \
+        c3o["config_json"]
+    for train, test in protocol_folds(c3o, "configs"):
+        assert not set(configs.iloc[train]) & set(configs.iloc[test])
+    with pytest.raises(UsageError, match="unknown protocol 'random'"):
+        protocol_folds(scout, "random")
+    result = metrics([100, 200, 400], [110, 200, 200], [90, 150, 450], [120, 250, 500])
+    assert result["mdape"] == pytest.approx(0.1) and result["within10"] == pytest.approx(2 / 3)
+    assert result["coverage80"] == pytest.approx(2 / 3)
+    assert model_from_spec("gbm:size_exponent=auto,max_iter=5").get_params()["max_iter"] == 5
+    with pytest.raises(UsageError, match="must look like key=value"):
+        model_from_spec("gbm:oops")
