@@ -14,6 +14,11 @@ def register(subparsers) -> None:
                     "validated whole first; a malformed file is rejected with its line and "
                     "column and nothing from it is imported.")
     parser.add_argument("files", nargs="+", metavar="FILE.csv")
+    parser.add_argument("--profiles", nargs="+", metavar="FILE.jsonl.gz",
+                        help="profile records to store with their runs (default: for "
+                             "DIR/runs/NAME.csv.gz, DIR/profiles/NAME.jsonl.gz when it exists)")
+    parser.add_argument("--no-profiles", action="store_true",
+                        help="import the runs only")
     parser.add_argument("--json", action="store_true", help="print the counts as JSON")
     parser.set_defaults(handler=import_command)
 
@@ -33,30 +38,86 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=serve_command)
 
 
+def _profiles_beside(path) -> list:
+    """data/runs/NAME.csv.gz -> [data/profiles/NAME.jsonl.gz] when that file exists."""
+    from pathlib import Path
+
+    path = Path(path)
+    name = path.name
+    for suffix in (".csv.gz", ".csv"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    candidate = path.parent.parent / "profiles" / f"{name}.jsonl.gz"
+    return [candidate] if candidate.is_file() else []
+
+
 def import_command(args) -> int:
+    from jobgauge.errors import UsageError
     from jobgauge.runtable import read_run_table
     from jobgauge.store import open_store
 
+    if args.profiles and args.no_profiles:
+        raise UsageError("--profiles and --no-profiles contradict each other; give one")
     store = open_store(args.store)
+    given = _read_profile_records(args.profiles) if args.profiles else {}
     report = {}
     for path in args.files:
         rows = read_run_table(path)  # the whole file is validated before anything is written
-        added, skipped = store.add_runs(rows, skip_existing=True)
+        profiles = dict(given)
+        if not args.profiles and not args.no_profiles:
+            profiles = _read_profile_records(_profiles_beside(path))
+        added, skipped = store.add_runs(rows, skip_existing=True, profiles=profiles)
         sources = {}
         for row in rows:
             sources[row["source"]] = sources.get(row["source"], 0) + 1
+        with_profile = sum(1 for row in rows if (row["source"], row["run_id"]) in profiles)
         report[str(path)] = {"rows": len(rows), "added": added, "already_present": skipped,
-                             "per_source": sources}
+                             "with_profile": with_profile, "per_source": sources}
     totals = store.counts_by_source()
     if args.json:
         print(json.dumps({"files": report, "store_totals": totals}, indent=None))
         return 0
     for path, info in report.items():
         per_source = ", ".join(f"{s}: {n}" for s, n in info["per_source"].items())
-        print(f"{path}: {info['rows']} rows ({per_source}); {info['added']} added, "
+        profiled = f", {info['with_profile']} with a profile" if info["with_profile"] else ""
+        print(f"{path}: {info['rows']} rows ({per_source}{profiled}); {info['added']} added, "
               f"{info['already_present']} already in the store")
     print("store now holds: " + ", ".join(f"{s}: {n}" for s, n in totals.items()))
     return 0
+
+
+def _read_profile_records(paths) -> dict:
+    """Shipped profile records (JSON lines, gzip or plain) keyed by (source, run_id)."""
+    import gzip
+    from pathlib import Path
+
+    from jobgauge.errors import ParseError, UsageError
+
+    records = {}
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            raise UsageError(f"profiles file {path} does not exist")
+        opener = gzip.open if path.suffix == ".gz" else open
+        try:
+            with opener(path, "rt", encoding="utf-8") as handle:
+                for number, line in enumerate(handle, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise ParseError(f"not JSON: {exc.msg}", path=path, line=number,
+                                         column=exc.colno, snippet=line[:60]) from None
+                    if not isinstance(record, dict) or "run_id" not in record:
+                        raise ParseError("a profile record needs a run_id", path=path,
+                                         line=number, expected='{"run_id": ..., "summary": {...}}',
+                                         snippet=line[:60])
+                    records[(str(record.get("source", "local")), str(record["run_id"]))] = record
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read profiles file {path}: {exc}") from None
+    return records
 
 
 def runs_command(args) -> int:

@@ -241,9 +241,15 @@ class Store:
         with self.transaction() as connection:
             return self._insert_run(connection, run, settings, profile, dag)
 
-    def add_runs(self, rows, *, skip_existing=False) -> tuple[int, int]:
-        """Record many run-table rows in ONE transaction; return (added, skipped)."""
+    def add_runs(self, rows, *, skip_existing=False, profiles=None) -> tuple[int, int]:
+        """Record many run-table rows in ONE transaction; return (added, skipped).
+
+        ``profiles`` maps (source, run_id) to a shipped profile record (a JSON
+        object with a ``summary``, as in data/profiles); a run that has one gets
+        it stored with it.
+        """
         sa = self._sa
+        profiles = profiles or {}
         added = skipped = 0
         with self.transaction() as connection:
             existing = set()
@@ -257,9 +263,22 @@ class Store:
                 run = dict(row)
                 run.setdefault("status", "succeeded" if row.get("completed", True) else "failed")
                 run.setdefault("time_kind", row.get("time_kind"))
-                self._insert_run(connection, run, row.get("config") or {}, None, None)
+                run_key = self._insert_run(connection, run, row.get("config") or {}, None, None)
+                record = profiles.get((row["source"], row["run_id"]))
+                if record is not None:
+                    self._insert_profile_record(connection, record, run_key)
                 added += 1
         return added, skipped
+
+    def _insert_profile_record(self, connection, record: dict, run_key) -> int:
+        summary = record.get("summary") or {}
+        return connection.execute(self.profiles.insert().values(
+            run=run_key, format=str(summary.get("format") or "jobgauge-profile-record"),
+            app_id=summary.get("app_id"), n_jobs=summary.get("n_jobs"),
+            n_stages=summary.get("n_stages"), n_tasks=summary.get("n_tasks"),
+            summary_json=json.dumps(summary, default=str),
+            profile_json=json.dumps(record, default=str),
+            created_at=_now())).inserted_primary_key[0]
 
     def add_profile(self, profile, run_key=None) -> int:
         with self.transaction() as connection:
