@@ -5,7 +5,8 @@
     nice -n 10 .venv/bin/python bench/evaluate.py --runs ../shared/datasets/scout_multinode.csv \
         --protocol cluster --models svm fc
 
-Writes bench/reports/evaluation.md and bench/reports/evaluation_cdf_<source>.png;
+Writes bench/reports/evaluation.md and bench/reports/evaluation_cdf_<source>.png (the
+report names the command that made it and its wall time);
 per-cell predictions are cached under bench/reports/cache/ (keyed by data, model
 parameters and protocol), so an interrupted run resumes where it stopped.
 The same is ``jobgauge evaluate``.
@@ -36,11 +37,13 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke run: fewer folds/epochs")
     parser.add_argument("--no-cache", action="store_true", help="recompute every cell")
     args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    command = " ".join(["nice -n 10 .venv/bin/python bench/evaluate.py", *given])
     try:
         result = run_evaluation(args.runs or default_run_tables(), protocols=args.protocol,
                                 models=args.models, out_dir=args.out, quick=args.quick,
                                 progress=sys.stderr, profile_paths=args.profiles,
-                                use_cache=not args.no_cache)
+                                use_cache=not args.no_cache, command=command)
     except GaugeError as exc:
         print(f"evaluate: error: {exc}", file=sys.stderr)
         return 1

@@ -96,6 +96,31 @@ def conformal_offsets(residuals, coverage):
     return min(float(low), 0.0), max(float(high), 0.0)
 
 
+def _join(X, columns):
+    keys = X[columns[0]].astype(str).to_numpy().astype(object)
+    for column in columns[1:]:
+        values = X[column].astype(str).to_numpy() if column in X.columns \
+            else np.array([""] * len(X))
+        keys = keys + "|" + values.astype(object)
+    return keys
+
+
+def _pooled_slope(size, log_y, done, keys):
+    """Pooled within-group least-squares slope of log runtime on log size; None unless at
+    least two groups have two or more distinct sizes."""
+    numerator = denominator = 0.0
+    groups = 0
+    for key in np.unique(keys[done]):
+        rows = done & (keys == key)
+        if len(np.unique(np.round(size[rows], 6))) < 2:
+            continue
+        x = size[rows] - size[rows].mean()
+        numerator += float(x @ (log_y[rows] - log_y[rows].mean()))
+        denominator += float(x @ x)
+        groups += 1
+    return numerator / denominator if groups >= 2 and denominator > 0 else None
+
+
 class RuntimeModel(RegressorMixin, BaseEstimator):
     """Base of every runtime model (not registered itself).
 
@@ -215,8 +240,10 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         (size ratio) ** exponent instead of being capped at the largest runtime seen.
 
         ``"auto"`` estimates the exponent from runs of one workload on one cluster at
-        several input sizes (pooled within-group slope, clipped to [0, 1.5]); with no such
-        runs it assumes linear scaling (1.0), Ernest's assumption.
+        several input sizes (pooled within-group slope, clipped to [0, 1.5]).  Where every
+        workload ran at one size only, it compares different workloads run with the same
+        framework, cluster and knobs (how runtime grows with input across jobs); with
+        neither it assumes linear scaling (1.0), Ernest's assumption.
         """
         names = list(self.features_.get_feature_names_out())
         self.size_column_ = names.index("log_input_bytes")
@@ -229,23 +256,12 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
             return
         done = ~censored
         size = matrix[:, self.size_column_]
-        keys = X["workload"].astype(str).to_numpy().astype(object)
-        for column in ("framework", "instance_type", "instance_count"):
-            keys = keys + "|" + X[column].astype(str).to_numpy().astype(object)
-        numerator = denominator = 0.0
-        groups = 0
-        for key in np.unique(keys[done]):
-            rows = done & (keys == key)
-            if len(np.unique(np.round(size[rows], 6))) < 2:
-                continue
-            x = size[rows] - size[rows].mean()
-            numerator += float(x @ (log_y[rows] - log_y[rows].mean()))
-            denominator += float(x @ x)
-            groups += 1
-        if groups >= 2 and denominator > 0:
-            self.size_exponent_ = float(np.clip(numerator / denominator, 0.0, 1.5))
-        else:
-            self.size_exponent_ = 1.0
+        slope = _pooled_slope(size, log_y, done, _join(X, ["workload", "framework",
+                                                           "instance_type", "instance_count"]))
+        if slope is None:  # each workload at one size: compare jobs run with the same settings
+            slope = _pooled_slope(size, log_y, done, _join(X, [
+                "framework", "instance_type", "instance_count", "config_json"]))
+        self.size_exponent_ = 1.0 if slope is None else float(np.clip(slope, 0.0, 1.5))
 
     def _size_offset(self, matrix):
         return self.size_exponent_ * matrix[:, self.size_column_]

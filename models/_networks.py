@@ -24,7 +24,7 @@ import numpy as np
 
 from jobgauge.errors import ModelError
 from jobgauge.models._base import RuntimeModel
-from jobgauge.models._params import Interval, IntTuple, Options, Subclass
+from jobgauge.models._params import Boolean, Interval, IntTuple, Options, Subclass
 
 
 @contextlib.contextmanager
@@ -223,19 +223,22 @@ class DagRNN(_NetworkModel):
         "cell": [Options({"gru", "lstm"})],
         "head_sizes": [IntTuple()],
         "max_nodes": [Interval(int, 1, None)],
+        "node_metrics": [Boolean()],
     }
 
     def __init__(self, *, module=None, hidden_size=32, num_layers=1, cell="gru",
-                 head_sizes=(256, 128), max_nodes=128, dropout=0.0, epochs=100, batch_size=64,
-                 learning_rate=3e-3, weight_decay=1e-4, n_networks=2, n_threads=1,
-                 identity_dropout=0.0, random_state=0, calibration_size=0.2,
-                 censored_iterations=0, with_classes=False, size_exponent=None):
+                 head_sizes=(256, 128), max_nodes=128, node_metrics=True, dropout=0.0,
+                 epochs=100, batch_size=64, learning_rate=3e-3, weight_decay=1e-4,
+                 n_networks=2, n_threads=1, identity_dropout=0.0, random_state=0,
+                 calibration_size=0.2, censored_iterations=0, with_classes=False,
+                 size_exponent=None):
         self.module = module
         self.hidden_size = hidden_size
         self.num_layers = num_layers
         self.cell = cell
         self.head_sizes = head_sizes
         self.max_nodes = max_nodes
+        self.node_metrics = node_metrics
         self.dropout = dropout
         self.epochs = epochs
         self.batch_size = batch_size
@@ -281,7 +284,8 @@ class DagRNN(_NetworkModel):
                 position = by_content.get(content)
                 if position is None:
                     position = len(matrices)
-                    matrices.append(dag_matrix(value, empty))
+                    matrices.append(dag_matrix(value, empty,
+                                               node_metrics=self.node_metrics))
                     by_content[content] = position
                 by_object[id(value)] = position
             index[row] = position
@@ -305,25 +309,55 @@ class DagRNN(_NetworkModel):
         return batch, lengths, index
 
 
-def dag_matrix(value, empty):
-    """The serialised node matrix of one ``dag`` cell (dict, QueryDag, JSON text or None)."""
+#: Measured metrics of a stage node (``QueryDag.from_stages``) appended to its serialized
+#: row as log1p values: what the profiling run saw each stage do.
+NODE_METRICS = ("duration_s", "executor_run_time_ms", "executor_cpu_time_ms", "input_bytes",
+                "shuffle_read_bytes", "shuffle_write_bytes", "jvm_gc_time_ms",
+                "memory_spill_bytes")
+
+
+def node_metric_matrix(dag, node_ids) -> np.ndarray:
+    """One row per node: log1p of :data:`NODE_METRICS` (0 where unmeasured) and a flag
+    saying whether the node has measured metrics."""
+    out = np.zeros((len(node_ids), len(NODE_METRICS) + 1), dtype=np.float32)
+    for row, node in enumerate(node_ids):
+        metrics = dag.nodes[node].get("metrics")
+        if not isinstance(metrics, dict):
+            continue
+        out[row, -1] = 1.0
+        for column, name in enumerate(NODE_METRICS):
+            value = metrics.get(name)
+            if isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
+                out[row, column] = math.log1p(value)
+    return out
+
+
+def dag_matrix(value, empty, *, node_metrics=False):
+    """The serialised node matrix of one ``dag`` cell (dict, QueryDag, JSON text or None);
+    with ``node_metrics`` the :func:`node_metric_matrix` columns are appended."""
     import json
 
     from jobgauge.dag import QueryDag, serialize
     from jobgauge.errors import GaugeError
 
+    width = empty.shape[1] + (len(NODE_METRICS) + 1 if node_metrics else 0)
+    blank = np.zeros((1, width), dtype=np.float32)
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return empty
+        return blank
     if isinstance(value, str):
         if not value.strip():
-            return empty
+            return blank
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
             raise ModelError(f"dag is not valid JSON: {value[:60]!r}") from None
     try:
         dag = value if isinstance(value, QueryDag) else QueryDag.from_dict(value)
-        matrix, _ = serialize(dag)
+        matrix, node_ids = serialize(dag)
     except GaugeError as exc:
         raise ModelError(f"cannot read a dag cell: {exc}") from None
-    return matrix if len(matrix) else empty
+    if not len(matrix):
+        return blank
+    if node_metrics:
+        matrix = np.hstack([matrix, node_metric_matrix(dag, node_ids)])
+    return matrix

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import numpy as np
 
-from jobgauge.models.evaluation import PROTOCOLS, _percent, markdown_table, noise_floor
+from jobgauge.models.evaluation import (
+    EVAL_PARAMS,
+    PROTOCOLS,
+    SUBSETS,
+    _percent,
+    markdown_table,
+    noise_floor,
+    protocol_label,
+)
 
 # What the seed (the project brief's literature) reports, for comparison.
 SEED_FIGURES = (
@@ -29,19 +37,27 @@ NOTES = """\
   training as lower bounds and never scored as if their limit were their
   runtime; the tables show how many censored test runs each model predicted
   at or above the limit.
-- Intervals are split-conformal on held-out configurations inside the
-  training data, so their coverage is close to 80 % under protocols (a)/(d)
-  and lower under (b)/(c), where the test runs are further from the training
-  data than the calibration runs were: the interval then understates the
-  uncertainty, and the report says so rather than widening it by hand.
+- Intervals are split-conformal on held-out configurations (or clusters)
+  inside the training data, so their coverage is close to 80 % where the test
+  runs are as far from the training runs as the calibration runs were, and
+  lower under (b)/(c) on the shared tables, where they are further: the
+  interval then understates the uncertainty, and the report says so rather
+  than widening it by hand.
 - Scale extrapolation (b) is hard for tree models by construction: a tree
   cannot predict beyond the largest runtime it was trained on.  Ernest and
   the networks extrapolate through log input size.
 - Leave-one-workload-out (c) on Scout and C3O has no profile of the held-out
   job, so every model can only guess from the size and cluster: those errors
   are large and are shown as they are.  Local runs carry one reference
-  profile (and plan DAG) per workload, which is what makes unseen TPC-H
-  queries predictable at all.
+  profile per workload and a DAG made of the reference run's physical plan
+  (operators) and its event-log stages (with each stage's measured time,
+  CPU, input and shuffle bytes), which is what makes unseen TPC-H queries
+  predictable at all.
+- ``gbm:size_exponent=auto`` learns runtime relative to (input size) **
+  exponent, the exponent measured on training runs of one workload at
+  several sizes, or, where each workload ran at one size only (the local
+  runs' training side under (b)), across workloads run with the same
+  settings.
 """
 
 
@@ -62,8 +78,27 @@ def _check(ok) -> str:
     return "met" if ok else "**missed**"
 
 
-def targets_section(rows, default_model) -> list[str]:
-    lines = ["## Targets", ""]
+def _noise(frames, dataset, subset=None):
+    """Repeat-noise MdAPE of a dataset's runs (optionally one subset), or None."""
+    frame = frames.get(dataset) if frames else None
+    if frame is None:
+        return None
+    if subset is not None:
+        frame = frame[[SUBSETS[subset][1](w) for w in frame["workload"].astype(str)]]
+    return noise_floor(frame) if len(frame) else None
+
+
+def _noise_text(noise) -> str:
+    return "" if noise is None else \
+        f"; repeat noise of these runs {_percent(noise['mdape'])} %"
+
+
+def targets_section(rows, default_model, frames=None) -> list[str]:
+    """Each issue-5 target checked on the rows; repeat noise beside each local figure."""
+    lines = ["## Targets", "",
+             "Best model per line among the models without classes; \"repeat noise\" is the "
+             "MdAPE of a run against its own repeats (the Data section), which no model can "
+             "be expected to beat.", ""]
     datasets = sorted({r["dataset"] for r in rows})
     # (a) held-out configurations
     for dataset in datasets:
@@ -79,7 +114,23 @@ def targets_section(rows, default_model) -> list[str]:
             ratio = fc["mdape"] / tree["mdape"] if tree["mdape"] else math.inf
             text += (f"; fc {_percent(fc['mdape'])} % vs tree {_percent(tree['mdape'])} % = "
                      f"{ratio:.2f} × (target ≤ 0.6 ×: {_check(ratio <= 0.6)})")
-        lines.append(text)
+        lines.append(text + _noise_text(_noise(frames, dataset)))
+    # (b) scale extrapolation of the local runs (no numeric target: reported)
+    for protocol in ("scale:tpch", "scale:jobs"):
+        best = _best(rows, "local", protocol)
+        if best is None:
+            continue
+        subset = protocol.split(":")[1]
+        fc = _row(rows, "local", protocol, "fc")
+        text = (f"- (b) local, {protocol_label(protocol)}: best {best['model']} MdAPE "
+                f"{_percent(best['mdape'])} %, 80 % interval coverage "
+                f"{_percent(best.get('coverage80'))} %")
+        if fc:
+            text += f"; fc {_percent(fc['mdape'])} %"
+        lines.append(text + " (no numeric target)" + _noise_text(_noise(frames, "local", subset)))
+    if not any(r["protocol"] == "scale:tpch" for r in rows) and "local" in datasets:
+        lines.append("- (b) local, TPC-H scale extrapolation: only one TPC-H scale factor in "
+                     "data/runs, nothing to extrapolate to")
     # (c) unseen TPC-H queries
     tpch = [r for r in rows if r["protocol"] == "workloads:tpch"]
     if tpch:
@@ -93,7 +144,16 @@ def targets_section(rows, default_model) -> list[str]:
             ratio = rnn["mdape"] / fc["mdape"] if fc["mdape"] else math.inf
             text += (f"; rnn {_percent(rnn['mdape'])} % vs fc {_percent(fc['mdape'])} % = "
                      f"{ratio:.2f} × (target ≤ 0.8 ×: {_check(ratio <= 0.8)})")
-        lines.append(text)
+        lines.append(text + _noise_text(_noise(frames, dataset, "tpch")))
+        best = _best(rows, dataset, "workloads:jobs")
+        if best:
+            rnn, fc = _row(rows, dataset, "workloads:jobs", "rnn"), \
+                _row(rows, dataset, "workloads:jobs", "fc")
+            text = (f"- (c) unseen HiBench/MapReduce jobs: best {best['model']} MdAPE "
+                    f"{_percent(best['mdape'])} % (no numeric target)")
+            if rnn and fc:
+                text += f"; rnn {_percent(rnn['mdape'])} % vs fc {_percent(fc['mdape'])} %"
+            lines.append(text + _noise_text(_noise(frames, dataset, "jobs")))
     else:
         lines.append("- (c) unseen TPC-H queries: no local TPC-H runs in this evaluation")
     # (d) Scout held-out cluster configurations
@@ -105,6 +165,14 @@ def targets_section(rows, default_model) -> list[str]:
         if default:
             text += f"; default model {default_model}: {_percent(default['mdape'])} %"
         lines.append(text)
+    # coverage of the 80 % intervals
+    for dataset in datasets:
+        covered = [r for r in rows if r["dataset"] == dataset and ":" not in r["protocol"]
+                   and r.get("coverage80") is not None and r["model"] == default_model]
+        if covered:
+            lines.append(f"- 80 % interval coverage, {dataset}, default model {default_model}: "
+                         + ", ".join(f"{PROTOCOLS[r['protocol']].split(' ')[0]} "
+                                     f"{_percent(r['coverage80'])} %" for r in covered))
     return lines + [""]
 
 
@@ -127,24 +195,33 @@ def classes_section(rows) -> list[str]:
 
 
 def seed_section(rows, default_model) -> list[str]:
+    """The seed's literature figures beside ours: the closest shared table (C3O's held-out
+    configurations, Scout's held-out clusters) and the local HiBench/MapReduce runs."""
     lines = ["## The seed's figures beside ours", "",
              "The seed's figures come from other data (HiBench runs of the cited papers); "
-             "ours are measured on the tables above. Closest comparison shown.", "",
-             "| seed figure | seed | ours | where |", "|---|---|---|---|"]
+             "ours are measured on the tables above, as MdAPE / MAPE.", "",
+             "| seed figure | seed | ours: shared table | where | ours: local HiBench/MapReduce, "
+             "(a) held-out configurations |", "|---|---|---|---|---|"]
+
+    def text(row):
+        return "—" if row is None else f"{_percent(row['mdape'])} % / {_percent(row['mape'])} %"
+
     for label, figure, model in SEED_FIGURES:
+        name = model or default_model
         if "Scout" in label:
-            row = _row(rows, "scout-multinode", "cluster", model)
-            where = "Scout (d) held-out cluster configurations, MdAPE"
+            row = _row(rows, "scout-multinode", "cluster", name)
+            where = "Scout (d) held-out cluster configurations"
         else:
-            candidates = [r for r in rows if r["protocol"] in ("configs", "cluster")
-                          and (model is None or r["model"] == model)
-                          and (model is not None or r["model"] == default_model)]
-            local = [r for r in candidates if r["dataset"] == "local"]
-            row = (local or sorted(candidates, key=lambda r: r["dataset"]) or [None])[0]
+            candidates = sorted((r for r in rows if r["protocol"] in ("configs", "cluster")
+                                 and r["model"] == name and r["dataset"] != "local"),
+                                key=lambda r: (r["dataset"], r["protocol"] != "configs"))
+            row = candidates[0] if candidates else None
             where = "" if row is None else \
-                f"{row['dataset']} {PROTOCOLS[row['protocol']]}, {row['model']}, MdAPE / MAPE"
-        ours = "—" if row is None else f"{_percent(row['mdape'])} % / {_percent(row['mape'])} %"
-        lines.append(f"| {label} | {figure} | {ours} | {where} |")
+                f"{row['dataset']} {protocol_label(row['protocol'])}, {row['model']}"
+        local = _row(rows, "local", "configs:jobs", name)
+        lines.append(f"| {label} | {figure} | {text(row)} | {where} | "
+                     f"{text(local)} ({name}) |" if local else
+                     f"| {label} | {figure} | {text(row)} | {where} | — |")
     return lines + [""]
 
 
@@ -177,26 +254,39 @@ def plot_cdfs(cells, out: Path) -> list[Path]:
     written = []
     for dataset in sorted({c["dataset"] for c in cells}):
         own = [c for c in cells if c["dataset"] == dataset and len(c["y"])]
-        protocols = [p for p in PROTOCOLS if any(c["protocol"] == p for c in own)]
-        if not protocols:
+        panels = []
+        for protocol in PROTOCOLS:
+            mine = [c for c in own if c["protocol"] == protocol]
+            if not mine:
+                continue
+            workloads = {w for c in mine for w in c["workload"]}
+            if any(w.startswith("tpch-") for w in workloads) and \
+                    any(not w.startswith("tpch-") for w in workloads):
+                panels += [(protocol, subset) for subset in SUBSETS]
+            else:
+                panels.append((protocol, None))
+        if not panels:
             continue
-        figure, axes = plt.subplots(1, len(protocols), figsize=(4.2 * len(protocols), 3.6),
+        figure, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6),
                                     squeeze=False)
-        for axis, protocol in zip(axes[0], protocols):
+        for axis, (protocol, subset) in zip(axes[0], panels):
             for cell in own:
                 if cell["protocol"] != protocol:
                     continue
                 done = np.array(cell["completed"], bool)
+                if subset is not None:
+                    done &= np.array([SUBSETS[subset][1](w) for w in cell["workload"]], bool)
                 y = np.array(cell["y"], float)[done]
                 ape = np.sort(np.abs(np.array(cell["predicted"], float)[done] - y) / y) * 100
                 if len(ape) == 0:
                     continue
                 axis.plot(ape, np.arange(1, len(ape) + 1) / len(ape), label=cell["model"],
                           linewidth=1.2)
+            axis.set_title(protocol_label(f"{protocol}:{subset}" if subset else protocol),
+                           fontsize=9)
             axis.set_xscale("symlog", linthresh=10)
             axis.set_xlim(0, 300)
             axis.set_xlabel("absolute percentage error (%)")
-            axis.set_title(PROTOCOLS[protocol], fontsize=9)
             axis.axvline(10, color="grey", linewidth=0.6, linestyle=":")
             axis.grid(alpha=0.3)
         axes[0][0].set_ylabel("share of test runs")
@@ -210,36 +300,126 @@ def plot_cdfs(cells, out: Path) -> list[Path]:
     return written
 
 
-def write_report(result, frames, out: Path, *, quick=False) -> Path:
-    from jobgauge.models import DEFAULT_MODEL
+def _plan(run_id) -> str:
+    """The collector plan of a local run (``tpch-sf0.1`` of ``tpch-sf0.1:tpch-q1:...``)."""
+    return str(run_id).split(":", 1)[0]
 
-    out.mkdir(parents=True, exist_ok=True)
-    rows, cells = result["rows"], result["cells"]
-    pictures = plot_cdfs(cells, out)
-    today = datetime.date.today().isoformat()
-    lines = ["# Runtime model evaluation", "",
-             f"Generated {today} by `bench/evaluate.py`"
-             + (" in **quick mode (smoke run: fewer folds and epochs, not a result)**" if quick
-                else "") + ". Reproduce with `nice -n 10 .venv/bin/python bench/evaluate.py` "
-             "(per-cell predictions are cached in `bench/reports/cache/`; delete it to "
-             "recompute).", "",
-             f"Default model (`DEFAULT_MODEL`): **{DEFAULT_MODEL}**.", "", "## Data", "",
-             "Repeat noise: MdAPE of each run against the median of the other runs of the very "
-             "same configuration (only where a configuration was run more than once) — a floor "
-             "for any model's error on held-out configurations.", "",
-             "| source | runs | censored | workloads | configurations | profiles | "
-             "repeat noise MdAPE (P90), runs |",
-             "|---|---|---|---|---|---|---|"]
-    for name, frame in frames.items():
+
+def data_rows(frames) -> list[str]:
+    """One Data-table row per source, and for the local source one more per plan."""
+    lines = []
+
+    def row(name, frame, profiled):
         configurations = len(set(zip(frame["instance_type"], frame["instance_count"],
                                      frame["config_json"])))
-        profiled = "one reference run per workload" if "profile" in frame.columns else "none"
         noise = noise_floor(frame)
         noise_text = "no repeated configurations" if noise is None else \
             f"{_percent(noise['mdape'])} % ({_percent(noise['p90'])} %), {noise['runs']}"
         lines.append(f"| {name} | {len(frame)} | {int((~frame['completed']).sum())} | "
                      f"{frame['workload'].nunique()} | {configurations} | {profiled} | "
                      f"{noise_text} |")
+
+    for name, frame in frames.items():
+        has_profiles = "profile" in frame.columns
+        row(name, frame, "one reference run per workload" if has_profiles else "none")
+        if name != "local":
+            continue
+        plans = np.array([_plan(r) for r in frame["run_id"]])
+        for plan in sorted(set(plans)):
+            part = frame[plans == plan]
+            profiled = int(part["profile"].notna().sum()) if has_profiles else 0
+            row(f"local: {plan}", part, f"{profiled} rows carry one")
+    return lines
+
+
+def misses_section(rows, frames, default_model) -> list[str]:
+    """Where a target is missed, what the measured repeat noise says about why (computed)."""
+    lines = ["## Where we miss and why", ""]
+    local = frames.get("local") if frames else None
+    if local is None:
+        return []
+    noise = noise_floor(local)
+    tpch = _noise(frames, "local", "tpch")
+    jobs = _noise(frames, "local", "jobs")
+    configs = _best(rows, "local", "configs")
+    if noise is not None and configs is not None:
+        lines.append(
+            f"- Local (a) misses 5 % because the local runs are far noisier than 5 %: a run "
+            f"repeated with the very same settings differs from its own repeats by "
+            f"{_percent(noise['mdape'])} % (MdAPE; P90 {_percent(noise['p90'])} %)"
+            + (f"; TPC-H {_percent(tpch['mdape'])} %" if tpch else "")
+            + (f", HiBench/MapReduce {_percent(jobs['mdape'])} %" if jobs else "")
+            + f". The best model's {_percent(configs['mdape'])} % is "
+            f"{configs['mdape'] / noise['mdape']:.1f} × that floor. The runs were measured on "
+            "the shared 2-vCPU development machine (load averages of 10–20, see "
+            "data/README.md): seconds-long local queries are dominated by scheduling noise, "
+            "not by their settings." + _c3o_contrast(rows, frames))
+    best = _best(rows, "local", "workloads:tpch")
+    if best is not None and tpch is not None:
+        rnn, fc = _row(rows, "local", "workloads:tpch", "rnn"), \
+            _row(rows, "local", "workloads:tpch", "fc")
+        text = (f"- (c) unseen TPC-H queries: {_percent(best['mdape'])} % against a 15 % "
+                f"target, with {_percent(tpch['mdape'])} % of repeat noise in the same runs: "
+                "15 % is below what repeating the query itself achieves, so it cannot be met on "
+                "these runs whatever the model.")
+        if rnn and fc:
+            text += (f" The DAG network (rnn {_percent(rnn['mdape'])} %) and the plain network "
+                     f"(fc {_percent(fc['mdape'])} %) are both close to that floor, so the "
+                     "0.8 × ratio cannot show either: what the DAG adds is smaller than the "
+                     "noise.")
+        lines.append(text)
+    scale = _best(rows, "local", "scale:jobs")
+    if scale is not None:
+        lines.append(
+            f"- (b) local HiBench/MapReduce scale extrapolation (best {scale['model']} "
+            f"{_percent(scale['mdape'])} %): the training side holds each job at its smallest "
+            "size only, where most runs take a few seconds, much of it fixed start-up cost, so "
+            "how a job's runtime grows with its input cannot be measured on that job; it is "
+            "borrowed from other jobs (``size_exponent=auto``) or not extrapolated at all.")
+    return lines + [""]
+
+
+def _c3o_contrast(rows, frames) -> str:
+    noise = _noise(frames, "c3o-emr")
+    best = _best(rows, "c3o-emr", "configs")
+    if noise is None or best is None:
+        return ""
+    return (f" The shared C3O table, measured on dedicated clusters, has a repeat noise of "
+            f"{_percent(noise['mdape'])} %, and there the best model reaches "
+            f"{_percent(best['mdape'])} %.")
+
+
+def write_report(result, frames, out: Path, *, quick=False, command=None) -> Path:
+    from jobgauge.models import DEFAULT_MODEL
+
+    out.mkdir(parents=True, exist_ok=True)
+    rows, cells = result["rows"], result["cells"]
+    pictures = plot_cdfs(cells, out)
+    today = datetime.date.today().isoformat()
+    command = command or "nice -n 10 .venv/bin/python bench/evaluate.py"
+    timing = result.get("timing")
+    timing_text = "" if not timing else \
+        (f" This run took {timing['wall_s'] / 60:.1f} min of wall time ({timing['computed']} "
+         f"cells computed, {timing['cached']} from the cache).")
+    lines = ["# Runtime model evaluation", "",
+             f"Generated {today} by `bench/evaluate.py`"
+             + (" in **quick mode (smoke run: fewer folds and epochs, not a result)**" if quick
+                else "") + f". Reproduce with `{command}` "
+             "(per-cell predictions are cached in `bench/reports/cache/`, keyed by the runs, "
+             "the protocol and the model's parameters; delete it to recompute)." + timing_text,
+             "", f"Default model (`DEFAULT_MODEL`): **{DEFAULT_MODEL}**. Every model runs with "
+             "its defaults except "
+             + "; ".join(f"{name}: " + ", ".join(f"{k}={v}" for k, v in params.items())
+                         for name, params in EVAL_PARAMS.items())
+             + " (`EVAL_PARAMS`: the CPU budget of a full run).", "", "## Data", "",
+             "Repeat noise: MdAPE of each run against the median of the other runs of the very "
+             "same configuration (only where a configuration was run more than once) — a floor "
+             "for any model's error on held-out configurations. Local runs are also shown per "
+             "collector plan (`data/runs/<plan>.csv.gz`).", "",
+             "| source | runs | censored | workloads | configurations | profiles | "
+             "repeat noise MdAPE (P90), runs |",
+             "|---|---|---|---|---|---|---|"]
+    lines += data_rows(frames)
     lines += ["", "## Protocols", ""]
     from jobgauge.models import evaluation
 
@@ -248,7 +428,8 @@ def write_report(result, frames, out: Path, *, quick=False) -> Path:
               "## MdAPE by model and protocol", "",
               "MdAPE in %, coverage of the 80 % interval in brackets; best per row in bold.",
               "", markdown_table(rows), ""]
-    lines += targets_section(rows, DEFAULT_MODEL)
+    lines += targets_section(rows, DEFAULT_MODEL, frames)
+    lines += misses_section(rows, frames, DEFAULT_MODEL)
     lines += seed_section(rows, DEFAULT_MODEL)
     lines += classes_section(rows)
     lines += detail_table(rows)

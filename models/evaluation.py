@@ -11,11 +11,14 @@ its own, under the protocols that apply to it:
   the largest, per workload: the larger of two sizes (``sf10`` > ``sf1``,
   ``bigdata`` > ``huge``, by label, else by input bytes) or the largest third
   of three or more distinct sizes.  Workloads with one size stay in training.
-- ``workloads`` (c): leave one workload out (for local runs: unseen TPC-H
-  queries and HiBench jobs).  Unseen workloads are profiled once: every row
-  carries the profile (and DAG) of one *reference* run of its workload (the
-  smallest input, fewest knobs set), never its own; reference runs are not
-  scored.
+- ``workloads`` (c): unseen workloads.  A workload is its name and framework
+  (Hadoop sort and Spark sort are two workloads); with up to 10 workloads one
+  is left out at a time, with more (the local runs: 22 TPC-H queries, the
+  HiBench and MapReduce jobs) 5 folds of whole workloads (GroupKFold).  Unseen workloads
+  are profiled once: every row carries the profile (and DAG) of one
+  *reference* run of its workload (the smallest input, fewest knobs set),
+  never its own; reference runs are not scored.  Local results are shown
+  separately for TPC-H queries and for the HiBench/MapReduce jobs.
 - ``cluster`` (d): held-out cluster configurations (instance type x count),
   5-fold GroupKFold; the Scout and C3O tables.
 
@@ -46,6 +49,16 @@ PROTOCOLS = {
     "workloads": "(c) held-out workloads",
     "cluster": "(d) held-out cluster configurations",
 }
+#: Subsets of the test runs reported on their own (protocol ``name:subset``).
+SUBSETS = {
+    "tpch": ("TPC-H queries", lambda workload: workload.startswith("tpch-")),
+    "jobs": ("HiBench/MapReduce jobs", lambda workload: not workload.startswith("tpch-")),
+}
+#: Up to this many workloads protocol (c) leaves one out at a time; with more, 5 folds.
+MAX_LEAVE_ONE_OUT = 10
+#: Part of the cache key of sources with profiles: bump when what their cells compute
+#: changes (DAG building, reference profiles).
+PROFILED_VERSION = 2
 PROTOCOLS_BY_SOURCE = {
     "scout-multinode": ("cluster", "scale", "workloads"),   # no knobs: configs == cluster
     "c3o-emr": ("configs", "cluster", "scale", "workloads"),
@@ -53,6 +66,9 @@ PROTOCOLS_BY_SOURCE = {
 DEFAULT_PROTOCOLS = ("configs", "scale", "workloads")
 DEFAULT_MODELS = ("tree", "svm", "forest", "gbm", "ernest", "fc", "rnn", "gbm+classes",
                   "fc+classes", "gbm:size_exponent=auto")
+#: Lighter settings the evaluation gives a model (CPU budget of a full run on a shared
+#: 2-core machine): the DAG network trains one network for 30 epochs of 256-run batches.
+EVAL_PARAMS = {"rnn": {"epochs": 30, "batch_size": 256, "n_networks": 1}}
 QUICK_PARAMS = {"fc": {"epochs": 20, "n_networks": 1}, "rnn": {"epochs": 20, "n_networks": 1},
                 "forest": {"n_estimators": 30}, "gbm": {"max_iter": 60}}
 
@@ -99,21 +115,33 @@ def default_profile_files() -> list[Path]:
 
 
 def _record_dag(record):
+    """The DAG of one profile record: the physical plan's operators and the event log's
+    stages (with their measured metrics) side by side, as two components of one DAG."""
     from jobgauge.dag import QueryDag
     from jobgauge.errors import GaugeError
 
+    parts = []
     plan = record.get("physical_plan")
     if plan:
         try:
-            return QueryDag.from_spark_plan(plan).to_dict()
+            parts.append(("plan", QueryDag.from_spark_plan(plan).to_dict()))
         except GaugeError:
             pass
     if record.get("stages"):
         try:
-            return QueryDag.from_stages(record["stages"]).to_dict()
+            parts.append(("stage", QueryDag.from_stages(record["stages"]).to_dict()))
         except GaugeError:
-            return None
-    return None
+            pass
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0][1]
+    nodes, edges = [], []
+    for prefix, dag in parts:
+        nodes += [{**node, "id": f"{prefix}:{node['id']}"} for node in dag["nodes"]]
+        edges += [{**edge, "source": f"{prefix}:{edge['source']}",
+                   "target": f"{prefix}:{edge['target']}"} for edge in dag["edges"]]
+    return {"directed": True, "multigraph": False, "graph": {}, "nodes": nodes, "edges": edges}
 
 
 def attach_reference_profiles(frame, records):
@@ -203,10 +231,12 @@ def protocol_folds(frame, protocol, *, n_splits=5):
     if protocol == "cluster":
         return _group_folds(_keys(frame, ["instance_type", "instance_count"]), n_splits)
     if protocol == "workloads":
-        workloads = frame["workload"].astype(str).to_numpy()
+        workloads = _keys(frame, ["workload", "framework"])
         unique = np.unique(workloads)
         if len(unique) < 2:
             return []
+        if len(unique) > MAX_LEAVE_ONE_OUT:
+            return _group_folds(workloads, n_splits)
         return [(np.flatnonzero(workloads != w), np.flatnonzero(workloads == w)) for w in unique]
     if protocol == "scale":
         largest = _size_rank(frame)
@@ -252,6 +282,11 @@ def _cache_key(frame, dataset, protocol, model, quick) -> str:
     digest.update(np.asarray(frame["runtime_s"], float).tobytes())
     if "profile_reference" in frame.columns:  # which runs stand for their workload's profile
         digest.update(b"profiles:" + frame["profile_reference"].to_numpy(dtype=bool).tobytes())
+        # the profiled (local) source's own version and folds: its cells are recomputed when
+        # either changes (the shared tables' keys stay as they were, their folds unchanged)
+        digest.update(f"local:{PROFILED_VERSION}".encode())
+        for _, test in protocol_folds(frame, protocol, n_splits=3 if quick else 5):
+            digest.update(np.asarray(test, np.int64).tobytes())
     return digest.hexdigest()[:16]
 
 
@@ -259,7 +294,9 @@ def evaluate_cell(frame, dataset, protocol, name, *, quick=False, cache_dir=None
                   n_splits=5):
     """Cross-validate one model under one protocol; returns the per-run predictions."""
     base = name.split("+")[0].split(":")[0]
-    params = dict(QUICK_PARAMS.get(base, {})) if quick else {}
+    params = dict(EVAL_PARAMS.get(base, {}))
+    if quick:
+        params.update(QUICK_PARAMS.get(base, {}))
     model = model_from_spec(name, random_state=0, **params)
     key = _cache_key(frame, dataset, protocol, model, quick)
     cache_file = Path(cache_dir) / f"{dataset}__{protocol}__{name}__{key}.json" \
@@ -324,6 +361,36 @@ def summarize(cell, *, subset=None) -> dict | None:
     return row
 
 
+def summary_rows(cells) -> list[dict]:
+    """Metric rows of cells, plus one row per subset (``protocol:tpch``, ``protocol:jobs``)
+    for cells whose test runs mix TPC-H queries and other jobs."""
+    rows = []
+    for cell in cells:
+        row = summarize(cell)
+        if row is None:
+            continue
+        rows.append(row)
+        present = [name for name, (_, test) in SUBSETS.items()
+                   if any(test(w) for w in cell["workload"])]
+        if "tpch" not in present:
+            continue
+        for name in present:
+            part = summarize(cell, subset=SUBSETS[name][1])
+            if part is not None:
+                part["protocol"] = f"{cell['protocol']}:{name}"
+                rows.append(part)
+    return rows
+
+
+def protocol_label(protocol) -> str:
+    """``(c) held-out workloads: TPC-H queries`` for ``workloads:tpch``."""
+    base, _, subset = protocol.partition(":")
+    label = PROTOCOLS.get(base, base)
+    if protocol == "workloads:tpch":
+        return "(c) unseen TPC-H queries"
+    return f"{label}: {SUBSETS[subset][0]}" if subset in SUBSETS else label
+
+
 def noise_floor(frame) -> dict | None:
     """How well a run's repeats predict it: MdAPE of each finished run against the median of
     the other runs of exactly the same configuration (same workload, size, cluster, knobs).
@@ -366,11 +433,13 @@ def load_evaluation_frames(paths, profile_paths=None) -> dict:
 
 
 def run_evaluation(paths, *, protocols=None, models=None, out_dir=None, quick=False,
-                   progress=None, profile_paths=None, use_cache=True, report=True) -> dict:
+                   progress=None, profile_paths=None, use_cache=True, report=True,
+                   command=None) -> dict:
     """Score models under protocols on each source of ``paths``; write the report.
 
     Returns ``{"rows": [metric rows], "cells": [...], "markdown_table": str,
-    "report": path or None}``.
+    "report": path or None, "timing": {"wall_s", "computed", "cached"}}``; ``command`` is
+    the command line the report names for reproducing it.
     """
     if protocols:
         unknown = [p for p in protocols if p not in PROTOCOLS]
@@ -395,25 +464,24 @@ def run_evaluation(paths, *, protocols=None, models=None, out_dir=None, quick=Fa
                 tasks.append((dataset, protocol, name))
     from tqdm import tqdm
 
+    started = time.perf_counter()
+    cached_before = set(cache_dir.glob("*.json")) if cache_dir and cache_dir.is_dir() else set()
     cells = []
     bar = tqdm(tasks, file=progress, disable=progress is None, unit="cell")
     for dataset, protocol, name in bar:
         bar.set_description(f"{dataset} {protocol} {name}")
         cells.append(evaluate_cell(frames[dataset], dataset, protocol, name, quick=quick,
                                    cache_dir=cache_dir))
-    rows = [r for r in (summarize(c) for c in cells) if r is not None]
-    for cell in cells:
-        if cell["protocol"] == "workloads" and any(w.startswith("tpch-") for w in cell["workload"]):
-            row = summarize(cell, subset=lambda w: w.startswith("tpch-"))
-            if row is not None:
-                row["protocol"] = "workloads:tpch"
-                rows.append(row)
+    rows = summary_rows(cells)
+    computed = len(set(cache_dir.glob("*.json")) - cached_before) if cache_dir else len(cells)
     result = {"rows": rows, "cells": cells, "frames": {k: len(v) for k, v in frames.items()},
-              "markdown_table": markdown_table(rows), "report": None}
+              "markdown_table": markdown_table(rows), "report": None,
+              "timing": {"wall_s": time.perf_counter() - started, "computed": computed,
+                         "cached": len(cells) - computed}}
     if report:
         from jobgauge.models._report import write_report
 
-        result["report"] = str(write_report(result, frames, out, quick=quick))
+        result["report"] = str(write_report(result, frames, out, quick=quick, command=command))
     return result
 
 
@@ -449,8 +517,6 @@ def markdown_table(rows) -> str:
                 continue
             text = f"{_percent(row['mdape'])} ({_percent(row.get('coverage80'))})"
             cells.append(f"**{text}**" if row["mdape"] == best else text)
-        label = PROTOCOLS.get(protocol.split(":")[0], protocol)
-        if protocol == "workloads:tpch":
-            label = "(c) unseen TPC-H queries"
+        label = protocol_label(protocol)
         lines.append(f"| {dataset} | {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -410,10 +410,11 @@ def test_protocol_folds_hold_out_what_they_say(scout, c3o):
     assert set(scout["datasize"].iloc[test]) == {"bigdata"}
     assert set(scout["datasize"].iloc[train]) == {"huge"}
     workloads = protocol_folds(scout, "workloads")
-    assert len(workloads) == scout["workload"].nunique()
+    jobs = scout["workload"] + "|" + scout["framework"]  # Hadoop and Spark pagerank differ
+    assert len(workloads) == jobs.nunique() == scout["workload"].nunique() + 1
     for train, test in workloads:
-        assert scout["workload"].iloc[test].nunique() == 1
-        assert scout["workload"].iloc[test].iloc[0] not in set(scout["workload"].iloc[train])
+        assert jobs.iloc[test].nunique() == 1
+        assert jobs.iloc[test].iloc[0] not in set(jobs.iloc[train])
     configs = c3o["instance_type"] + "|" + c3o["instance_count"].astype(str) + "|" + \
         c3o["config_json"]
     for train, test in protocol_folds(c3o, "configs"):
@@ -426,3 +427,86 @@ def test_protocol_folds_hold_out_what_they_say(scout, c3o):
     assert model_from_spec("gbm:size_exponent=auto,max_iter=5").get_params()["max_iter"] == 5
     with pytest.raises(UsageError, match="must look like key=value"):
         model_from_spec("gbm:oops")
+
+
+# ------------------------------------------------------------- local runs in the evaluation
+@pytest.fixture(scope="module")
+def local_frame():
+    """Every local run in data/runs with its reference profiles, as the evaluation loads it."""
+    from jobgauge.models.evaluation import load_evaluation_frames
+
+    runs = sorted((REPO / "data" / "runs").glob("*.csv.gz"))
+    frames = load_evaluation_frames(runs)
+    if "local" not in frames or not frames["local"]["workload"].str.startswith("tpch-").any():
+        pytest.skip("no local TPC-H runs in data/runs yet")
+    return frames["local"]
+
+
+def test_local_workload_folds_keep_frameworks_apart(local_frame):
+    from jobgauge.models.evaluation import MAX_LEAVE_ONE_OUT, protocol_folds
+
+    frame = local_frame
+    jobs = frame["workload"] + "|" + frame["framework"]
+    assert {"sort|hadoop", "sort|spark"} <= set(jobs)
+    folds = protocol_folds(frame, "workloads")
+    assert jobs.nunique() > MAX_LEAVE_ONE_OUT and len(folds) == 5
+    tested = np.concatenate([test for _, test in folds])
+    assert sorted(tested) == list(range(len(frame)))
+    for train, test in folds:  # a workload is never on both sides, even under another framework
+        assert not set(jobs.iloc[train]) & set(jobs.iloc[test])
+
+
+def test_reference_dag_joins_plan_operators_and_measured_stages(local_frame):
+    from jobgauge.dag import FEATURE_NAMES
+    from jobgauge.models._networks import NODE_METRICS, dag_matrix
+
+    dag = local_frame.loc[local_frame["workload"] == "tpch-q5", "dag"].iloc[0]
+    ids = [node["id"] for node in dag["nodes"]]
+    stages = [node for node in dag["nodes"] if node["id"].startswith("stage:")]
+    assert any(i.startswith("plan:") for i in ids) and stages
+    assert all(node["metrics"]["executor_run_time_ms"] >= 0 for node in stages)
+    empty = np.zeros((1, len(FEATURE_NAMES)), dtype=np.float32)
+    plain = dag_matrix(dag, empty)
+    extended = dag_matrix(dag, empty, node_metrics=True)
+    assert extended.shape == (len(ids), len(FEATURE_NAMES) + len(NODE_METRICS) + 1)
+    np.testing.assert_array_equal(extended[:, :plain.shape[1]], plain)
+    measured = extended[:, -1] == 1.0
+    assert measured.sum() == len(stages)
+    assert (extended[measured, len(FEATURE_NAMES)] > 0).any()  # stage durations
+    assert not extended[~measured, len(FEATURE_NAMES):].any()  # plan operators: no metrics
+    assert dag_matrix(None, empty, node_metrics=True).shape == (1, extended.shape[1])
+
+
+def test_rnn_node_metrics_parameter(local_profiled):
+    frame = local_profiled.iloc[::8].reset_index(drop=True)
+    with pytest.raises(InvalidParameterError, match="'node_metrics' parameter of DagRNN"):
+        make_model("rnn", node_metrics="yes").fit(frame)
+    model = make_model("rnn", epochs=2, n_networks=1, node_metrics=False).fit(frame)
+    assert np.isfinite(model.predict(frame)).all()
+
+
+def test_local_evaluation_reports_tpch_and_jobs_apart(local_frame, tmp_path):
+    """A cheap model through the whole path: cells, subset rows, targets, report, plots."""
+    from jobgauge.models._report import write_report
+    from jobgauge.models.evaluation import evaluate_cell, markdown_table, summary_rows
+
+    frame = local_frame
+    cells = [evaluate_cell(frame, "local", protocol, "tree", cache_dir=tmp_path / "cache")
+             for protocol in ("configs", "workloads")]
+    assert len(list((tmp_path / "cache").glob("local__*.json"))) == 2
+    rows = summary_rows(cells)
+    by = {r["protocol"]: r for r in rows}
+    assert {"configs", "configs:tpch", "configs:jobs", "workloads", "workloads:tpch",
+            "workloads:jobs"} <= set(by)
+    assert by["workloads:tpch"]["n"] + by["workloads:jobs"]["n"] == by["workloads"]["n"]
+    scored = frame[~frame["profile_reference"]]
+    assert by["workloads:tpch"]["n"] == scored["workload"].str.startswith("tpch-").sum()
+    assert "| local | (c) unseen TPC-H queries |" in markdown_table(rows)
+    result = {"rows": rows, "cells": cells, "timing": {"wall_s": 90.0, "computed": 2,
+                                                       "cached": 0}}
+    report = write_report(result, {"local": frame}, tmp_path, command="CMD --flag").read_text()
+    assert "Reproduce with `CMD --flag`" in report and "1.5 min of wall time" in report
+    assert "| local: tpch-sf0.1 |" in report  # repeat noise per collector plan
+    assert "- (c) unseen TPC-H queries: best tree MdAPE" in report
+    assert "repeat noise of these runs" in report and "## Where we miss and why" in report
+    assert (tmp_path / "evaluation_cdf_local.png").stat().st_size > 1000
