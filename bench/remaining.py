@@ -25,7 +25,7 @@ Errors: absolute percentage error (APE) of the predicted **remaining** time
 
 Run::
 
-    nice -n 10 .venv/bin/python bench/remaining.py            # everything (~5 min)
+    nice -n 10 .venv/bin/python bench/remaining.py            # everything (~4-6 min)
     nice -n 10 .venv/bin/python bench/remaining.py --skip-live --alpha-sweep
 """
 
@@ -98,6 +98,10 @@ def score_replay(run, estimator, train_runs, method_suffix=""):
                          linear, elapsed, true_left, run.runtime_s))
         rows.append(_row(run.signature, run.run_id, point, "mean_past" + method_suffix,
                          None if mean_total is None else max(mean_total - elapsed, 0.0),
+                         elapsed, true_left, run.runtime_s))
+        survivors = [r.runtime_s - elapsed for r in same if r.runtime_s > elapsed]
+        rows.append(_row(run.signature, run.run_id, point, "past_median" + method_suffix,
+                         float(np.median(survivors)) if len(survivors) >= 3 else None,
                          elapsed, true_left, run.runtime_s))
     return rows
 
@@ -339,7 +343,7 @@ def plot(enel_rows, live_rows, path):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    styles = {"ours": ("o-", "tab:green"), "linear": ("s--", "tab:blue"), "mean_past": ("^:", "tab:orange"),
+    styles = {"ours": ("o-", "tab:green"), "linear": ("s--", "tab:blue"), "mean_past": ("^:", "tab:orange"), "past_median": ("v-.", "tab:red"),
               "ours (no history)": ("d-.", "tab:purple"), "linear (tasks)": ("x--", "tab:gray")}
     panels = [(axes[0], enel_rows, "ape_left", "Enel replay (leave-one-run-out): remaining time"),
               (axes[1], enel_rows, "ape_total", "Enel replay: total runtime"),
@@ -422,7 +426,7 @@ def main(argv=None) -> int:
          "live_summary": compact(live_rows), "live_rows": live_rows, "live_runs": live_notes,
          "live_meta": live_meta, "alpha_sweep": sweep}, indent=1))
     enel_apps = apps + ["all"]
-    methods = ["ours", "linear", "mean_past"]
+    methods = ["ours", "linear", "mean_past", "past_median"]
     counts = defaultdict(int)
     for run in runs:
         counts[run.signature] += 1
@@ -437,7 +441,9 @@ def main(argv=None) -> int:
         "`ours` = `RemainingTimeEstimator` with history of the same application; "
         "`linear` = elapsed / progress x (1 - progress), progress = finished jobs / typical job count "
         "of past runs (before the first job ends it falls back to `mean_past`); "
-        "`mean_past` = mean runtime of past runs minus elapsed (0 when already exceeded).",
+        "`mean_past` = mean runtime of past runs minus elapsed (0 when already exceeded).  "
+        "`past_median` = median time left of the past runs still running at this elapsed time "
+        "(n/a when fewer than 3 were).",
         "",
         "## Enel replay (real runs, /work/shared/datasets/enel)",
         "",

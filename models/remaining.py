@@ -22,17 +22,23 @@ How it estimates (the AI Gauge recipe, on weighted units of work):
   left = what the current interval still needs at the future speed + the
   future speed times the typical duration of the jobs not submitted yet.
   When the current job already runs longer than expected, that overrun
-  counts as a (partial) sample too.
+  counts as a (partial) sample too.  With 5+ past runs this speed-based
+  estimate is blended (geometric mean, weight per band of progress) with a
+  survival-style one: the median time left of the past runs that were still
+  running at this elapsed time.  The weights are stacked: chosen on an
+  out-of-fold replay of the training runs (contiguous folds in start order,
+  each replayed with the typical run of the others) for the smallest median
+  percentage error.
 * **Without history** only the work the application has announced can be
   counted: tasks of the stages known from job-start events (pending stages
   of the DAG included), else stages, else jobs.  The EWMA then runs over
   wall-clock seconds per unit as units finish; jobs the driver has not
   submitted yet are invisible (``basis == "known_work"``).
 
-The interval comes from ``fit``: replaying the training runs at several
-points of progress gives the spread of true/predicted remaining time, per
-band of progress; the band's ``(1 - interval) / 2`` quantiles scale the
-point estimate.  With fewer than 5 past runs, the spread of the running
+The interval comes from ``fit``: the same out-of-fold replay (12 seeded
+random points of progress per run) gives the spread of true/predicted
+remaining time, per band of typical progress; the band's
+``(1 - interval) / 2`` quantiles scale the point estimate.  With fewer than 5 past runs, the spread of the running
 application's own speed ratios is used instead.
 
 Everything is honest about time: a snapshot holds only what had happened
@@ -77,7 +83,13 @@ __all__ = [
 # the typical run's work already behind for the speed carry-over.
 _BANDS = (0.2, 0.4, 0.6, 0.8)
 _MIN_CALIBRATION_RUNS = 5    # fewer past runs: the interval comes from the run's own spread
-_CALIBRATION_POINTS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+# Replay points per training run, at seeded random fractions of its runtime: a fixed grid
+# such as 0.1, 0.25, 0.5 would let what is learned from the replay (the interval, the blend)
+# match the points where the bench scores, which a live snapshot never promises.
+_REPLAY_POINTS = 12
+_BLEND_WEIGHTS = tuple(i / 10 for i in range(11))  # weight of the speed-based estimate
+_MIN_PAST_SURVIVORS = 3     # past runs still running at this elapsed time, for their median
+_FOLDS = 5                  # contiguous folds in start order for the out-of-fold replay
 
 
 # ---------------------------------------------------------------- past runs
@@ -288,6 +300,8 @@ class _SignatureProfile:
     # log future speed = intercept + slope * log(speed so far), per band of typical progress
     persistence: list[tuple[float, float]] = field(default_factory=list)
     quantiles: list[tuple[float, float]] = field(default_factory=list)  # per progress band
+    # weight of the speed-based estimate against the past runs' conditional median, per band
+    blend: list[float] = field(default_factory=list)
 
 
 # Parameter constraints, as data: name -> (check, what it must be)
@@ -334,8 +348,8 @@ class RemainingTimeEstimator:
         Past runs of an application needed before its history is used.
 
     Learned in ``fit``: ``profiles_`` (per signature: typical job count,
-    start-up time, median duration of each job, the speed carry-over and the
-    interval's spread per progress band) and ``n_histories_``; ``live_``
+    start-up time, median duration of each job, the speed carry-over, the
+    blend weight and the interval's spread per progress band) and ``n_histories_``; ``live_``
     holds what :meth:`update` has seen of running applications.
     """
 
@@ -395,7 +409,9 @@ class RemainingTimeEstimator:
             replay = self._replay(profile, groups[sig])
             self._learn_persistence(profile, replay)
             if profile.n_runs >= _MIN_CALIBRATION_RUNS:
-                profile.quantiles = self._calibrate(profile, replay)
+                points = self._out_of_fold(profile, groups[sig])
+                self._learn_blend(profile, points)
+                profile.quantiles = self._calibrate(profile, points)
         self.n_histories_ = len(histories)
         self.live_ = {}
         return self
@@ -430,16 +446,19 @@ class RemainingTimeEstimator:
 
     def _replay(self, profile: _SignatureProfile, runs: list[AppTimeline]) -> list[tuple]:
         """The training runs seen at several points of their progress:
-        (state, true seconds left, true seconds from the next job's submission)."""
+        (state, true seconds left, true seconds from the next job's
+        submission, the run's runtime).  The points are seeded random
+        fractions of each run's runtime (deterministic for the same runs)."""
         out = []
-        for run in runs:
+        for index, run in enumerate(runs):
             submits = [job.submitted_s for job in run.jobs]
-            for fraction in _CALIBRATION_POINTS:
-                moment = run.started_s + fraction * run.runtime_s
+            fractions = np.random.default_rng(index).uniform(0.02, 0.98, _REPLAY_POINTS)
+            for fraction in sorted(fractions):
+                moment = run.started_s + float(fraction) * run.runtime_s
                 seen = bisect.bisect_right(submits, moment)
                 state = self._speed_state(run.started_s, submits[:seen], moment, profile)
                 after_next = run.ended_s - submits[seen] if seen < len(submits) else None
-                out.append((state, run.ended_s - moment, after_next))
+                out.append((state, run.ended_s - moment, after_next, run.runtime_s))
         return out
 
     def _learn_persistence(self, profile: _SignatureProfile, replay: list[tuple]) -> None:
@@ -448,7 +467,7 @@ class RemainingTimeEstimator:
         log(actual / typical time of those jobs) on log(speed so far), over
         the replayed training runs (bands with few samples use all of them)."""
         samples: list[list[tuple[float, float]]] = [[] for _ in range(len(_BANDS) + 1)]
-        for state, _, after_next in replay:
+        for state, _, after_next, _ in replay:
             if state["future_typical"] > 0 and after_next and after_next > 0 and state["speed"] > 0:
                 samples[self._band(state, profile)].append(
                     (math.log(state["speed"]), math.log(after_next / state["future_typical"])))
@@ -474,17 +493,84 @@ class RemainingTimeEstimator:
         ahead = state["future_typical"] + state["current_typical"]
         return bisect.bisect_right(_BANDS, 1.0 - ahead / total if total > 0 else 0.0)
 
-    def _calibrate(self, profile: _SignatureProfile, replay: list[tuple]) -> list[tuple[float, float]]:
-        """Quantiles of log(true remaining / predicted) per progress band, from
-        the replayed training runs (in-sample: the profile is a median, so
-        one run moves it little)."""
-        by_band: list[list[float]] = [[] for _ in range(len(_BANDS) + 1)]
-        for state, true_left, _ in replay:
+    @staticmethod
+    def _past_median(runtimes: Sequence[float], elapsed: float) -> float | None:
+        """Survival-style estimate from past runs alone: the median of the
+        seconds the past runs still running after ``elapsed`` had left
+        (None when fewer than 3 of them ran that long)."""
+        left = [runtime - elapsed for runtime in runtimes if runtime > elapsed]
+        return float(np.median(left)) if len(left) >= _MIN_PAST_SURVIVORS else None
+
+    @staticmethod
+    def _blended(speed_based: float, past: float | None, weight: float) -> float:
+        """Geometric blend of the two estimates (weight 1: speed-based only)."""
+        if past is None or weight >= 1.0 or speed_based <= 0 or past <= 0:
+            return speed_based
+        return math.exp(weight * math.log(speed_based) + (1.0 - weight) * math.log(past))
+
+    def _replay_estimates(self, profile: _SignatureProfile, replay: list[tuple]) -> list[tuple]:
+        """(band, speed-based estimate, past runs' median, true seconds left,
+        elapsed) per replayed point; the past median leaves the point's own
+        run out."""
+        out = []
+        for state, true_left, _, runtime in replay:
             remaining, _ = self._left(state, profile)
+            others = list(profile.runtimes)
+            if runtime in others:
+                others.remove(runtime)
+            elapsed = state["now"] - state["started"]
+            out.append((self._band(state, profile), remaining, self._past_median(others, elapsed),
+                        true_left, elapsed))
+        return out
+
+    def _out_of_fold(self, profile: _SignatureProfile, runs: list[AppTimeline]) -> list[tuple]:
+        """Replayed estimates of every training run from a profile that did
+        not see it: the runs in start order are cut into contiguous folds,
+        and each fold is replayed with the typical run of the others (so the
+        blend and the interval also see the drift between periods).  The
+        speed carry-over is the one learned on all runs.  With fewer than
+        two runs per fold, the in-sample replay is used."""
+        if len(runs) < 2 * _FOLDS:
+            return self._replay_estimates(profile, self._replay(profile, runs))
+        order = sorted(runs, key=lambda run: run.started_s)
+        points = []
+        for fold in np.array_split(np.arange(len(order)), _FOLDS):
+            held_out = set(fold.tolist())
+            fold_profile = self._profile([run for i, run in enumerate(order) if i not in held_out])
+            fold_profile.persistence = profile.persistence
+            replay = self._replay(fold_profile, [order[i] for i in fold])
+            points += self._replay_estimates(fold_profile, replay)
+        return points
+
+    def _learn_blend(self, profile: _SignatureProfile, points: list[tuple]) -> None:
+        """Stacking: per band of typical progress, the weight (0, 0.1, ..., 1)
+        of the speed-based estimate against the past runs' conditional
+        median that gives the smallest median absolute percentage error on
+        the replayed training runs (bands with few points use all of them)."""
+        usable = [p for p in points if p[1] > 0 and p[2] is not None and p[3] > 0]
+
+        def best(rows) -> float:
+            errors = [float(np.median([abs(self._blended(r[1], r[2], w) / r[3] - 1.0) for r in rows]))
+                      for w in _BLEND_WEIGHTS]
+            return _BLEND_WEIGHTS[int(np.argmin(errors))]   # ties: the smaller weight comes first
+
+        if len(usable) < 20:
+            return
+        pooled = best(usable)
+        profile.blend = []
+        for band in range(len(_BANDS) + 1):
+            rows = [p for p in usable if p[0] == band]
+            profile.blend.append(best(rows) if len(rows) >= 20 else pooled)
+
+    def _calibrate(self, profile: _SignatureProfile, points: list[tuple]) -> list[tuple[float, float]]:
+        """Quantiles of log(true remaining / predicted) per band of typical
+        progress, from the out-of-fold replay of the training runs."""
+        by_band: list[list[float]] = [[] for _ in range(len(_BANDS) + 1)]
+        for typical_band, speed_based, past, true_left, _elapsed in points:
+            weight = profile.blend[typical_band] if profile.blend else 1.0
+            remaining = self._blended(speed_based, past, weight)
             if remaining > 0 and true_left > 0:
-                elapsed = state["now"] - state["started"]
-                band = bisect.bisect_right(_BANDS, elapsed / (elapsed + remaining))
-                by_band[band].append(math.log(true_left / remaining))
+                by_band[typical_band].append(math.log(true_left / remaining))
         low_q, high_q = (1 - self.interval) / 2, 1 - (1 - self.interval) / 2
         everything = [v for band in by_band for v in band]
         out = []
@@ -584,12 +670,17 @@ class RemainingTimeEstimator:
         if started is None:
             started = submits[0] if submits else snapshot.taken_s
         state = self._speed_state(started, submits, snapshot.taken_s, profile)
-        remaining, future_speed = self._left(state, profile)
+        speed_based, future_speed = self._left(state, profile)
         elapsed = max(0.0, state["now"] - state["started"])
+        past = weight = None
+        remaining = speed_based
+        if profile.blend:
+            past = self._past_median(profile.runtimes, elapsed)
+            weight = profile.blend[self._band(state, profile)]
+            remaining = self._blended(speed_based, past, weight)
         low = high = None
         if profile.quantiles:
-            progress = elapsed / (elapsed + remaining) if elapsed + remaining > 0 else 1.0
-            q_low, q_high = profile.quantiles[bisect.bisect_right(_BANDS, progress)]
+            q_low, q_high = profile.quantiles[self._band(state, profile)]
             low, high = remaining * math.exp(q_low), remaining * math.exp(q_high)
         else:   # too few past runs to calibrate: the spread of this run's own ratios
             logs = [math.log(r) for r in state["ratios"] if r > 0]
@@ -600,7 +691,9 @@ class RemainingTimeEstimator:
             remaining, low, high, elapsed, "history", "jobs", float(snapshot.jobs_completed),
             float(max(profile.n_jobs, len(submits))), state["speed"],
             details={"typical_runtime_s": profile.total_s, "history_runs": profile.n_runs,
-                     "typical_jobs": profile.n_jobs, "future_speed": future_speed})
+                     "typical_jobs": profile.n_jobs, "future_speed": future_speed,
+                     "speed_based_seconds": speed_based, "past_median_seconds": past,
+                     "blend_weight": weight})
 
     def _from_known_work(self, snapshot: ProgressSnapshot) -> RemainingEstimate:
         """No history: wall-clock seconds per unit of the work announced so far."""

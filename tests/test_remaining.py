@@ -170,15 +170,74 @@ def test_absolute_percentage_error_needs_a_positive_truth():
 
 
 def test_interval_covers_most_held_out_runs(enel_runs):
+    """Every fourth MPC run held out (runs from the same periods as the
+    training runs): the 80 % interval holds the true remaining time for
+    about 80 % of them, pooled over 25/50/75 % of their runtime."""
     runs = _by_signature(enel_runs, "MPC")
+    held_out = runs[3::4]
+    estimator = RemainingTimeEstimator(interval=0.8).fit([r for r in runs if r not in held_out])
+    covered = []
+    for run in held_out:
+        for fraction in (0.25, 0.5, 0.75):
+            moment = run.started_s + fraction * run.runtime_s
+            est = estimator.estimate(run.snapshot_at(moment))
+            assert est.low_seconds < est.high_seconds
+            covered.append(est.low_seconds <= run.ended_s - moment <= est.high_seconds)
+    assert 0.65 <= np.mean(covered) <= 0.95, np.mean(covered)
+
+
+def test_interval_under_drift_is_narrower_than_promised(enel_runs):
+    """Known limit, kept visible: trained on the first 80 LogisticRegression
+    runs and scored on the last 40 (which ran slower: median runtime 358 s
+    against 296 s), the 80 % interval holds the truth for only about half of
+    them early in the run."""
+    runs = _by_signature(enel_runs, "LogisticRegression")
+    assert np.median([r.runtime_s for r in runs[80:]]) > 1.15 * np.median([r.runtime_s for r in runs[:80]])
     estimator = RemainingTimeEstimator(interval=0.8).fit(runs[:80])
     covered = []
     for run in runs[80:]:
-        moment = run.started_s + 0.5 * run.runtime_s
+        moment = run.started_s + 0.25 * run.runtime_s
         est = estimator.estimate(run.snapshot_at(moment))
-        assert est.low_seconds < est.remaining_seconds < est.high_seconds
         covered.append(est.low_seconds <= run.ended_s - moment <= est.high_seconds)
-    assert 0.6 <= np.mean(covered) <= 1.0
+    assert np.mean(covered) < 0.7
+
+
+def test_blend_with_past_runs_is_learned_and_applied(enel_runs):
+    """With 5+ past runs the estimate is a geometric blend of the speed-based
+    estimate and the median time left of the past runs that were still
+    running at this elapsed time; the weight per progress band comes from
+    the out-of-fold replay of the training runs."""
+    runs = _by_signature(enel_runs, "LogisticRegression")
+    train, run = runs[:100], runs[100]
+    estimator = RemainingTimeEstimator().fit(train)
+    profile = estimator.profiles_["LogisticRegression"]
+    assert len(profile.blend) == 5 and all(w in [i / 10 for i in range(11)] for w in profile.blend)
+    assert len(profile.quantiles) == 5 and all(low < high for low, high in profile.quantiles)
+    for fraction in (0.1, 0.25, 0.5, 0.75):
+        moment = run.started_s + fraction * run.runtime_s
+        est = estimator.estimate(run.snapshot_at(moment))
+        elapsed = moment - run.started_s
+        left = sorted(r.runtime_s - elapsed for r in train if r.runtime_s > elapsed)
+        assert est.details["past_median_seconds"] == pytest.approx(float(np.median(left)))
+        weight, speed_based = est.details["blend_weight"], est.details["speed_based_seconds"]
+        assert weight in profile.blend
+        expected = speed_based ** weight * float(np.median(left)) ** (1 - weight)
+        assert est.remaining_seconds == pytest.approx(expected, rel=1e-9)
+        assert est.low_seconds < est.high_seconds
+
+
+def test_past_median_needs_three_past_runs_still_running(enel_runs):
+    """Past the end of all but two past runs there is no conditional median:
+    the speed-based estimate is used alone."""
+    runs = _by_signature(enel_runs, "KMeans")
+    train = runs[:60]
+    slowest = sorted(r.runtime_s for r in train)
+    run = max(runs[60:], key=lambda r: r.runtime_s)        # a 5577 s run
+    elapsed = (slowest[-3] + slowest[-2]) / 2               # only 2 past runs took longer
+    assert elapsed < run.runtime_s
+    est = RemainingTimeEstimator().fit(train).estimate(run.snapshot_at(run.started_s + elapsed))
+    assert est.details["past_median_seconds"] is None
+    assert est.remaining_seconds == est.details["speed_based_seconds"] > 0
 
 
 # ---------------------------------------------------------------- estimator contract
