@@ -10,7 +10,8 @@ Readers (each returns a :class:`Profile`):
   MR1 history;
 - ``read_profile(path_or_url)``: any of the above, sniffed from the content.
 
-Runs: ``run_workload`` (one real Spark run, profiled and recorded),
+Runs: ``run_workload`` (one real Spark run, profiled and recorded), ``WarmRunner``
+(runs one at a time in warm applications, restarted only when a restart-level setting changes),
 ``run_batch`` (many runs in one application), ``collect`` (a resumable
 design from a plan file), ``run_mapreduce_job`` (Hadoop's local mode),
 ``StandaloneCluster`` (a Spark standalone cluster on 127.0.0.1).
@@ -28,6 +29,7 @@ _EXPORTS = {
     "read_mapreduce": "jobgauge.profiler.mapreduce",
     "read_profile": "jobgauge.profiler.profile_cli",
     "run_workload": "jobgauge.profiler.runner", "run_batch": "jobgauge.profiler.runner",
+    "WarmRunner": "jobgauge.profiler.runner",
     "query_profile": "jobgauge.profiler.runner",
     "collect": "jobgauge.profiler.collect",
     "run_mapreduce_job": "jobgauge.profiler.hadoop_runner",

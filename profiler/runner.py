@@ -10,7 +10,9 @@ was running is recorded as timed out.  Results stream back line by line, so
 a crash loses nothing already measured.
 
 ``run_workload`` is the one-run convenience used by ``jobgauge run``: it runs,
-profiles the event log, and records the run in the store.
+profiles the event log, and records the run in the store.  It starts a cold
+application per run; :class:`WarmRunner` (``_warm``) runs one item at a time
+in a long-lived warm application, as the corpus was measured.
 """
 
 from __future__ import annotations
@@ -323,3 +325,16 @@ def query_profile(app_profile, job_ids, *, runtime_s=None):
         executors=app_profile.executors,
         critical_path_s=round(sum(j.get("critical_path_s") or 0 for j in jobs), 3),
         idle_core_seconds=None, config=app_profile.config, source=app_profile.source)
+
+
+def __getattr__(name):
+    # WarmRunner lives in _warm, which imports the helpers above: loaded on first use.
+    if name == "WarmRunner":
+        from jobgauge.profiler._warm import WarmRunner
+
+        return WarmRunner
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+__all__ = ["WarmRunner", "find_eventlog", "local_cores", "memory_gib", "needs_restart",
+           "parse_conf_pairs", "query_profile", "read_profile", "resources", "run_batch",
+           "run_record", "run_workload", "split_config"]

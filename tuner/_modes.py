@@ -121,9 +121,28 @@ def model_frame(base_row: Mapping, config: Mapping, catalog=None):
                    memory_gib=node.memory_gib, hourly_price_usd=node.hourly_price_usd)
     if "instance_count" in config:
         row["instance_count"] = int(config["instance_count"])
+    if str(row.get("instance_type") or "").startswith("local["):
+        row.update(_local_resources(knobs, row))   # local mode: the run's own resources
     row["config"] = {**dict(base_row.get("config") or {}), **knobs}
     row["config_json"] = json.dumps(row["config"], sort_keys=True, default=str)
     return pd.DataFrame([row])
+
+
+def _local_resources(knobs: Mapping, row: Mapping) -> dict:
+    """instance_type, vcpus and memory_gib of a local-mode run with ``knobs``
+    (``spark.master`` local[N], ``spark.driver.memory``), as runs record them."""
+    from jobgauge.profiler.runner import resources
+
+    master = knobs.get("spark.master", row["instance_type"])
+    static = {}
+    if "spark.driver.memory" in knobs:
+        static["spark.driver.memory"] = format_setting("spark.driver.memory",
+                                                       knobs["spark.driver.memory"])
+    elif row.get("memory_gib") and math.isfinite(row["memory_gib"]):
+        static["spark.driver.memory"] = f"{int(round(row['memory_gib'] * 1024))}m"
+    local = resources(str(master), static)
+    return {"instance_type": local["instance_type"], "vcpus": float(local["vcpus"]),
+            "memory_gib": float(local["memory_gib"])}
 
 
 def _node(catalog, name):
@@ -235,7 +254,9 @@ def tune_measured(run_trial: Callable, space, *, goal: Goal | None = None, n_tri
     other workloads; rows of ``workload`` are dropped) picks the first trials:
     for a CandidateSet the best-scored configurations, as in replay; for knobs,
     after the engine defaults, the settings that ran closest to their own
-    job's best in the history (``history_settings``)."""
+    job's best in the history (``history_settings``); with
+    ``strategy="hierarchical"`` their job-level part in the first phase and
+    their query-level part in the second."""
     goal = goal or Goal()
     evaluate = measured_evaluator(run_trial, store=store, base_row=base_row)
     if isinstance(space, CandidateSet):
@@ -274,7 +295,7 @@ def tune_space(space: SearchSpace, evaluate: Callable, goal: Goal, *, n_trials: 
     sampler's proposals.  ``strategy="hierarchical"``
     spends half the trials on the job and instance levels (session knobs at
     their defaults) and the rest on the session knobs, the job level fixed
-    at its best."""
+    at its best; each phase tries its part of the ``starts`` first."""
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; expected joint or hierarchical")
     if n_trials < 1:
@@ -291,11 +312,18 @@ def tune_space(space: SearchSpace, evaluate: Callable, goal: Goal, *, n_trials: 
         first = max(1, n_trials // 2)
         job_space = space.subset(names=upper)
         query_defaults = {n: defaults[n] for n in lower if n in defaults}
-        study.enqueue_trial({n: defaults[n] for n in upper if n in defaults})
+        upper_defaults = {n: defaults[n] for n in upper if n in defaults}
+        for params in _distinct([upper_defaults, *({**upper_defaults, **_part(s, upper)}
+                                                   for s in starts)])[:first]:
+            study.enqueue_trial(params)       # the defaults, then what did well elsewhere
         run_trials(study, Objective(job_space, evaluate, goal, fixed=query_defaults,
                                     check=check, censoring=censoring), first, progress=progress)
         phase_one = summarise(study, goal)
         best_job = {n: phase_one.best.config[n] for n in upper}
+        lower_starts = [{**query_defaults, **_part(s, lower)} for s in starts]
+        for params in [p for p in _distinct(lower_starts) if p != query_defaults][
+                :n_trials - first]:
+            study.enqueue_trial(params)
         run_trials(study, Objective(space.subset(names=lower), evaluate, goal, fixed=best_job,
                                     check=check, censoring=censoring), n_trials - first,
                    progress=progress)
@@ -309,6 +337,18 @@ def tune_space(space: SearchSpace, evaluate: Callable, goal: Goal, *, n_trials: 
                                          censoring=censoring), n_trials, progress=progress)
     result.importance = level_importance(study, seed=seed or 0, levels=levels)
     return result
+
+
+def _part(config: Mapping, names) -> dict:
+    return {n: config[n] for n in names if n in config}
+
+
+def _distinct(configs) -> list[dict]:
+    out = []
+    for config in configs:
+        if config not in out:
+            out.append(config)
+    return out
 
 
 def _scalar(trial, goal):

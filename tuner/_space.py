@@ -142,7 +142,8 @@ def _k(name, kind, **fields) -> Knob:
     return Knob(name=name, kind=kind, **fields)
 
 
-_BROADCAST_CHOICES = (-1, 1 * MiB, 10 * MiB, 32 * MiB, 64 * MiB, 128 * MiB, 256 * MiB)
+_BROADCAST_CHOICES = (-1, 1 * MiB, 10 * MiB, 32 * MiB, 64 * MiB, 100 * MiB, 128 * MiB,
+                      256 * MiB)
 _SERIALIZERS = ("org.apache.spark.serializer.JavaSerializer",
                 "org.apache.spark.serializer.KryoSerializer")
 
@@ -233,6 +234,22 @@ KNOBS: tuple[Knob, ...] = (
        help="nodes of the cluster"),
 )
 _BY_NAME = {k.name: k for k in KNOBS}
+
+# Spark in local mode (measured runs on this machine, as the shipped corpus was
+# collected): the restart-level settings its grid varies.  ``spark.master``
+# picks the worker threads (local[N]); the driver is the executor, so its heap
+# is the memory; executor layout knobs do not apply.
+LOCAL_SPARK_KNOBS: tuple[Knob, ...] = (
+    _k("spark.master", "choice", choices=("local[1]", "local[2]"), default="local[2]",
+       level="job", help="local mode with N worker threads (a new application)"),
+    _k("spark.driver.memory", "memory", low=512, high=4096, log=True, default=1024,
+       level="job", help="driver heap, MiB: all the memory of a local run (default 1g)"),
+    _BY_NAME["spark.serializer"],
+    _BY_NAME["spark.io.compression.codec"],
+    _BY_NAME["spark.memory.fraction"],
+    _k("spark.default.parallelism", "int", low=1, high=64, log=True, default=None,
+       level="job", help="partitions of RDD shuffles (default: the local[N] threads)"),
+)
 
 SPARK_SQL_KNOBS = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
                    "spark.sql.adaptive.coalescePartitions.enabled",
@@ -369,6 +386,35 @@ def build_space(engine: str = "spark", levels=("query",), *, names=None,
                            level="instance", engine="cluster", help=count.help))
     if not chosen:
         raise UsageError(f"no {engine} knobs at level(s) {', '.join(levels)}")
+    return SearchSpace(chosen)
+
+
+def local_spark_space(master: str = "local[2]", levels=("query", "job")) -> SearchSpace:
+    """Spark in local mode: ``LOCAL_SPARK_KNOBS`` (job level, each a new
+    application) and the Spark SQL session knobs (query level).  ``master``
+    is the default of ``spark.master`` (and sets ``spark.default.parallelism``'s
+    default to its threads, as Spark does), so the first trial is Spark's
+    defaults on that master."""
+    import re
+    from dataclasses import replace
+
+    match = re.fullmatch(r"local\[(\d+)\]", str(master).strip())
+    if not match or int(match.group(1)) < 1:
+        raise UsageError(f"local tuning needs a local[N] master; got {master!r}")
+    unknown = [lvl for lvl in levels if lvl not in ("query", "job")]
+    if unknown or not levels:
+        raise UsageError(f"local tuning has levels query and job; got {', '.join(levels)!r}")
+    chosen = []
+    if "job" in levels:
+        for item in LOCAL_SPARK_KNOBS:
+            if item.name == "spark.master":
+                choices = item.choices if master in item.choices else (*item.choices, master)
+                item = replace(item, choices=choices, default=master)
+            elif item.name == "spark.default.parallelism":
+                item = replace(item, default=min(int(match.group(1)), int(item.high)))
+            chosen.append(item)
+    if "query" in levels:
+        chosen.extend(knob(name) for name in SPARK_SQL_KNOBS)
     return SearchSpace(chosen)
 
 

@@ -41,7 +41,11 @@ def register(subparsers) -> None:
                       help="replay only runs whose job parameters (config_json) have this value")
     mode.add_argument("--measure", action="store_true",
                       help="measured: every trial is a real run through the runner")
-    mode.add_argument("--master", default="local[2]", help="Spark master for --measure")
+    mode.add_argument("--master", default="local[2]",
+                      help="Spark master of the runs (--measure) or of the job (local[N]: "
+                           "the runs' instance for the model); default local[2]")
+    mode.add_argument("--data-root", metavar="DIR", default=None,
+                      help="--measure: where workload inputs are generated and cached")
     mode.add_argument("--timeout", type=float, default=600.0,
                       help="seconds before a measured run counts as censored (default 600)")
     mode.add_argument("--model", metavar="PATH", default=None,
@@ -201,6 +205,11 @@ def _space(args, catalog):
     from jobgauge.tuner._space import build_space, spark_sql_space
 
     levels = {"query": ("query",), "job": ("job",), "all": ("query", "job")}[args.level]
+    if args.measure and args.engine == "spark" and _is_local(args) and not args.tune_instances \
+            and not args.instance_type:
+        from jobgauge.tuner._space import local_spark_space
+
+        return local_spark_space(args.master, levels)   # what local runs (and the corpus) vary
     if args.engine == "spark" and args.level == "query":
         space = spark_sql_space()
         extra = None
@@ -226,8 +235,17 @@ def _instance_choices(args, catalog):
     return names
 
 
+def _is_local(args) -> bool:
+    return str(args.master).strip().startswith("local")
+
+
 def _base_row(args, catalog) -> dict:
-    """What the model is told about the job besides the knobs."""
+    """What the model is told about the job besides the knobs.
+
+    Local work (``--master local[N]``, the default, and every ``--measure`` run
+    on it) is described the way local runs record it: instance_type
+    ``local[N]``, N vCPUs, the driver heap as memory (Spark's default 1g unless
+    the search sets ``spark.driver.memory``)."""
     row = {"source": "jobgauge-tune", "workload": args.workload,
            "framework": args.framework or ("hadoop" if args.engine == "mapreduce" else "spark"),
            "datasize": args.datasize or "", "input_bytes": math.nan,
@@ -235,6 +253,12 @@ def _base_row(args, catalog) -> dict:
            "vcpus": float(os.cpu_count() or 1), "memory_gib": _local_memory_gib(),
            "hourly_price_usd": math.nan, "runtime_s": math.nan, "completed": True,
            "run_id": "tune", "config": {}}
+    if args.engine == "spark" and _is_local(args):
+        from jobgauge.profiler.runner import resources
+
+        local = resources(args.master, {})
+        row.update(instance_type=local["instance_type"], instance_count=1,
+                   vcpus=float(local["vcpus"]), memory_gib=float(local["memory_gib"]))
     if args.instance_type and not args.tune_instances:
         if len(args.instance_type) > 1:
             raise UsageError("give one --instance-type, or add --tune-instances to search several")
@@ -295,33 +319,44 @@ def _tune_measured(args) -> int:
     from jobgauge.tuner._modes import tune_measured
 
     try:
-        from jobgauge.profiler.runner import run_workload
+        from jobgauge.profiler.runner import WarmRunner
     except ImportError:
         raise RunError("measured tuning needs jobgauge.profiler.runner, which is not "
                        "available in this installation") from None
+    if args.engine != "spark":
+        raise UsageError(f"--measure runs Spark workloads; --engine {args.engine} is "
+                         "measured by its own runner")
+    if not _is_local(args):
+        raise UsageError(f"--measure runs on a local[N] master; got {args.master!r}")
+    if not args.datasize:
+        raise UsageError("--measure needs --datasize (the size label of the runs)")
+    _positive(args.timeout, "timeout")
     catalog = _catalog(args)
     space = _space(args, catalog)
     base_row = _base_row(args, catalog)
-    store = None
-    try:
-        from jobgauge.store import open_store
-
-        store = open_store(args.store)
-    except ImportError:
-        store = None
-
-    def run_trial(config):
-        record = run_workload(args.workload, args.datasize, dict(config), master=args.master,
-                              timeout_s=args.timeout, store=store)
-        return float(record["runtime_s"]), record
-
     history = _read_tables(args.history, label="history") if args.history else None
-    result = tune_measured(run_trial, space, goal=_goal(args), n_trials=args.trials or 5,
-                           seed=args.seed, sampler=args.sampler, history=history,
-                           workload=args.workload,
-                           storage=_storage(args, "project"),
-                           study_name=_study_name(args, "measured"), base_row=base_row,
-                           catalog=catalog, strategy=args.strategy, progress=not args.json)
+    from jobgauge.store import open_store
+    from jobgauge.tuner._space import format_setting
+
+    store = open_store(args.store)
+    with WarmRunner(master=args.master, data_root=args.data_root, store=store) as runner:
+        def run_trial(config):
+            # one warm application per set of restart-level settings; each run is
+            # timed on its own and recorded in the store by the runner
+            settings = {name: format_setting(name, value) for name, value in config.items()}
+            run = runner.run(args.workload, args.datasize, settings, timeout_s=args.timeout)
+            runtime = run["runtime_s"] if run["runtime_s"] is not None else args.timeout
+            record = {k: v for k, v in run.items() if k not in ("profile", "result")}
+            return float(runtime), record
+
+        result = tune_measured(run_trial, space, goal=_goal(args), n_trials=args.trials or 5,
+                               seed=args.seed, sampler=args.sampler, history=history,
+                               workload=args.workload,
+                               storage=_storage(args, "project"),
+                               study_name=_study_name(args, "measured"), base_row=base_row,
+                               catalog=catalog, strategy=args.strategy,
+                               progress=not args.json)
+        result.applications = list(runner.applications)
     return _report_open(args, result, "measured", space)
 
 
@@ -346,6 +381,8 @@ def _report_open(args, result, mode: str, space) -> int:
             payload["hadoop_options"] = mapreduce
         payload["importance"] = result.importance
         payload["study"] = {"name": result.study.study_name, "mode": mode}
+        if getattr(result, "applications", None) is not None:
+            payload["applications"] = result.applications
         _print_json(payload)
         return 0
     where = f" {args.datasize}" if args.datasize else ""
