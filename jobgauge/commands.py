@@ -54,19 +54,19 @@ def _profiles_beside(path) -> list:
 
 def import_command(args) -> int:
     from jobgauge.errors import UsageError
-    from jobgauge.runtable import read_run_table
+    from jobgauge.runtable import read_profile_records, read_run_table
     from jobgauge.store import open_store
 
     if args.profiles and args.no_profiles:
         raise UsageError("--profiles and --no-profiles contradict each other; give one")
     store = open_store(args.store)
-    given = _read_profile_records(args.profiles) if args.profiles else {}
+    given = read_profile_records(args.profiles) if args.profiles else {}
     report = {}
     for path in args.files:
         rows = read_run_table(path)  # the whole file is validated before anything is written
         profiles = dict(given)
         if not args.profiles and not args.no_profiles:
-            profiles = _read_profile_records(_profiles_beside(path))
+            profiles = read_profile_records(_profiles_beside(path))
         added, skipped = store.add_runs(rows, skip_existing=True, profiles=profiles)
         sources = {}
         for row in rows:
@@ -85,39 +85,6 @@ def import_command(args) -> int:
               f"{info['already_present']} already in the store")
     print("store now holds: " + ", ".join(f"{s}: {n}" for s, n in totals.items()))
     return 0
-
-
-def _read_profile_records(paths) -> dict:
-    """Shipped profile records (JSON lines, gzip or plain) keyed by (source, run_id)."""
-    import gzip
-    from pathlib import Path
-
-    from jobgauge.errors import ParseError, UsageError
-
-    records = {}
-    for path in paths:
-        path = Path(path)
-        if not path.is_file():
-            raise UsageError(f"profiles file {path} does not exist")
-        opener = gzip.open if path.suffix == ".gz" else open
-        try:
-            with opener(path, "rt", encoding="utf-8") as handle:
-                for number, line in enumerate(handle, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise ParseError(f"not JSON: {exc.msg}", path=path, line=number,
-                                         column=exc.colno, snippet=line[:60]) from None
-                    if not isinstance(record, dict) or "run_id" not in record:
-                        raise ParseError("a profile record needs a run_id", path=path,
-                                         line=number, expected='{"run_id": ..., "summary": {...}}',
-                                         snippet=line[:60])
-                    records[(str(record.get("source", "local")), str(record["run_id"]))] = record
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read profiles file {path}: {exc}") from None
-    return records
 
 
 def runs_command(args) -> int:

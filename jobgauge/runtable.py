@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 from typing import Iterable
 
-from jobgauge.errors import ParseError
+from jobgauge.errors import ParseError, UsageError
 
 COLUMNS = (
     "source", "workload", "framework", "datasize", "input_bytes",
@@ -206,3 +206,35 @@ def write_run_table(rows: Iterable[dict], path, *, extra_columns=()) -> int:
             writer.writerow(out)
             count += 1
     return count
+
+
+def read_profile_records(paths) -> dict:
+    """Profile records of JSON-lines files (gzip or plain), keyed by (source, run_id).
+
+    Each line, as ``jobgauge collect`` writes data/profiles: ``{"source", "run_id",
+    "summary": Profile.summary(), "stages": [...], "physical_plan": text}``.
+    """
+    records = {}
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            raise UsageError(f"cannot read profiles file {path}: it does not exist")
+        opener = gzip.open if path.suffix == ".gz" else open
+        try:
+            with opener(path, "rt", encoding="utf-8") as handle:
+                for number, line in enumerate(handle, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise ParseError(f"not JSON: {exc.msg}", path=path, line=number,
+                                         column=exc.colno, snippet=line[:60]) from None
+                    if not isinstance(record, dict) or "run_id" not in record:
+                        raise ParseError("a profile record needs a run_id", path=path,
+                                         line=number, expected='{"run_id": ..., "summary": {...}}',
+                                         snippet=line[:60])
+                    records[(str(record.get("source", "local")), str(record["run_id"]))] = record
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read profiles file {path}: {exc}") from None
+    return records

@@ -96,11 +96,13 @@ def conformal_offsets(residuals, coverage):
     return min(float(low), 0.0), max(float(high), 0.0)
 
 
-def _join(X, columns):
+def join_columns(X, columns, missing=""):
+    """One text key per row: the columns' values joined by "|" (``missing`` for an absent
+    column)."""
     keys = X[columns[0]].astype(str).to_numpy().astype(object)
     for column in columns[1:]:
         values = X[column].astype(str).to_numpy() if column in X.columns \
-            else np.array([""] * len(X))
+            else np.array([missing] * len(X))
         keys = keys + "|" + values.astype(object)
     return keys
 
@@ -256,10 +258,10 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
             return
         done = ~censored
         size = matrix[:, self.size_column_]
-        slope = _pooled_slope(size, log_y, done, _join(X, ["workload", "framework",
+        slope = _pooled_slope(size, log_y, done, join_columns(X, ["workload", "framework",
                                                            "instance_type", "instance_count"]))
         if slope is None:  # each workload at one size: compare jobs run with the same settings
-            slope = _pooled_slope(size, log_y, done, _join(X, [
+            slope = _pooled_slope(size, log_y, done, join_columns(X, [
                 "framework", "instance_type", "instance_count", "config_json"]))
         self.size_exponent_ = 1.0 if slope is None else float(np.clip(slope, 0.0, 1.5))
 

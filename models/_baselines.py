@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from jobgauge.models._base import RuntimeModel
+from jobgauge.models._base import RuntimeModel, join_columns
 from jobgauge.models._params import Interval, Options
 
 
@@ -210,12 +210,7 @@ class ErnestModel(RuntimeModel):
         columns = self.LEVELS[level]
         if not columns:
             return np.array([""] * len(X), dtype=object)
-        keys = X[columns[0]].astype(str).to_numpy().astype(object)
-        for column in columns[1:]:
-            values = X[column].astype(str).to_numpy() if column in X.columns \
-                else np.array(["{}"] * len(X))
-            keys = keys + "|" + values.astype(object)
-        return keys
+        return join_columns(X, columns, missing="{}")
 
     def _fit_target(self, matrix, log_y, X):
         from scipy.optimize import nnls

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jobgauge.errors import ModelError, UsageError
+from jobgauge.errors import UsageError
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
@@ -82,32 +82,11 @@ def default_run_tables() -> list[Path]:
 
 # ------------------------------------------------------------- profiles
 def read_profiles(paths) -> dict:
-    """Profile records of JSON-lines files (gzip or plain), keyed by (source, run_id).
+    """Profile records of JSON-lines files, keyed by (source, run_id)
+    (:func:`jobgauge.runtable.read_profile_records`)."""
+    from jobgauge.runtable import read_profile_records
 
-    Each line: ``{"source", "run_id", "summary": Profile.summary(), "stages": [...],
-    "physical_plan": text}``.
-    """
-    import gzip
-
-    records = {}
-    for path in paths:
-        path = Path(path)
-        opener = gzip.open if path.suffix == ".gz" else open
-        try:
-            with opener(path, "rt", encoding="utf-8") as handle:
-                for number, line in enumerate(handle, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise ModelError(f"{path}, line {number}: not JSON ({exc.msg})") from None
-                    if not isinstance(record, dict) or "run_id" not in record:
-                        raise ModelError(f"{path}, line {number}: a profile record needs run_id")
-                    records[(str(record.get("source", "local")), str(record["run_id"]))] = record
-        except OSError as exc:
-            raise ModelError(f"cannot read profiles {path}: {exc}") from None
-    return records
+    return read_profile_records(paths)
 
 
 def default_profile_files() -> list[Path]:
