@@ -64,11 +64,63 @@ def summarize(frame):
     return table
 
 
+def warmup_drift(runs_files, profile_dir: Path) -> list[dict]:
+    """Per plan: does a run's position in its application predict its runtime?
+
+    The position comes from the profiles (``app_id``, and the first stage id a
+    run used: stage ids grow within an application).  Reported per plan: the
+    median over workloads of Spearman's rank correlation between position and
+    runtime, and for configurations measured several times in one application,
+    the earliest run's runtime over the median of its repeats.
+    """
+    import gzip
+    import json
+
+    import pandas as pd
+
+    rows = []
+    for runs_file in runs_files:
+        name = Path(runs_file).name.split(".csv")[0]
+        profile_file = profile_dir / f"{name}.jsonl.gz"
+        if not profile_file.is_file():
+            continue
+        records = []
+        with gzip.open(profile_file, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                record = json.loads(line)
+                summary = record.get("summary") or {}
+                stage_ids = [st["stage_id"] for st in record.get("stages") or []
+                             if st.get("stage_id") is not None]
+                if summary.get("engine") != "spark" or not stage_ids:
+                    continue
+                records.append({"run_id": record["run_id"], "app": summary.get("app_id"),
+                                "first_stage": min(stage_ids)})
+        if not records:
+            continue
+        frame = read_run_tables([runs_file])
+        frame = frame[frame["completed"]].merge(pd.DataFrame(records), on="run_id")
+        frame["position"] = frame.groupby("app")["first_stage"].rank(pct=True)
+        correlations = [part["position"].corr(part["runtime_s"], method="spearman")
+                        for _, part in frame.groupby("workload") if len(part) >= 5]
+        frame["config_key"] = frame["run_id"].str.rsplit(":r", n=1).str[0]
+        earliest = []
+        for _, part in frame.groupby(["config_key", "app"]):
+            if len(part) >= 2:
+                part = part.sort_values("first_stage")
+                earliest.append(part["runtime_s"].iloc[0] / part["runtime_s"].median())
+        rows.append({"plan": name, "runs": len(frame), "workloads": len(correlations),
+                     "spearman": statistics.median(correlations) if correlations else None,
+                     "negative": sum(c < 0 for c in correlations),
+                     "earliest_over_median": statistics.median(earliest) if earliest else None,
+                     "repeat_sets": len(earliest)})
+    return rows
+
+
 def _order(name: str):
     return (name.split("-q")[0], int(name.split("-q")[1])) if "-q" in name else (name, 0)
 
 
-def write_report(table, out_dir: Path, sources: list[str]) -> Path:
+def write_report(table, out_dir: Path, sources: list[str], drift=()) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -111,6 +163,23 @@ def write_report(table, out_dir: Path, sources: list[str]) -> Path:
                      f"{fmt(r['spread'], '{:.1f}x')} | {fmt(r['default_s'])} | "
                      f"{fmt(r['default_over_best'], '{:.2f}')} | {fmt(r['cov'], '{:.1%}')} | "
                      f"{r['repeated']} |")
+    if drift:
+        lines += ["", "## Warm-up drift inside an application", "",
+                  "Spark runs of one application group were timed one after another after a "
+                  "single warm-up query (data/README.md). If the JVM still warms up after that, "
+                  "later runs are faster whatever their settings, and the repeats of one "
+                  "configuration (run at different positions) differ for that reason too. "
+                  "*rank corr.* is the median over workloads of Spearman's correlation between a "
+                  "run's position in its application (from its profile's stage ids) and its "
+                  "runtime (negative: later is faster); *earliest/median* is, for configurations "
+                  "repeated within one application, the first repeat's runtime over the median of "
+                  "its repeats.", "",
+                  "| plan | runs | workloads | rank corr. (median) | workloads with corr. < 0 | "
+                  "earliest/median | repeat sets |", "|---|---|---|---|---|---|---|"]
+        for r in drift:
+            lines.append(f"| {r['plan']} | {r['runs']} | {r['workloads']} | "
+                         f"{fmt(r['spearman'])} | {r['negative']} | "
+                         f"{fmt(r['earliest_over_median'])} | {r['repeat_sets']} |")
     path = out_dir / "corpus.md"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -120,13 +189,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", default=str(REPO / "data" / "runs" / "*.csv.gz"))
     parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
+    parser.add_argument("--profiles", default=str(REPO / "data" / "profiles"),
+                        help="folder of <plan>.jsonl.gz profiles (for the warm-up drift)")
     args = parser.parse_args(argv)
     files = sorted(glob.glob(args.runs))
     if not files:
         print(f"no run tables match {args.runs}", file=sys.stderr)
         return 1
     table = summarize(read_run_tables(files))
-    path = write_report(table, Path(args.out), [str(Path(f).relative_to(REPO)) if Path(f).is_relative_to(REPO) else f for f in files])
+    drift = warmup_drift(files, Path(args.profiles))
+    path = write_report(table, Path(args.out), [str(Path(f).relative_to(REPO)) if Path(f).is_relative_to(REPO) else f for f in files], drift)
     print(path.read_text())
     return 0
 
