@@ -353,7 +353,10 @@ def misses_section(rows, frames, default_model) -> list[str]:
             f"{configs['mdape'] / noise['mdape']:.1f} × that floor. The runs were measured on "
             "the shared 2-vCPU development machine (load averages of 10–20, see "
             "data/README.md): seconds-long local queries are dominated by scheduling noise, "
-            "not by their settings." + _c3o_contrast(rows, frames))
+            "not by their settings; and the JVM was still warming up after the collector's "
+            "one warm-up query, so later runs of an application are faster whatever their "
+            "settings (the warm-up drift in bench/reports/corpus.md)."
+            + _c3o_contrast(rows, frames))
     best = _best(rows, "local", "workloads:tpch")
     if best is not None and tpch is not None:
         rnn, fc = _row(rows, "local", "workloads:tpch", "rnn"), \
