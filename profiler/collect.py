@@ -69,6 +69,10 @@ def load_plan(path) -> dict:
     plan.setdefault("design", {})
     plan.setdefault("space", {})
     plan.setdefault("repeats", {"fraction": 0.0, "times": 1})
+    warmup = plan.setdefault("warmup_runs", 1)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup <= 10:
+        raise ParseError(f"warmup_runs must be a whole number from 0 to 10, got {warmup!r}",
+                         path=path, expected="warmup_runs = 3")
     plan["_path"] = str(path)
     return plan
 
@@ -232,9 +236,11 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
             if run["workload"] not in data_paths:
                 data_paths[run["workload"]] = get_workload(run["workload"]).prepare(data_root, size)
         warm_workload = first["workload"]
-        items = [{"key": f"warmup-{group_index}-{size}", "workload": warm_workload,
+        # Unrecorded warm-up queries first: the JVM keeps getting faster over the first runs.
+        items = [{"key": f"warmup-{group_index}-{size}-{number}", "workload": warm_workload,
                   "data_path": str(data_paths[warm_workload]), "sql_conf": {},
-                  "timeout_s": timeout_s, "warmup": True}]
+                  "timeout_s": timeout_s, "warmup": True}
+                 for number in range(int(plan["warmup_runs"]))]
         by_key = {}
         for run in group_runs:
             key = hashlib.sha1(run["run_id"].encode()).hexdigest()[:16]

@@ -17,6 +17,7 @@ workloads = ["tpch-q6", "tpch-q14"]
 sizes = ["sf0.01"]
 timeout_s = 120
 seed = 3
+warmup_runs = 2
 out = "{out}"
 
 [design]
@@ -97,6 +98,12 @@ def test_bad_plans(tmp_path):
     with pytest.raises(ParseError, match="invalid TOML"):
         load_plan(broken)
     plan = _plan(tmp_path)
+    assert load_plan(plan)["warmup_runs"] == 2
+    plan.write_text(plan.read_text().replace("warmup_runs = 2", "warmup_runs = 'many'"))
+    with pytest.raises(ParseError, match="warmup_runs must be a whole number from 0 to 10"):
+        load_plan(plan)
+    plan.write_text(plan.read_text().replace("warmup_runs = 'many'\n", ""))
+    assert load_plan(plan)["warmup_runs"] == 1  # what the shipped plans were collected with
     plan.write_text(plan.read_text().replace('"tpch-q14"', '"nosuch*"'))
     with pytest.raises(UsageError, match="matches nothing"):
         planned_runs(load_plan(plan))
