@@ -51,7 +51,7 @@ def test_warm_runner_restarts_only_for_restart_settings_and_survives_timeouts(
         first = runner.run("tpch-q6", "sf0.01", {}, timeout_s=120)
         session = runner.run("tpch-q6", "sf0.01", {"spark.sql.shuffle.partitions": "4"},
                              timeout_s=120)
-        late = runner.run("tpch-q6", "sf0.01", {}, timeout_s=0.05)
+        late = runner.run("tpch-q6", "sf0.01", {}, timeout_s=0.001)  # shorter than any Spark job
         after = runner.run("tpch-q6", "sf0.01", {}, timeout_s=120)
         # a timed-out run keeps the application
         assert runner.app_id == first["app_id"], (late["status"], late["error"])
