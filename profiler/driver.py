@@ -109,7 +109,12 @@ class _Application:
             begin = time.perf_counter()
             timer.start()
             summary = workload.run(spark, Path(item["data_path"]), output_dir=output_dir)
-            record.update(status="succeeded", result=summary)
+            if timed_out.is_set():  # it ended past its limit, before a cancel could stop it
+                record.update(status="timed_out", result=summary,
+                              error=f"ran past its time limit of {limit:g} s: its job group "
+                                    f"was cancelled at the limit, but the run ended first")
+            else:
+                record.update(status="succeeded", result=summary)
         except Exception as exc:  # noqa: BLE001 - every failure is recorded, not raised
             record.update(status="timed_out" if timed_out.is_set() else "failed",
                           error=_error_text(exc))
