@@ -275,24 +275,38 @@ class WarmRunner:
         app.entry = {"master": master, "static": dict(static), "app_id": None,
                      "log": str(log_path), "runs": 0}
         self.applications.append(app.entry)
-        deadline = time.monotonic() + self.startup_timeout_s
+        line, failure = self._await(
+            app, lambda line: line.get("event") == "started", self.startup_timeout_s,
+            exited="the application did not start (exit code {code})",
+            late=("failed", f"the application did not start within "
+                            f"{self.startup_timeout_s:g} s"), poll_s=0.1)
+        if failure is not None:
+            return failure
+        app.info = line
+        app.entry["app_id"] = line.get("app_id")
+        return None
+
+    def _await(self, app: _Application, wanted, limit_s: float, *, exited: str, late,
+               poll_s: float):
+        """Wait for the first result line ``wanted(line)`` accepts: ``(line, None)``, or
+        ``(None, failure record)`` when the application exits (``exited`` names its exit
+        code as ``{code}``) or ``limit_s`` passes (the application is killed; ``late`` is
+        the record's (status, error))."""
+        deadline = time.monotonic() + limit_s
         while True:
             for line in self._new_lines(app):
-                if line.get("event") == "started":
-                    app.info = line
-                    app.entry["app_id"] = line.get("app_id")
-                    return None
-            if process.poll() is not None:
+                if wanted(line):
+                    return line, None
+            if app.process.poll() is not None:
                 app.dead = True
-                return {"status": "failed", "runtime_s": None, "job_ids": [],
-                        "error": f"the application did not start (exit code "
-                                 f"{process.returncode})\n{app.log_tail()}".strip()}
+                error = exited.format(code=app.process.returncode)
+                return None, {"status": "failed", "runtime_s": None, "job_ids": [],
+                              "error": f"{error}\n{app.log_tail()}".strip()}
             if time.monotonic() > deadline:
                 self._kill(app)
-                return {"status": "failed", "runtime_s": None, "job_ids": [],
-                        "error": f"the application did not start within "
-                                 f"{self.startup_timeout_s:g} s"}
-            time.sleep(0.1)
+                return None, {"status": late[0], "runtime_s": None, "job_ids": [],
+                              "error": late[1]}
+            time.sleep(poll_s)
 
     def _new_lines(self, app: _Application) -> list[dict]:
         lines, app.offset = _read_new_lines(app.results_path, app.offset)
@@ -307,24 +321,17 @@ class WarmRunner:
             app.dead = True
             return {"status": "failed", "runtime_s": None, "job_ids": [],
                     "error": f"the application had ended\n{app.log_tail()}".strip()}
-        deadline = time.monotonic() + float(item["timeout_s"]) + self.grace_s
-        while True:
-            for line in self._new_lines(app):
-                if line.get("event") == "item" and line.get("key") == item["key"]:
-                    if not line.get("warmup"):
-                        app.entry["runs"] += 1
-                    return line
-            if app.process.poll() is not None:
-                app.dead = True
-                return {"status": "failed", "runtime_s": None, "job_ids": [],
-                        "error": f"application exited with code {app.process.returncode}\n"
-                                 f"{app.log_tail()}".strip()}
-            if time.monotonic() > deadline:
-                self._kill(app)
-                return {"status": "timed_out", "runtime_s": None, "job_ids": [],
-                        "error": f"application killed: the run did not end within "
-                                 f"{item['timeout_s']:g} s + {self.grace_s:g} s"}
-            time.sleep(0.05)
+        line, failure = self._await(
+            app, lambda line: line.get("event") == "item" and line.get("key") == item["key"],
+            float(item["timeout_s"]) + self.grace_s,
+            exited="application exited with code {code}",
+            late=("timed_out", f"application killed: the run did not end within "
+                               f"{item['timeout_s']:g} s + {self.grace_s:g} s"), poll_s=0.05)
+        if failure is not None:
+            return failure
+        if not line.get("warmup"):
+            app.entry["runs"] += 1
+        return line
 
     def _kill(self, app: _Application) -> None:
         app.dead = True
