@@ -204,6 +204,12 @@ def _gmedian(values):
     return statistics.median(values) if values else None
 
 
+def _ended(entry) -> str:
+    """When a workload's tuning ended, as HH:MM UTC (the time tells what else was running)."""
+    ended = entry.get("ended_at")
+    return ended[11:16] if ended else "–"
+
+
 def write_report(entries: dict, out_md: Path, out_png: Path, *, command: str) -> None:
     order = [w for w in all_workloads() if w in entries]
     lines = ["# Measured tuning on real Spark runs (warm runner)", "",
@@ -219,11 +225,15 @@ def write_report(entries: dict, out_md: Path, out_png: Path, *, command: str) ->
              "(lowest median in data/runs) are re-measured 2 times each, interleaved, in the "
              "same conditions, each in a fresh application with the same warm-up (3 runs); the "
              "table shows those medians (s).", "",
-             "**Machine load caveat.** The 2-core machine is shared with a corpus collector "
-             "(`jobgauge collect`, local[2] Spark at nice -20) and other workers for the whole "
-             "run, so absolute times are ~2x the corpus's and noisy; only the interleaved "
-             "re-measurements (default / tuned / grid best, same minutes) are compared with each "
-             "other.  The corpus columns are what data/runs recorded, for reference only.", "",
+             "**Machine load.** The machine has 2 cores.  The workloads that ended by 11:05 UTC "
+             "on 2026-11-21 (column *ended*) ran while a corpus collector (`jobgauge collect`, "
+             "local[2] Spark at nice -20) shared it, those that ended 11:05-11:22 or 11:35-11:46 "
+             "while the model evaluation or the test suite did, and the others with nothing "
+             "else heavy on the machine.  "
+             "Absolute times of the early ones are up to ~2x the corpus's and noisier, so only "
+             "the interleaved re-measurements (default / tuned / grid best, same minutes) are "
+             "compared with each other.  The corpus columns are what data/runs recorded, for "
+             "reference only.", "",
              f"Reproduce: `{command}` (resumable; `--report-only` rebuilds this file from "
              "var/tune_real/journal.jsonl).", ""]
     summary = []
@@ -244,7 +254,7 @@ def write_report(entries: dict, out_md: Path, out_png: Path, *, command: str) ->
     lines += ["## Per workload", "",
               "| workload | size | default | tuned | grid best | corpus default | corpus best | "
               "tuned/default | tuned/grid | trials | first within 10 % | apps | level that "
-              "mattered |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "mattered | ended |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for workload in order:
         e = entries[workload]
         m = e["medians"]
@@ -256,13 +266,14 @@ def write_report(entries: dict, out_md: Path, out_png: Path, *, command: str) ->
             f"{_fmt(m['grid'])} | {_fmt(e['corpus_default_s'])} | {_fmt(e['corpus_best_s'])} | "
             f"{_fmt(e['tuned_over_default'])} | {_fmt(e['tuned_over_grid'])} | "
             f"{e['trials_used']} | {e['first_within_10pct'] or '–'} | "
-            f"{e['applications_started']} | {level} |")
+            f"{e['applications_started']} | {level} | {_ended(e)} |")
     lines += ["", "Columns: default / tuned / grid best = medians (s) of the re-measurements; "
               "corpus default / best = medians recorded in data/runs; trials = trials the tuner "
               "ran; first within 10 % = first trial whose runtime was within 10 % of the "
               "re-measured grid best (– never); apps = applications the tuning started; level "
               "= the gain split of hierarchical tuning (share of the gain over the defaults won "
-              "by the job level, then the query level).", ""]
+              "by the job level, then the query level); ended = when the workload's tuning and "
+              "re-measurement ended (UTC).", ""]
     failed = [(w, label, s) for w in order for label, ss in entries[w]["statuses"].items()
               for s in ss if s != "succeeded"]
     if failed:
