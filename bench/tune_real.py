@@ -30,6 +30,13 @@ run (trials, re-measurements) is also recorded in a store (default
     python bench/tune_real.py                         # everything (resumes)
     python bench/tune_real.py --workloads tpch-q6 wordcount --trials 3
     python bench/tune_real.py --report-only           # rebuild the report from the journal
+    python bench/tune_real.py --confirm 3             # ablation: + 3 confirm runs per workload
+
+``--confirm N`` adds N runs after the trials that re-measure the leading
+configurations (Spark's defaults among them; ``jobgauge tune --measure
+--confirm N``) so the recommendation is the lowest median, not one lucky run.
+Its journal is ``var/tune_real_confirmN/journal.jsonl``, and the report gets
+a section comparing it with the plain runs on the workloads both finished.
 """
 
 from __future__ import annotations
@@ -92,7 +99,8 @@ def corpus_reference(frame, workload: str) -> dict:
 # ------------------------------------------------------------------ one job
 
 def tune_one(workload: str, runner, *, trials: int, strategy: str, seed: int,
-             timeout_s: float, repeats: int, history, remeasure_runner, bar=None) -> dict:
+             timeout_s: float, repeats: int, history, remeasure_runner, bar=None,
+             confirm: int = 0) -> dict:
     from jobgauge.tuner import Goal, tune_measured
     from jobgauge.tuner._space import format_setting, local_spark_space
 
@@ -118,7 +126,7 @@ def tune_one(workload: str, runner, *, trials: int, strategy: str, seed: int,
 
     result = tune_measured(run_trial, space, goal=Goal("time"), n_trials=trials, seed=seed,
                            sampler="auto", history=history, workload=workload,
-                           base_row=base_row, strategy=strategy)
+                           base_row=base_row, strategy=strategy, confirm=confirm)
     tuned_config = {name: format_setting(name, value) for name, value in result.best.config.items()}
     configs = {"default": {}, "tuned": tuned_config, "grid": reference["grid_config"]}
     remeasured = {label: [] for label in LABELS}
@@ -147,6 +155,7 @@ def tune_one(workload: str, runner, *, trials: int, strategy: str, seed: int,
     return {
         "workload": workload, "suite": suite_of(workload), "datasize": size,
         "trials": trial_log, "trials_used": len(result.trials), "strategy": strategy,
+        "confirm": confirm, "confirmation": result.confirmation,
         "seed": seed, "best_trial": result.best.number + 1,
         "best_trial_runtime_s": result.best.runtime_s, "tuned_config": tuned_config,
         "grid_config": reference["grid_config"], "remeasured": remeasured,
@@ -173,6 +182,11 @@ def _ratio(a, b):
 
 
 # ------------------------------------------------------------------ journal
+
+def confirm_dir(confirm: int) -> Path:
+    """Where a variant keeps its journal, store and event logs."""
+    return DEFAULT_DIR if not confirm else DEFAULT_DIR.parent / f"tune_real_confirm{confirm}"
+
 
 def read_journal(path: Path) -> dict:
     entries = {}
@@ -210,7 +224,44 @@ def _ended(entry) -> str:
     return ended[11:16] if ended else "–"
 
 
-def write_report(entries: dict, out_md: Path, out_png: Path, *, command: str) -> None:
+def _confirm_section(entries: dict, confirm_entries: dict) -> list[str]:
+    """Plain tuning against tuning with confirm runs, on the workloads both finished."""
+    common = [w for w in all_workloads() if w in entries and w in confirm_entries]
+    if not common:
+        return []
+    runs = sorted({confirm_entries[w].get("confirm", 0) for w in common})
+    label = "/".join(str(r) for r in runs)
+    lines = [f"## Ablation: {label} confirm runs", "",
+             f"`python bench/tune_real.py --confirm {label}` tunes the same workloads again, "
+             f"with {label} more runs after the trials that re-measure the leading "
+             "configurations (Spark's defaults among them); the recommendation is the lowest "
+             "median, not the lowest single run.  Both variants re-measure default, tuned and "
+             "grid best the same way, each in its own minutes, so compare the ratios, not the "
+             f"seconds.  Workloads both finished: {len(common)} of {len(all_workloads())} "
+             "(the confirm runs go through the workloads in the same fixed order).", "",
+             "| variant | workloads | runs per workload | median tuned/default | "
+             "median tuned/grid | tuned slower than default by > 10 % |",
+             "|---|---|---|---|---|---|"]
+    for name, source in (("plain", entries), (f"confirm {label}", confirm_entries)):
+        chosen = [source[w] for w in common]
+        slower = sum(1 for e in chosen if (e["tuned_over_default"] or 0) > 1.10)
+        lines.append(f"| {name} | {len(chosen)} | "
+                     f"{_fmt(_gmedian([e['trials_used'] for e in chosen]), 0)} | "
+                     f"{_fmt(_gmedian([e['tuned_over_default'] for e in chosen]))} | "
+                     f"{_fmt(_gmedian([e['tuned_over_grid'] for e in chosen]))} | "
+                     f"{slower}/{len(chosen)} |")
+    lines += ["", "| workload | plain tuned/default | confirm tuned/default | plain tuned/grid | "
+              "confirm tuned/grid | confirm ended |", "|---|---|---|---|---|---|"]
+    for w in common:
+        a, b = entries[w], confirm_entries[w]
+        lines.append(f"| {w} | {_fmt(a['tuned_over_default'])} | "
+                     f"{_fmt(b['tuned_over_default'])} | {_fmt(a['tuned_over_grid'])} | "
+                     f"{_fmt(b['tuned_over_grid'])} | {_ended(b)} |")
+    return lines + [""]
+
+
+def write_report(entries: dict, out_md: Path, out_png: Path, *, command: str,
+                 confirm_entries: dict | None = None) -> None:
     order = [w for w in all_workloads() if w in entries]
     lines = ["# Measured tuning on real Spark runs (warm runner)", "",
              "Each workload is tuned with real runs (`tune_measured`, the code path of "
@@ -274,6 +325,7 @@ def write_report(entries: dict, out_md: Path, out_png: Path, *, command: str) ->
               "= the gain split of hierarchical tuning (share of the gain over the defaults won "
               "by the job level, then the query level); ended = when the workload's tuning and "
               "re-measurement ended (UTC).", ""]
+    lines += _confirm_section(entries, confirm_entries or {})
     failed = [(w, label, s) for w in order for label, ss in entries[w]["statuses"].items()
               for s in ss if s != "succeeded"]
     if failed:
@@ -327,19 +379,39 @@ def main(argv=None) -> int:
     parser.add_argument("--strategy", choices=("joint", "hierarchical"), default="hierarchical")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run (300)")
-    parser.add_argument("--work-dir", type=Path, default=DEFAULT_DIR)
+    parser.add_argument("--confirm", type=int, default=0, metavar="N",
+                        help="N confirm runs per workload after the trials (default 0); "
+                             "journal in var/tune_real_confirmN")
+    parser.add_argument("--work-dir", type=Path, default=None,
+                        help="journal, store, event logs (default var/tune_real, or "
+                             "var/tune_real_confirmN with --confirm N)")
     parser.add_argument("--store", default=None,
                         help="store URL for every run (default sqlite:///WORK_DIR/runs.db)")
     parser.add_argument("--report-only", action="store_true",
                         help="rebuild the report from the journal; run nothing")
     parser.add_argument("--out", type=Path, default=REPO / "bench/reports/tuning_real.md")
     args = parser.parse_args(argv)
-    work_dir = args.work_dir.resolve()
+    if args.confirm < 0:
+        parser.error(f"--confirm must be >= 0, got {args.confirm}")
+    work_dir = (args.work_dir or confirm_dir(args.confirm)).resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
     journal = work_dir / "journal.jsonl"
     command = "python bench/tune_real.py" + (f" --trials {args.trials}" if args.trials != 10
                                              else "")
     entries = read_journal(journal)
+    plain_journal = confirm_dir(0) / "journal.jsonl"
+
+    def report(done: dict) -> None:
+        """The report is of the plain runs; confirm runs are its ablation section."""
+        plain = done if args.confirm == 0 else read_journal(plain_journal)
+        confirmed = {}
+        for other in sorted(DEFAULT_DIR.parent.glob("tune_real_confirm*/journal.jsonl")):
+            confirmed.update(read_journal(other))
+        if args.confirm:
+            confirmed.update(done)
+        if plain:
+            write_report(plain, args.out, args.out.with_suffix(".png"), command=command,
+                         confirm_entries=confirmed)
     if not args.report_only:
         from tqdm import tqdm
 
@@ -368,7 +440,8 @@ def main(argv=None) -> int:
                 entry = tune_one(workload, runner, trials=args.trials, strategy=args.strategy,
                                  seed=args.seed, timeout_s=args.timeout, repeats=args.repeats,
                                  history=tables[suite_of(workload)],
-                                 remeasure_runner=remeasure_runner, bar=bar)
+                                 remeasure_runner=remeasure_runner, bar=bar,
+                                 confirm=args.confirm)
                 append_journal(journal, entry)
                 entries[workload] = entry
                 bar.update(1)
@@ -377,13 +450,13 @@ def main(argv=None) -> int:
                           f"{_fmt(entry['medians']['grid'])}"
                           f" s, tuned/default {_fmt(entry['tuned_over_default'])}, tuned/grid "
                           f"{_fmt(entry['tuned_over_grid'])}, {entry['wall_s']:.0f} s")
-                write_report(entries, args.out, args.out.with_suffix(".png"), command=command)
+                report(entries)
         bar.close()
     if not entries:
         print("no finished workload in the journal yet", file=sys.stderr)
         return 1
-    write_report(entries, args.out, args.out.with_suffix(".png"), command=command)
-    print(f"wrote {args.out} ({len(entries)} workloads)")
+    report(entries)
+    print(f"wrote {args.out} ({len(entries)} workloads{' with confirm runs' if args.confirm else ''})")
     return 0
 
 

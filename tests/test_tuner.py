@@ -455,6 +455,85 @@ def test_measured_failed_run_is_censored():
     assert result.best.config["instance_count"] == 2
 
 
+def _c3o_sort_runs(c3o):
+    """The C3O sort job's runs per configuration (5 each, in the table's order)."""
+    where = {"line_length": "100", "lines": "100000000"}
+    rows = c3o[(c3o.workload == "sort") & (c3o.config_json == json.dumps(where, sort_keys=True))]
+    runs = {}
+    for r in rows.itertuples():
+        runs.setdefault((r.instance_type, int(r.instance_count)), []).append(float(r.runtime_s))
+    return ReplayTable(c3o, "sort", where=where), runs
+
+
+def _serve(runs, fail=()):
+    """run_trial serving the n-th measured run of a configuration the n-th time
+    the tuner runs it, as a real re-run would; a (key, n) in ``fail`` times out."""
+    served = []
+
+    def run_trial(config):
+        key = (config["instance_type"], int(config["instance_count"]))
+        nth = sum(1 for k in served if k == key)
+        served.append(key)
+        status = "timed_out" if (key, nth) in fail else "succeeded"
+        return runs[key][nth], {"status": status, "instance_count": key[1]}
+    return run_trial, served
+
+
+def _leaders(served, runs, n, k):
+    """The k configurations a confirm step re-runs: the lowest first runs, the baseline kept."""
+    first = {key: runs[key][0] for key in served[:n]}
+    ranked = sorted(first, key=first.get)
+    leaders = ranked[:k]
+    if served[0] not in leaders:
+        leaders = ranked[:k - 1] + [served[0]]
+    return leaders
+
+
+def test_confirm_runs_re_measure_the_leaders_and_recommend_the_lowest_median(c3o):
+    table, runs = _c3o_sort_runs(c3o)
+    run_trial, served = _serve(runs)
+    n = len(table)
+    result = tune_measured(run_trial, table.candidates, goal=Goal("time"), n_trials=n, seed=0,
+                           sampler="random", confirm=3)
+    assert len(served) == n + 3 and len(set(served[:n])) == n     # every one once, then 3 more
+    leaders = _leaders(served, runs, n, 3)
+    assert served[n:] == leaders
+    medians = {key: float(np.median(runs[key][:2])) for key in leaders}
+    chosen = min(medians, key=medians.get)
+    best = result.best
+    assert (best.config["instance_type"], best.config["instance_count"]) == chosen
+    assert best.value == pytest.approx(medians[chosen])
+    assert best.runtime_s == pytest.approx(medians[chosen])
+    assert best.note.startswith("median of 2 runs")
+    assert [len(c["trials"]) for c in result.confirmation] == [2, 2, 2]
+    assert result.to_dict()["confirmation"][0]["median"] == pytest.approx(medians[leaders[0]])
+
+
+def test_confirm_never_recommends_a_configuration_that_failed_once(c3o):
+    table, runs = _c3o_sort_runs(c3o)
+    n = len(table)
+    probe, served = _serve(runs)
+    tune_measured(probe, table.candidates, goal=Goal("time"), n_trials=n, seed=0,
+                  sampler="random")
+    fastest = min(served, key=lambda key: runs[key][0])
+    # the same search again, but the fastest configuration's re-run times out
+    run_trial, served = _serve(runs, fail={(fastest, 1)})
+    result = tune_measured(run_trial, table.candidates, goal=Goal("time"), n_trials=n, seed=0,
+                           sampler="random", confirm=3)
+    leaders = _leaders(served, runs, n, 3)
+    assert fastest in leaders
+    others = {key: float(np.median(runs[key][:2])) for key in leaders if key != fastest}
+    chosen = (result.best.config["instance_type"], result.best.config["instance_count"])
+    assert chosen != fastest and chosen == min(others, key=others.get)
+    assert next(c for c in result.confirmation
+                if (c["config"]["instance_type"], c["config"]["instance_count"]) == fastest
+                )["all_completed"] is False
+    with pytest.raises(UsageError, match="confirm runs must be >= 0"):
+        tune_measured(run_trial, table.candidates, n_trials=1, confirm=-1)
+    with pytest.raises(UsageError, match="not both"):
+        tune_measured(run_trial, table.candidates, goal=Goal("both"), n_trials=1, confirm=1)
+
+
 # -------------------------------------------------------------------- sampler
 
 def test_make_sampler_seeds_everything():

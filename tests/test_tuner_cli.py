@@ -129,6 +129,11 @@ def test_replay_cli_errors(capsys, scout_csv, tmp_path):
         main(["--debug", "tune", "--replay", scout_csv, "--workload", "join", "--where", "x"])
     with pytest.raises(UsageError, match="--trials must be >= 1"):
         main(["--debug", "tune", "--replay", scout_csv, "--workload", "join", "--trials", "0"])
+    with pytest.raises(UsageError, match="--confirm re-runs configurations for real"):
+        main(["--debug", "tune", "--replay", scout_csv, "--workload", "join", "--confirm", "2"])
+    with pytest.raises(UsageError, match="--confirm must be >= 0"):
+        main(["--debug", "tune", "--measure", "--workload", "tpch-q6", "--datasize", "sf0.01",
+              "--confirm", "-1"])
 
 
 # --------------------------------------------------------------- model-guided

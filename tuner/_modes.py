@@ -17,7 +17,10 @@ configuration); the result says which level mattered.
 
 from __future__ import annotations
 
+import json
 import math
+import statistics
+from dataclasses import replace
 from typing import Callable, Mapping
 
 from jobgauge.errors import ModelError, TuneError, UsageError
@@ -248,7 +251,7 @@ def tune_measured(run_trial: Callable, space, *, goal: Goal | None = None, n_tri
                   seed: int | None = 0, sampler: str = "auto", store=None, storage=None,
                   study_name=None, history=None, workload=None, profile=None,
                   base_row: Mapping | None = None, catalog=None, strategy: str = "joint",
-                  progress: bool = False):
+                  confirm: int = 0, progress: bool = False):
     """Tune with real runs.  ``space`` is a SearchSpace (knobs) or a
     CandidateSet (configurations over a catalog).  ``history`` (run tables of
     other workloads; rows of ``workload`` are dropped) picks the first trials:
@@ -256,8 +259,11 @@ def tune_measured(run_trial: Callable, space, *, goal: Goal | None = None, n_tri
     after the engine defaults, the settings that ran closest to their own
     job's best in the history (``history_settings``); with
     ``strategy="hierarchical"`` their job-level part in the first phase and
-    their query-level part in the second."""
+    their query-level part in the second.  ``confirm`` runs (after the
+    ``n_trials``) re-measure the leading configurations (see ``tune_space``)
+    so one lucky run does not pick the recommendation."""
     goal = goal or Goal()
+    _check_confirm(confirm, goal)          # before any run
     evaluate = measured_evaluator(run_trial, store=store, base_row=base_row)
     if isinstance(space, CandidateSet):
         history = history_frame(history, workload) if workload else history
@@ -267,9 +273,11 @@ def tune_measured(run_trial: Callable, space, *, goal: Goal | None = None, n_tri
                               multi_objective=goal.objective == "both")
         study = create_study(goal, chosen, storage=storage, study_name=study_name)
         study.set_user_attr("mode", "measured")
-        return run_trials(study, Objective(CandidateSpace(space), evaluate, goal,
-                                           censoring=True),
-                          min(int(n_trials), len(space)), progress=progress)
+        candidates = CandidateSpace(space)
+        result = run_trials(study, Objective(candidates, evaluate, goal, censoring=True),
+                            min(int(n_trials), len(space)), progress=progress)
+        return confirm_leaders(study, candidates, evaluate, goal, result, confirm,
+                               censoring=True, progress=progress)
     history = history_frame(history, workload) if workload else history
     starts = []
     for setting in history_settings(history, space.names, goal.objective):
@@ -282,24 +290,28 @@ def tune_measured(run_trial: Callable, space, *, goal: Goal | None = None, n_tri
     return tune_space(space, evaluate, goal, n_trials=n_trials, seed=seed, sampler=sampler,
                       storage=storage, study_name=study_name, strategy=strategy,
                       check=config_check(base_row or {}, catalog), mode="measured",
-                      censoring=True, starts=starts, progress=progress)
+                      censoring=True, starts=starts, confirm=confirm, progress=progress)
 
 
 # ------------------------------------------------------------ shared, two-level
 
 def tune_space(space: SearchSpace, evaluate: Callable, goal: Goal, *, n_trials: int,
                seed=0, sampler="auto", storage=None, study_name=None, strategy="joint",
-               check=None, mode="model", censoring=False, starts=(), progress=False):
+               check=None, mode="model", censoring=False, starts=(), confirm=0,
+               progress=False):
     """One study over ``space``: the engine defaults are the first trial (the
     baseline), then the ``starts`` (configurations to try early), then the
     sampler's proposals.  ``strategy="hierarchical"``
     spends half the trials on the job and instance levels (session knobs at
     their defaults) and the rest on the session knobs, the job level fixed
-    at its best; each phase tries its part of the ``starts`` first."""
+    at its best; each phase tries its part of the ``starts`` first.
+    ``confirm`` more runs then re-measure the leading configurations
+    (:func:`confirm_leaders`)."""
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; expected joint or hierarchical")
     if n_trials < 1:
         raise TuneError(f"the number of trials must be >= 1, got {n_trials}")
+    _check_confirm(confirm, goal)
     chosen = make_sampler(sampler, seed=seed, multi_objective=goal.objective == "both")
     study = create_study(goal, chosen, storage=storage, study_name=study_name)
     study.set_user_attr("mode", mode)
@@ -329,14 +341,92 @@ def tune_space(space: SearchSpace, evaluate: Callable, goal: Goal, *, n_trials: 
                    progress=progress)
         result = summarise(study, goal)
         result.importance = _gain_split(result, first, goal)
-        return result
+        return confirm_leaders(study, space, evaluate, goal, result, confirm, check=check,
+                               censoring=censoring, progress=progress)
     study.enqueue_trial(defaults)
     for start in starts:              # transfer: settings that did well for other jobs
         study.enqueue_trial({**defaults, **start})
     result = run_trials(study, Objective(space, evaluate, goal, check=check,
                                          censoring=censoring), n_trials, progress=progress)
     result.importance = level_importance(study, seed=seed or 0, levels=levels)
-    return result
+    return confirm_leaders(study, space, evaluate, goal, result, confirm, check=check,
+                           censoring=censoring, progress=progress)
+
+
+# ------------------------------------------------------------------ confirm
+
+def _check_confirm(confirm, goal: Goal) -> None:
+    if int(confirm) < 0:
+        raise UsageError(f"confirm runs must be >= 0, got {confirm}")
+    if confirm and goal.objective == "both":
+        raise UsageError("confirm runs pick one best configuration; they need the time or "
+                         "the cost objective, not both")
+
+
+def _key(config: Mapping) -> str:
+    return json.dumps({str(k): v for k, v in config.items()}, sort_keys=True, default=str)
+
+
+def confirm_leaders(study, space, evaluate, goal: Goal, result, runs: int, *, check=None,
+                    censoring=False, progress=False):
+    """Re-measure the leading configurations ``runs`` times in all, and
+    recommend the one with the lowest median over its runs.
+
+    One measured run is noisy (20-30 % on a shared machine), so the trial with
+    the lowest single value is often a lucky run.  The leaders are the
+    distinct configurations with the lowest values, one re-run each, best
+    first; the first trial's configuration (the engine defaults, the baseline)
+    is always among them when ``runs >= 2``.  Only re-measured configurations
+    may be recommended; one with a run that did not complete (or broke the
+    deadline or budget) is not, unless every leader has one.  The best trial
+    reported carries the median over its configuration's runs, and
+    ``result.confirmation`` lists every leader's runs."""
+    _check_confirm(runs, goal)
+    if not runs:
+        return result
+    usable = [t for t in result.trials if t.state == "complete" and t.feasible]
+    ranked = []
+    for trial in sorted(usable, key=lambda t: t.values[0]):
+        if _key(trial.config) not in [_key(c) for c in ranked]:
+            ranked.append(dict(trial.config))
+    leaders = ranked[:runs]
+    first = next((t for t in result.trials if t.number == 0), None)
+    if runs >= 2 and first is not None and first.state == "complete" and \
+            _key(first.config) not in [_key(c) for c in leaders]:
+        leaders = (leaders[:runs - 1] + [dict(first.config)])[:runs]
+    for config in leaders:
+        run_trials(study, Objective(space, evaluate, goal, fixed=config, check=check,
+                                    censoring=censoring), 1, progress=progress)
+    final = summarise(study, goal)
+    final.importance = result.importance
+    groups = {}
+    for trial in final.trials:
+        if trial.state == "complete":
+            groups.setdefault(_key(trial.config), []).append(trial)
+    summary = []
+    for config in leaders:
+        trials = groups.get(_key(config), [])
+        clean = all(t.feasible and not t.censored for t in trials)
+        values = [t.values[0] for t in trials]
+        summary.append({"config": dict(config), "trials": [t.number for t in trials],
+                        "values": values, "median": statistics.median(values) if values
+                        else None, "all_completed": clean})
+    eligible = [s for s in summary if s["all_completed"] and s["median"] is not None] or \
+        [s for s in summary if s["median"] is not None]
+    if eligible:
+        chosen = min(eligible, key=lambda s: s["median"])
+        trials = groups[_key(chosen["config"])]
+        best = min(trials, key=lambda t: abs(t.values[0] - chosen["median"]))
+        runtimes = [t.runtime_s for t in trials if t.runtime_s is not None]
+        costs = [t.cost_usd for t in trials if t.cost_usd is not None]
+        final.best = replace(
+            best, values=[chosen["median"]],
+            runtime_s=statistics.median(runtimes) if runtimes else best.runtime_s,
+            cost_usd=statistics.median(costs) if costs else best.cost_usd,
+            note=f"median of {len(trials)} runs (trials "
+                 + ", ".join(str(t.number) for t in trials) + ")")
+    final.confirmation = summary
+    return final
 
 
 def _part(config: Mapping, names) -> dict:

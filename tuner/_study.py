@@ -62,12 +62,15 @@ class TuneResult:
     best: TrialResult | None
     pareto: list[TrialResult] = field(default_factory=list)
     importance: dict | None = None
+    confirmation: list | None = None   # the leaders' re-measurements (confirm runs)
 
     def to_dict(self) -> dict:
         out = {"trials": [t.to_dict() for t in self.trials],
                "best": self.best.to_dict() if self.best else None}
         if self.goal.objective == "both":
             out["pareto"] = [t.to_dict() for t in self.pareto]
+        if self.confirmation is not None:
+            out["confirmation"] = self.confirmation
         return out
 
 

@@ -72,6 +72,10 @@ def register(subparsers) -> None:
                              "all: both (default query)")
     search.add_argument("--strategy", choices=("joint", "hierarchical"), default="joint",
                         help="two levels at once, or job level first then query level")
+    search.add_argument("--confirm", type=int, default=0, metavar="N",
+                        help="--measure: N more runs after the trials re-measure the leading "
+                             "configurations (Spark's defaults among them) and the lowest "
+                             "median wins (default 0)")
     search.add_argument("--tune-instances", action="store_true",
                         help="also search instance type and count over the catalog")
     search.add_argument("--instance-type", action="append", default=[], metavar="TYPE",
@@ -159,6 +163,10 @@ def _tune(args) -> int:
     _positive(args.budget, "budget")
     if args.replay and args.measure:
         raise UsageError("--replay and --measure are different modes; give one")
+    if args.confirm < 0:
+        raise UsageError(f"--confirm must be >= 0, got {args.confirm}")
+    if args.confirm and not args.measure:
+        raise UsageError("--confirm re-runs configurations for real; it needs --measure")
     if args.replay:
         return _tune_replay(args)
     if args.measure:
@@ -355,7 +363,7 @@ def _tune_measured(args) -> int:
                                storage=_storage(args, "project"),
                                study_name=_study_name(args, "measured"), base_row=base_row,
                                catalog=catalog, strategy=args.strategy,
-                               progress=not args.json)
+                               confirm=args.confirm, progress=not args.json)
         result.applications = list(runner.applications)
     return _report_open(args, result, "measured", space)
 
@@ -390,6 +398,8 @@ def _report_open(args, result, mode: str, space) -> int:
           f"objective {result.goal.objective})")
     line = f"# predicted runtime {best.runtime_s:.2f} s" if mode == "model-guided" \
         else f"# measured runtime {best.runtime_s:.2f} s"
+    if best.note and best.note.startswith("median of"):
+        line += f" ({best.note})"
     if best.runtime_interval_s:
         low, high = best.runtime_interval_s
         line += f" (80 % interval {low:.2f} .. {high:.2f} s)"
