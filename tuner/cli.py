@@ -394,7 +394,10 @@ def _report_open(args, result, mode: str, space) -> int:
         _print_json(payload)
         return 0
     where = f" {args.datasize}" if args.datasize else ""
-    print(f"# {args.workload}{where}: best of {len(result.trials)} trials ({mode}, "
+    confirmed = len(result.confirmation or [])
+    tried = f"{len(result.trials) - confirmed} trials" + (
+        f" and {confirmed} confirm runs" if confirmed else "")
+    print(f"# {args.workload}{where}: best of {tried} ({mode}, "
           f"objective {result.goal.objective})")
     line = f"# predicted runtime {best.runtime_s:.2f} s" if mode == "model-guided" \
         else f"# measured runtime {best.runtime_s:.2f} s"
