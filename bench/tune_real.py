@@ -237,7 +237,9 @@ def _confirm_section(entries: dict, confirm_entries: dict) -> list[str]:
              "configurations (Spark's defaults among them); the recommendation is the lowest "
              "median, not the lowest single run.  Both variants re-measure default, tuned and "
              "grid best the same way, each in its own minutes, so compare the ratios, not the "
-             f"seconds.  Workloads both finished: {len(common)} of {len(all_workloads())} "
+             "seconds; the two variants did not run under the same load (the *ended* columns "
+             "say when each ran; quieter minutes mean less noise in both the pick and its "
+             f"re-measurement).  Workloads both finished: {len(common)} of {len(all_workloads())} "
              "(the confirm runs go through the workloads in the same fixed order).", "",
              "| variant | workloads | runs per workload | median tuned/default | "
              "median tuned/grid | tuned slower than default by > 10 % |",
