@@ -172,9 +172,10 @@ def train_command(args) -> int:
 
     frame, origin, notes = _training_frame(args)
     if args.profiles:
-        from jobgauge.models.evaluation import attach_reference_profiles, read_profiles
+        from jobgauge.models.evaluation import attach_reference_profiles
+        from jobgauge.runtable import read_profile_records
 
-        frame = attach_reference_profiles(frame, read_profiles(args.profiles))
+        frame = attach_reference_profiles(frame, read_profile_records(args.profiles))
         profiled = frame.loc[frame["profile"].notna(), "workload"].nunique()
         notes.append(f"reference profiles for {profiled} of {frame['workload'].nunique()} "
                      f"workloads")

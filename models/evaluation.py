@@ -81,14 +81,6 @@ def default_run_tables() -> list[Path]:
 
 
 # ------------------------------------------------------------- profiles
-def read_profiles(paths) -> dict:
-    """Profile records of JSON-lines files, keyed by (source, run_id)
-    (:func:`jobgauge.runtable.read_profile_records`)."""
-    from jobgauge.runtable import read_profile_records
-
-    return read_profile_records(paths)
-
-
 def default_profile_files() -> list[Path]:
     return sorted((REPO / "data" / "profiles").glob("*.jsonl*"))
 
@@ -397,10 +389,10 @@ def noise_floor(frame) -> dict | None:
 # ------------------------------------------------------------- driver
 def load_evaluation_frames(paths, profile_paths=None) -> dict:
     """{source: frame} of the run tables, with reference profiles where present."""
-    from jobgauge.runtable import read_run_tables
+    from jobgauge.runtable import read_profile_records, read_run_tables
 
     frame = read_run_tables(paths)
-    records = read_profiles(default_profile_files() if profile_paths is None else profile_paths)
+    records = read_profile_records(default_profile_files() if profile_paths is None else profile_paths)
     frames = {}
     for source in sorted(frame["source"].unique()):
         part = frame[frame["source"] == source].reset_index(drop=True)

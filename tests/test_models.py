@@ -61,17 +61,14 @@ def small(scout):
 @pytest.fixture(scope="module")
 def local_profiled():
     """Local TPC-H runs with one reference profile and plan DAG per query (data/runs)."""
-    from jobgauge.models.evaluation import (
-        attach_reference_profiles,
-        default_profile_files,
-        read_profiles,
-    )
+    from jobgauge.models.evaluation import attach_reference_profiles, default_profile_files
+    from jobgauge.runtable import read_profile_records
 
     runs = sorted((REPO / "data" / "runs").glob("tpch-*.csv.gz"))
     profiles = default_profile_files()
     if not runs or not profiles:
         pytest.skip("no local TPC-H runs with profiles in data/ yet")
-    frame = attach_reference_profiles(read_run_tables(runs), read_profiles(profiles))
+    frame = attach_reference_profiles(read_run_tables(runs), read_profile_records(profiles))
     assert frame["profile"].notna().all() and frame["dag"].notna().all()
     return frame
 

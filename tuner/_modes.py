@@ -17,7 +17,6 @@ configuration); the result says which level mattered.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import replace
@@ -363,10 +362,6 @@ def _check_confirm(confirm, goal: Goal) -> None:
                          "the cost objective, not both")
 
 
-def _key(config: Mapping) -> str:
-    return json.dumps({str(k): v for k, v in config.items()}, sort_keys=True, default=str)
-
-
 def confirm_leaders(study, space, evaluate, goal: Goal, result, runs: int, *, check=None,
                     censoring=False, progress=False):
     """Re-measure the leading configurations ``runs`` times in all, and
@@ -380,42 +375,36 @@ def confirm_leaders(study, space, evaluate, goal: Goal, result, runs: int, *, ch
     may be recommended; one with a run that did not complete (or broke the
     deadline or budget) is not, unless every leader has one.  The best trial
     reported carries the median over its configuration's runs, and
-    ``result.confirmation`` lists every leader's runs."""
-    _check_confirm(runs, goal)
+    ``result.confirmation`` lists every leader's runs.  (The callers check
+    ``runs`` with ``_check_confirm`` before the first run.)"""
     if not runs:
         return result
-    usable = [t for t in result.trials if t.state == "complete" and t.feasible]
-    ranked = []
-    for trial in sorted(usable, key=lambda t: t.values[0]):
-        if _key(trial.config) not in [_key(c) for c in ranked]:
-            ranked.append(dict(trial.config))
-    leaders = ranked[:runs]
+    usable = sorted((t for t in result.trials if t.state == "complete" and t.feasible),
+                    key=lambda t: t.values[0])
+    leaders = _distinct(dict(t.config) for t in usable)[:runs]
     first = next((t for t in result.trials if t.number == 0), None)
     if runs >= 2 and first is not None and first.state == "complete" and \
-            _key(first.config) not in [_key(c) for c in leaders]:
-        leaders = (leaders[:runs - 1] + [dict(first.config)])[:runs]
+            first.config not in leaders:
+        leaders = leaders[:runs - 1] + [dict(first.config)]
     for config in leaders:
         run_trials(study, Objective(space, evaluate, goal, fixed=config, check=check,
                                     censoring=censoring), 1, progress=progress)
     final = summarise(study, goal)
     final.importance = result.importance
-    groups = {}
-    for trial in final.trials:
-        if trial.state == "complete":
-            groups.setdefault(_key(trial.config), []).append(trial)
     summary = []
     for config in leaders:
-        trials = groups.get(_key(config), [])
-        clean = all(t.feasible and not t.censored for t in trials)
+        trials = [t for t in final.trials if t.state == "complete" and t.config == config]
         values = [t.values[0] for t in trials]
         summary.append({"config": dict(config), "trials": [t.number for t in trials],
                         "values": values, "median": statistics.median(values) if values
-                        else None, "all_completed": clean})
-    eligible = [s for s in summary if s["all_completed"] and s["median"] is not None] or \
-        [s for s in summary if s["median"] is not None]
+                        else None,
+                        "all_completed": all(t.feasible and not t.censored for t in trials),
+                        "_trials": trials})
+    measured = [s for s in summary if s["median"] is not None]
+    eligible = [s for s in measured if s["all_completed"]] or measured
     if eligible:
         chosen = min(eligible, key=lambda s: s["median"])
-        trials = groups[_key(chosen["config"])]
+        trials = chosen["_trials"]
         best = min(trials, key=lambda t: abs(t.values[0] - chosen["median"]))
         runtimes = [t.runtime_s for t in trials if t.runtime_s is not None]
         costs = [t.cost_usd for t in trials if t.cost_usd is not None]
@@ -425,7 +414,7 @@ def confirm_leaders(study, space, evaluate, goal: Goal, result, runs: int, *, ch
             cost_usd=statistics.median(costs) if costs else best.cost_usd,
             note=f"median of {len(trials)} runs (trials "
                  + ", ".join(str(t.number) for t in trials) + ")")
-    final.confirmation = summary
+    final.confirmation = [{k: v for k, v in s.items() if k != "_trials"} for s in summary]
     return final
 
 

@@ -63,6 +63,7 @@ class TuneResult:
     pareto: list[TrialResult] = field(default_factory=list)
     importance: dict | None = None
     confirmation: list | None = None   # the leaders' re-measurements (confirm runs)
+    applications: list | None = None   # measured runs: the applications the runner started
 
     def to_dict(self) -> dict:
         out = {"trials": [t.to_dict() for t in self.trials],

@@ -389,7 +389,7 @@ def _report_open(args, result, mode: str, space) -> int:
             payload["hadoop_options"] = mapreduce
         payload["importance"] = result.importance
         payload["study"] = {"name": result.study.study_name, "mode": mode}
-        if getattr(result, "applications", None) is not None:
+        if result.applications is not None:
             payload["applications"] = result.applications
         _print_json(payload)
         return 0
@@ -401,7 +401,7 @@ def _report_open(args, result, mode: str, space) -> int:
           f"objective {result.goal.objective})")
     line = f"# predicted runtime {best.runtime_s:.2f} s" if mode == "model-guided" \
         else f"# measured runtime {best.runtime_s:.2f} s"
-    if best.note and best.note.startswith("median of"):
+    if result.confirmation:
         line += f" ({best.note})"
     if best.runtime_interval_s:
         low, high = best.runtime_interval_s
