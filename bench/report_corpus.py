@@ -3,9 +3,10 @@
     python bench/report_corpus.py [--runs 'data/runs/*.csv.gz'] [--out bench/reports]
 
 For each workload and size: runs, failures, the fastest and slowest measured
-runtime (median of repeats per configuration), max/min, Spark's defaults over
-the best configuration, and the noise of repeated configurations as the mean
-coefficient of variation.  Writes ``corpus.md`` and ``corpus.png``.
+runtime (median of repeats per configuration), max/min, Spark's defaults
+(``jobgauge.knobs.default_config``) over the best configuration, and the noise
+of repeated configurations as the mean coefficient of variation.  Writes
+``corpus.md`` and ``corpus.png``.
 """
 
 from __future__ import annotations
@@ -20,18 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from jobgauge.knobs import is_default_config  # noqa: E402
 from jobgauge.runtable import read_run_tables  # noqa: E402
-
-
-# What a MapReduce run with nothing set records (Hadoop's own defaults, effective values).
-HADOOP_DEFAULTS = {"mapreduce.job.reduces": "1", "mapreduce.task.io.sort.mb": "100",
-                   "mapreduce.task.io.sort.factor": "10", "mapreduce.map.output.compress": "false"}
-
-
-def is_default(config: dict) -> bool:
-    """The engine's defaults: for Spark nothing set beyond the master, which must be
-    local[2]; for MapReduce Hadoop's defaults and nothing else."""
-    return config in ({"spark.master": "local[2]"}, {}, HADOOP_DEFAULTS)
 
 
 def summarize(frame):
@@ -48,7 +39,7 @@ def summarize(frame):
     for key in sorted(groups, key=lambda k: (k[2], k[1], _order(k[0]))):
         configs = groups[key]
         medians = {b: statistics.median(v for v, _ in runs) for b, runs in configs.items()}
-        defaults = [medians[b] for b, runs in configs.items() if is_default(runs[0][1])]
+        defaults = [medians[b] for b, runs in configs.items() if is_default_config(runs[0][1])]
         covs = [statistics.stdev(v for v, _ in runs) / statistics.mean(v for v, _ in runs)
                 for runs in configs.values() if len(runs) >= 2]
         best, worst = min(medians.values()), max(medians.values())

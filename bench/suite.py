@@ -11,7 +11,8 @@ Used by ``bench/tpch.py`` and ``bench/hibench.py``:
 4. tune: for every workload and size, the tuner in replay mode picks
    configurations among the measured ones, learning from the suite's other
    workloads; its pick after 5 trials is compared, by measured runtime, with
-   Spark's defaults and with the best configuration of the grid;
+   Spark's defaults (``jobgauge.knobs.default_config``) and with the best
+   configuration of the grid;
 5. report: ``bench/reports/<suite>.md`` with plots.
 """
 
@@ -39,9 +40,10 @@ def _tables(plans) -> list[Path]:
 
 
 def _default_runtime(group) -> float | None:
-    from report_corpus import is_default  # the same rule as the corpus report
+    from jobgauge.knobs import is_default_config  # the same rule as the corpus report
 
-    defaults = [r.runtime_s for r in group.itertuples() if r.completed and is_default(r.config)]
+    defaults = [r.runtime_s for r in group.itertuples()
+                if r.completed and is_default_config(r.config)]
     return statistics.median(defaults) if defaults else None
 
 

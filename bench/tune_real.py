@@ -3,18 +3,19 @@
 For every TPC-H query at SF 0.1 (22) and every HiBench Spark workload at size
 tiny (12), ``jobgauge.tuner.tune_measured`` (the code path of ``jobgauge tune
 --measure``) tunes the runtime with real runs through the warm runner
-(``jobgauge.profiler.runner.WarmRunner``: one warm application per set of
+(``jobgauge.profiler.WarmRunner``: one warm application per set of
 restart-level settings, 3 warm-up runs per workload in each application, each
 query timed on its own, as the shipped corpus in data/runs was measured):
 
 - search space: ``local_spark_space("local[2]")``: master local[1]/local[2],
   driver memory, serializer, codec, memory fraction, default parallelism (job
   level, each a new application) and the six Spark SQL knobs (query level);
-- at most ``--trials`` (10) trials, Spark's defaults first; history (transfer)
-  = the corpus run table of the same scale less every row of the tuned
-  workload; strategy ``hierarchical`` by default (half the trials on the job
-  level, then the SQL knobs on the best application settings: fewer
-  application starts, and the gain split says which level mattered).
+- at most ``--trials`` (10) trials, Spark's defaults (``jobgauge.knobs``)
+  first; history (transfer) = the corpus run table of the same scale less
+  every row of the tuned workload; strategy ``hierarchical`` by default
+  (half the trials on the job level, then the SQL knobs on the best
+  application settings: fewer application starts, and the gain split says
+  which level mattered).
 
 Then, in the same conditions, three configurations are re-measured
 ``--repeats`` (2) times each, interleaved (A B C A B C): Spark's defaults,
@@ -50,6 +51,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from jobgauge.knobs import default_config
+
 REPO = Path(__file__).resolve().parent.parent
 TPCH = [f"tpch-q{i}" for i in range(1, 23)]
 HIBENCH = ["wordcount", "sort", "terasort", "repartition", "scan", "join", "aggregation",
@@ -59,7 +62,7 @@ SUITES = {"tpch": ("sf0.1", REPO / "data/runs/tpch-sf0.1.csv.gz"),
 LABELS = ("default", "tuned", "grid")
 WITHIN = 0.10
 DEFAULT_DIR = REPO / "var" / "tune_real"
-MASTER = "local[2]"
+MASTER = default_config("spark")["spark.master"]
 # Warm-up runs per (application, workload).  One is not enough: in a first try
 # (var/tune_real/journal-1warmup.jsonl) TPC-H q1 still fell from 4.7 s to 2.5 s
 # over the next runs of its application, so the tuner was rewarding warmth.
@@ -90,7 +93,7 @@ def corpus_reference(frame, workload: str) -> dict:
         raise SystemExit(f"the corpus has no completed run of {workload}")
     medians = rows.groupby("config_json")["runtime_s"].median().sort_values()
     best_json = medians.index[0]
-    default_json = json.dumps({"spark.master": MASTER}, sort_keys=True)
+    default_json = json.dumps(default_config("spark"), sort_keys=True)
     return {"grid_config": json.loads(best_json), "corpus_best_s": float(medians.iloc[0]),
             "corpus_default_s": float(medians[default_json]) if default_json in medians
             else None, "corpus_configs": int(len(medians))}
@@ -417,7 +420,7 @@ def main(argv=None) -> int:
     if not args.report_only:
         from tqdm import tqdm
 
-        from jobgauge.profiler.runner import WarmRunner
+        from jobgauge.profiler import WarmRunner
         from jobgauge.runtable import read_run_tables
         from jobgauge.store import open_store
 

@@ -419,7 +419,27 @@ def _parse_classic(lines, segment: _Segment, path) -> QueryDag:
                          snippet=lines[last].strip())
     deps = _parse_dependency_items(deps_items[0].children, path)
     plans = [_classic_stage(item, path) for item in plan_items[0].children]
+    _check_complete(deps, {plan.stage_id for plan in plans}, lines, segment, path)
     return _build_stage_dag(deps, plans, fmt="hive-classic", path=path, line=segment.start + 1)
+
+
+def _check_complete(deps: dict, planned, lines, segment: _Segment, path, *, what="stage",
+                    where="STAGE PLANS") -> None:
+    """Refuse a plan cut short: Hive plans every stage (or vertex) it lists as a dependency,
+    so one that is listed but never planned means the text ends early."""
+    listed = list(deps)
+    for info in deps.values():
+        listed += [other for other in info["depends_on"] + info["consists_of"]
+                   if other not in listed]
+    missing = [name for name in listed if name not in planned]
+    if missing:
+        last = max((i for i in range(segment.start, segment.end) if lines[i].strip()),
+                   default=segment.start)
+        raise ParseError(f"the plan is incomplete (cut short?): {what} "
+                         f"{', '.join(missing)} listed but never planned",
+                         path=path, line=last + 1,
+                         expected=f"a plan for every {what} in {where}",
+                         snippet=lines[last].strip())
 
 
 # ---- user-level Tez --------------------------------------------------------------
@@ -537,6 +557,11 @@ def _parse_user(lines, segment: _Segment, path) -> QueryDag:
         raise ParseError("user-level plan has no stage tree", path=path, line=segment.end,
                          expected="'Stage-N' lines", snippet=lines[segment.start].strip())
     containers = [s for s, info in stages.items() if info["kind"] == "container"]
+    if containers:       # every vertex of the dependency lines is in a stage tree
+        listed = {name: {"depends_on": [], "consists_of": []}
+                  for edge in dep_edges for name in edge[:2]}
+        _check_complete(listed, vertex_stage, lines, segment, path, what="vertex",
+                        where="the stage tree")
     edges = dep_edges + tree_edges
     for src, dst, _, _ in edges:
         for name in (src, dst):
@@ -622,7 +647,28 @@ def _parse_cbo(lines, segment: _Segment, path) -> QueryDag:
     if not count:
         raise ParseError("CBO plan has no operators", path=path, line=segment.start + 1,
                          expected="operator lines after 'CBO PLAN:'", snippet="CBO PLAN:")
+    _check_cbo_complete(dag, lines, segment, path)
     return dag
+
+
+_CBO_LEAF = re.compile(r"^Hive\w*(Scan|Values)$")          # reads rows, needs no input
+_CBO_TWO_INPUTS = re.compile(r"^Hive(\w*Join|Union|Intersect|Except)$")
+
+
+def _check_cbo_complete(dag: QueryDag, lines, segment: _Segment, path) -> None:
+    """Refuse a CBO tree cut short: every branch ends in a scan, joins and set
+    operations have two inputs."""
+    for node in dag.nodes:
+        name = node.split(" (")[0]
+        inputs = dag.in_degree(node)
+        if (inputs == 0 and not _CBO_LEAF.match(name)) or \
+                (inputs == 1 and _CBO_TWO_INPUTS.match(name)):
+            last = max((i for i in range(segment.start, segment.end) if lines[i].strip()),
+                       default=segment.start)
+            raise ParseError(f"the CBO plan is incomplete (cut short?): {node} has "
+                             f"{'no input' if inputs == 0 else 'one input'}", path=path,
+                             line=last + 1, expected="every branch ending in a table scan",
+                             snippet=lines[last].strip())
 
 
 # ---- EXPLAIN FORMATTED JSON ------------------------------------------------------------

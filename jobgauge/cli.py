@@ -19,7 +19,8 @@ from jobgauge import __version__
 from jobgauge.errors import GaugeError
 
 COMMAND_MODULES = (
-    "jobgauge.commands",          # import, runs, train, predict, serve
+    "jobgauge.commands",          # import, runs, serve
+    "jobgauge.history_cli",       # sync, report
     "jobgauge.profiler.run_cli",  # run, collect
     "jobgauge.profiler.profile_cli",  # profile
     "jobgauge.profiler.hive_cli",  # hive start|stop|explain|run

@@ -9,17 +9,29 @@ import sys
 def register(subparsers) -> None:
     """Add the core subcommands."""
     parser = subparsers.add_parser(
-        "import", help="import run tables (CSV, optionally .gz) into the store",
+        "import", help="import run tables (CSV) and job history (event logs, History "
+                       "Servers, MapReduce .jhist) into the store",
         description="Read run tables in the shared schema into the store. Each file is "
                     "validated whole first; a malformed file is rejected with its line and "
-                    "column and nothing from it is imported.")
-    parser.add_argument("files", nargs="+", metavar="FILE.csv")
+                    "column and nothing from it is imported. Any other input is job history "
+                    "(jobgauge.history_import): Spark event logs and folders of them, "
+                    "Spark History Server URLs and MapReduce job-history folders; each "
+                    "application becomes one run, an unreadable one is skipped with the "
+                    "reason on one line.")
+    parser.add_argument("files", nargs="+", metavar="INPUT",
+                        help="FILE.csv[.gz], event log file or folder, "
+                             "http://host:18080 (History Server) or .jhist folder")
     parser.add_argument("--profiles", nargs="+", metavar="FILE.jsonl.gz",
                         help="profile records to store with their runs (default: for "
                              "DIR/runs/NAME.csv.gz, DIR/profiles/NAME.jsonl.gz when it exists)")
     parser.add_argument("--no-profiles", action="store_true",
                         help="import the runs only")
     parser.add_argument("--json", action="store_true", help="print the counts as JSON")
+    parser.add_argument("--since", metavar="DATE",
+                        help="job history: only applications that ended after DATE "
+                             "(2024-05-01 or 2024-05-01T12:00, UTC)")
+    parser.add_argument("--progress", action="store_true",
+                        help="job history: show a progress bar even when stderr is no terminal")
     parser.set_defaults(handler=import_command)
 
     parser = subparsers.add_parser("runs", help="list runs in the store")
@@ -30,11 +42,29 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=runs_command)
 
     parser = subparsers.add_parser(
-        "serve", help="start the web service on 127.0.0.1",
-        description="Start the estimation web form and JSON API. If the store has no "
-                    "trained model, one is trained first from the runs shipped in data/runs.")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=5000)
+        "serve", help="start the web service (production server; 127.0.0.1:5000)",
+        description="Start the estimation web form and JSON API on a production WSGI "
+                    "server (waitress), with /healthz, /readyz and /metrics. If the store "
+                    "has no trained model, one is trained first from the shipped runs. "
+                    "Settings: --config FILE (TOML) or $JOBGAUGE_CONFIG, and JOBGAUGE_* "
+                    "environment variables (JOBGAUGE_API_TOKEN for write access). Without "
+                    "a token it listens only on a loopback address. With --debug, Flask's "
+                    "development server runs instead.")
+    parser.add_argument("--host", default=None,
+                        help="address to listen on (default: the bind setting, 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None,
+                        help="port to listen on (default: the bind setting, 5000)")
+    parser.add_argument("--config", metavar="FILE.toml", default=None,
+                        help="settings file (default: $JOBGAUGE_CONFIG)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="worker threads (default: the server_threads setting, 8)")
+    parser.add_argument("--sync", action="append", metavar="URL", default=None,
+                        help="keep importing finished applications from this History Server "
+                             "in the background, as 'jobgauge sync' does (repeatable; "
+                             "default: the sync setting)")
+    parser.add_argument("--sync-every", metavar="DURATION", default=None,
+                        help="time between sync rounds: 30s, 10m, 1h (default: the "
+                             "sync_every setting, 10m)")
     parser.set_defaults(handler=serve_command)
 
 
@@ -54,9 +84,15 @@ def _profiles_beside(path) -> list:
 
 def import_command(args) -> int:
     from jobgauge.errors import UsageError
+    from jobgauge.history_import import history_import_command, is_history_input
     from jobgauge.runtable import read_profile_records, read_run_table
     from jobgauge.store import open_store
 
+    history = [item for item in args.files if is_history_input(item)]
+    args.files = [item for item in args.files if not is_history_input(item)]
+    history_code = history_import_command(args, history) if history else 0
+    if not args.files:
+        return history_code
     if args.profiles and args.no_profiles:
         raise UsageError("--profiles and --no-profiles contradict each other; give one")
     store = open_store(args.store)
@@ -110,13 +146,39 @@ def runs_command(args) -> int:
 
 
 def serve_command(args) -> int:
+    """Check the settings, the bind address and the store, load (or train) the model,
+    then serve until SIGTERM."""
+    from jobgauge.errors import UsageError
     from jobgauge.webapp import create_app
+    from jobgauge.webapp.server import bind_address, check_bind, serve
 
-    config = {"WARM_UP": True}  # start the plan session now, not on the first request
+    config = {}
     if args.store:
         config["STORE_URL"] = args.store
-    app = create_app(config)
-    app.extensions["jobgauge"].ensure_model(progress=sys.stderr)
-    print(f"jobgauge serving on http://{args.host}:{args.port}/", file=sys.stderr, flush=True)
-    app.run(host=args.host, port=args.port, debug=False, use_reloader=False)
-    return 0
+    if args.threads is not None:
+        if args.threads < 1:
+            raise UsageError(f"--threads must be at least 1; got {args.threads}")
+        config["SERVER_THREADS"] = args.threads
+    if args.sync:
+        config["SYNC"] = tuple(args.sync)
+    if args.sync_every is not None:
+        config["SYNC_EVERY"] = args.sync_every
+    app = create_app(config, settings_file=args.config)
+    host, port = bind_address(app.config, args.host, args.port)
+    check_bind(host, app.config)   # before minutes of model training, not after
+    service = app.extensions["jobgauge"]
+    service.store.count_runs()     # a store that cannot be read: one line, exit 1
+    service.ensure_model(progress=sys.stderr)
+    service.warm_up()              # the plan session starts now, not on the first request
+    from jobgauge.webapp._sync import start_sync, stop_sync
+
+    start_sync(app)                # History Server sync in a background thread (--sync)
+    try:
+        if args.debug:             # Flask's development server, for development only
+            print(f"jobgauge (development server) on http://{host}:{port}/", file=sys.stderr,
+                  flush=True)
+            app.run(host=host, port=port, debug=True, use_reloader=False)
+            return 0
+        return serve(app, host, port)
+    finally:
+        stop_sync(app)

@@ -58,10 +58,6 @@ class RunError(GaugeError, RuntimeError):
     """A workload could not be run."""
 
 
-class RunTimeout(RunError, TimeoutError):
-    """A workload ran past its time limit."""
-
-
 class NotFittedError(GaugeError, AttributeError):
     """A model was asked to predict before ``fit`` was called."""
 

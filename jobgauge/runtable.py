@@ -27,18 +27,27 @@ COLUMNS = (
     "instance_type", "instance_count", "vcpus", "memory_gib",
     "hourly_price_usd", "config_json", "runtime_s", "completed", "run_id",
 )
+# Optional columns: how quiet the machine was when a run was measured (``jobgauge collect``'s
+# load guard).  Read when a file has them; written only when some row has a value.
+GUARD_COLUMNS = ("load_at_start", "cpu_time_s", "quiet_start", "first_runtime_s")
 REQUIRED_TEXT = ("source", "workload", "framework", "instance_type", "run_id")
 _TRUE = {"true", "1", "yes", "t"}
 _FALSE = {"false", "0", "no", "f"}
 
 
 def _open_text(path: Path):
+    """The file as text; a UTF-8 byte-order mark at the start is skipped."""
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
 
 
-def _number(text, *, path, line, column, integer=False, optional=False, minimum=0.0):
+# Whole-number cells are stored as 64-bit integers; a cluster is far smaller than this.
+MAX_INSTANCE_COUNT = 100_000
+
+
+def _number(text, *, path, line, column, integer=False, optional=False, minimum=0.0,
+            maximum=None):
     text = text.strip()
     if text == "":
         if optional:
@@ -50,9 +59,10 @@ def _number(text, *, path, line, column, integer=False, optional=False, minimum=
     except ValueError:
         raise ParseError("not a number", path=path, line=line, column=column,
                          expected="a number", snippet=text) from None
-    if not math.isfinite(value) or value < minimum:
+    if not math.isfinite(value) or value < minimum or (maximum is not None and value > maximum):
+        bounds = f">= {minimum:g}" if maximum is None else f"from {minimum:g} to {maximum:g}"
         raise ParseError("out of range", path=path, line=line, column=column,
-                         expected=f"a finite number >= {minimum:g}", snippet=text)
+                         expected=f"a finite number {bounds}", snippet=text)
     if integer:
         if value != int(value):
             raise ParseError("not a whole number", path=path, line=line,
@@ -74,7 +84,8 @@ def parse_row(raw: dict, *, path=None, line=None, runtime_optional=False) -> dic
     row["input_bytes"] = _number(raw.get("input_bytes") or "", path=path, line=line,
                                  column="input_bytes", optional=True)
     row["instance_count"] = _number(raw.get("instance_count") or "", path=path, line=line,
-                                    column="instance_count", integer=True, minimum=1)
+                                    column="instance_count", integer=True, minimum=1,
+                                    maximum=MAX_INSTANCE_COUNT)
     row["vcpus"] = _number(raw.get("vcpus") or "", path=path, line=line, column="vcpus",
                            minimum=1e-9)
     row["memory_gib"] = _number(raw.get("memory_gib") or "", path=path, line=line,
@@ -94,6 +105,9 @@ def parse_row(raw: dict, *, path=None, line=None, runtime_optional=False) -> dic
     row["config"] = {str(k): v for k, v in config.items()}
     row["runtime_s"] = _number(raw.get("runtime_s") or "", path=path, line=line,
                                column="runtime_s", optional=runtime_optional)
+    for column in GUARD_COLUMNS:
+        if column in raw:
+            row[column] = _guard_value(raw[column] or "", path=path, line=line, column=column)
     completed = (raw.get("completed") or "").strip().lower()
     if completed in _TRUE:
         row["completed"] = True
@@ -107,18 +121,37 @@ def parse_row(raw: dict, *, path=None, line=None, runtime_optional=False) -> dic
     return row
 
 
+def _guard_value(text, *, path, line, column):
+    """One optional guard cell: None when empty, a bool for quiet_start, else a number."""
+    if not text.strip():
+        return None
+    if column != "quiet_start":
+        return _number(text, path=path, line=line, column=column)
+    value = text.strip().lower()
+    if value in _TRUE or value in _FALSE:
+        return value in _TRUE
+    raise ParseError("not a boolean", path=path, line=line, column=column,
+                     expected="true or false", snippet=value)
+
+
 def iter_run_table(path, *, runtime_optional=False):
     """Yield validated rows of one run table; raise ParseError on the first bad cell.
 
     ``runtime_optional`` accepts an empty ``runtime_s`` (tables to predict for).
     """
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise ParseError("is a directory, not a run table", path=path,
+                         expected="a CSV file (optionally .gz)")
+    if not path.exists():
         raise ParseError("no such file", path=path)
+    if not path.is_file():
+        raise ParseError("not a regular file", path=path, expected="a CSV file (optionally .gz)")
+    line = 1
     try:
         handle = _open_text(path)
         with handle:
-            reader = csv.DictReader(handle)
+            reader = csv.DictReader(handle, strict=True)
             header = reader.fieldnames or []
             missing = [c for c in COLUMNS if c not in header]
             if missing:
@@ -133,9 +166,20 @@ def iter_run_table(path, *, runtime_optional=False):
                     raise ParseError("fewer cells than header columns", path=path, line=line,
                                      expected=f"{len(header)} cells")
                 yield parse_row(raw, path=path, line=line, runtime_optional=runtime_optional)
-    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError, csv.Error) as exc:
+    except csv.Error as exc:
+        # ``line`` is the last row read whole: the bad one starts on the next line.
+        if "unexpected end of data" in str(exc):
+            reason = "unterminated quote: a quoted cell is never closed"
+        elif "'\"'" in str(exc):
+            reason = f"unterminated or misplaced quote ({exc})"
+        else:
+            reason = f"malformed CSV ({exc})"
+        raise ParseError(reason, path=path, line=line + 1) from None
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
         raise ParseError(f"unreadable as CSV text ({exc.__class__.__name__}: {exc})",
                          path=path) from None
+    except OSError as exc:
+        raise ParseError(f"cannot read: {exc.strerror or exc}", path=path) from None
 
 
 def read_run_table(path, *, runtime_optional=False) -> list[dict]:
@@ -190,18 +234,30 @@ def format_row(row: dict) -> dict:
 def write_run_table(rows: Iterable[dict], path, *, extra_columns=()) -> int:
     """Write rows in the schema (gzip when the name ends in .gz); return the row count."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise UsageError(f"cannot write the run table to {path}: it is a directory; "
+                         f"give a file name")
+    rows = list(rows)
+    extra_columns = [c for c in GUARD_COLUMNS if any(row.get(c) is not None for row in rows)] \
+        + [c for c in extra_columns if c not in GUARD_COLUMNS]
     fields = list(COLUMNS) + [c for c in extra_columns if c not in COLUMNS]
     opener = (lambda: io.TextIOWrapper(gzip.open(path, "wb"), encoding="utf-8", newline="")) \
         if path.suffix == ".gz" else (lambda: open(path, "w", encoding="utf-8", newline=""))
     count = 0
-    with opener() as handle:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = opener()
+    except OSError as exc:
+        raise UsageError(f"cannot write the run table to {path}: {exc.strerror or exc}") from None
+    with handle:
         writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
         for row in rows:
             out = format_row(row)
             for column in extra_columns:
                 value = row.get(column)
+                if isinstance(value, bool):
+                    value = "true" if value else "false"
                 out[column] = "" if value is None else value
             writer.writerow(out)
             count += 1

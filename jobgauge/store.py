@@ -7,7 +7,11 @@ that path; anything with ``://`` is a SQLAlchemy URL (PostgreSQL works the
 same way).  SQLAlchemy is imported only here, when a store is opened.
 
 Every write happens inside one transaction (``Store.transaction``): it commits
-whole or rolls back and re-raises as :class:`StoreError`.
+whole or rolls back and re-raises as :class:`StoreError`; every read
+(``Store.reading``) turns a database fault into :class:`StoreError` too.  A
+second run with the same (source, run_id) is refused by the database's unique
+constraint and raised as :class:`DuplicateRun`, so concurrent writers cannot
+both insert it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,36 @@ from jobgauge.errors import GaugeError, StoreError
 DEFAULT_PATH = Path.home() / ".local" / "share" / "jobgauge" / "jobgauge.db"
 RUN_STATUSES = ("succeeded", "failed", "timed_out")
 TIME_KINDS = ("application", "query")
+RUN_KEY_CONSTRAINT = "uq_runs_source_run_id"
+
+
+class DuplicateRun(StoreError, KeyError):
+    """A run with this (source, run_id) is already in the store."""
+
+    def __str__(self):  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class NoStoredModel(StoreError, LookupError):
+    """The store is readable but holds no trained model (of that name)."""
+
+
+def _is_run_key_violation(exc) -> bool:
+    """Whether an IntegrityError is the (source, run_id) unique constraint (SQLite names
+    the columns, PostgreSQL the constraint)."""
+    text = str(getattr(exc, "orig", exc))
+    return RUN_KEY_CONSTRAINT in text or "runs.source, runs.run_id" in text
+
+
+def _driver_hint(url: str, exc: ImportError) -> str:
+    """One line for a database URL whose driver module is not installed."""
+    scheme = url.split("://", 1)[0]
+    missing = getattr(exc, "name", None) or str(exc)
+    package = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]",
+               "pymysql": "pymysql", "asyncpg": "asyncpg"}.get(missing, missing)
+    return (f"the store URL scheme {scheme!r} needs the Python database driver {missing!r}, "
+            f"which is not installed; install it (pip install {package}) or use a SQLite "
+            "file path")
 
 
 def default_url() -> str:
@@ -134,10 +168,8 @@ class Store:
     """An open run store. Use :func:`open_store` to get one."""
 
     def __init__(self, url: str):
-        try:
-            import sqlalchemy as sa
-        except ImportError as exc:  # pragma: no cover
-            raise StoreError(f"SQLAlchemy is required for the store: {exc}") from None
+        import sqlalchemy as sa
+
         self._sa = sa
         self.url = url
         try:
@@ -151,7 +183,12 @@ class Store:
                     cursor.close()
             (self.metadata, self.runs, self.settings, self.profiles, self.dags,
              self.models) = _schema(sa)
-            self.metadata.create_all(self.engine)
+            try:
+                self.metadata.create_all(self.engine)
+            except sa.exc.SQLAlchemyError:  # another process created them meanwhile
+                self.metadata.create_all(self.engine)
+        except ImportError as exc:
+            raise StoreError(_driver_hint(url, exc)) from None
         except sa.exc.SQLAlchemyError as exc:
             raise StoreError(f"cannot open store {self.display_url}: {exc.__class__.__name__}: "
                              f"{str(exc).splitlines()[0]}") from None
@@ -179,9 +216,26 @@ class Store:
         except GaugeError:
             raise
         except sa.exc.IntegrityError as exc:
-            raise StoreError(f"store constraint violated: {str(exc.orig).splitlines()[0]}") from None
+            first = str(exc.orig).splitlines()[0]
+            if _is_run_key_violation(exc):
+                raise DuplicateRun("a run with this source and run_id is already in the store "
+                                   f"(store constraint violated: {first})") from None
+            raise StoreError(f"store constraint violated: {first}") from None
         except sa.exc.SQLAlchemyError as exc:
             raise StoreError(f"store write failed: {exc.__class__.__name__}: "
+                             f"{str(exc).splitlines()[0]}") from None
+        except OverflowError as exc:  # a number wider than the column (SQLite: 64 bits)
+            raise StoreError(f"store write failed: a value is out of range ({exc})") from None
+
+    @contextmanager
+    def reading(self):
+        """A read-only connection; a database that cannot be read becomes StoreError."""
+        sa = self._sa
+        try:
+            with self.engine.connect() as connection:
+                yield connection
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"cannot read store {self.display_url}: {exc.__class__.__name__}: "
                              f"{str(exc).splitlines()[0]}") from None
 
     # -- runs --------------------------------------------------------------
@@ -286,7 +340,7 @@ class Store:
 
     def has_run(self, source: str, run_id: str) -> bool:
         sa = self._sa
-        with self.engine.connect() as connection:
+        with self.reading() as connection:
             return connection.execute(sa.select(self.runs.c.id).where(
                 self.runs.c.source == source, self.runs.c.run_id == run_id)).first() is not None
 
@@ -295,12 +349,12 @@ class Store:
         query = sa.select(sa.func.count()).select_from(self.runs)
         for key, value in filters.items():
             query = query.where(self.runs.c[key] == value)
-        with self.engine.connect() as connection:
+        with self.reading() as connection:
             return connection.execute(query).scalar_one()
 
     def counts_by_source(self) -> dict[str, int]:
         sa = self._sa
-        with self.engine.connect() as connection:
+        with self.reading() as connection:
             return dict(connection.execute(
                 sa.select(self.runs.c.source, sa.func.count()).group_by(self.runs.c.source)
                 .order_by(self.runs.c.source)).all())
@@ -311,7 +365,7 @@ class Store:
         for key, value in filters.items():
             if value is not None:
                 query = query.where(self.runs.c[key] == value)
-        with self.engine.connect() as connection:
+        with self.reading() as connection:
             rows = [dict(r._mapping) for r in connection.execute(query)]
             if rows:
                 ids = [r["id"] for r in rows]
@@ -332,7 +386,7 @@ class Store:
         for key, value in filters.items():
             if value is not None:
                 query = query.where(self.runs.c[key] == value)
-        with self.engine.connect() as connection:
+        with self.reading() as connection:
             runs = pd.DataFrame([dict(r._mapping) for r in connection.execute(query)])
             settings = connection.execute(sa.select(self.settings)).all()
         from jobgauge.runtable import COLUMNS
@@ -350,10 +404,57 @@ class Store:
 
     def profiles_for(self, run_key: int) -> list[dict]:
         sa = self._sa
-        with self.engine.connect() as connection:
+        with self.reading() as connection:
             rows = connection.execute(sa.select(self.profiles.c.profile_json).where(
                 self.profiles.c.run == run_key)).all()
         return [json.loads(r[0]) for r in rows]
+
+    def run_ids(self, source: str) -> list[str]:
+        """The run ids of one source (to skip runs already imported)."""
+        sa = self._sa
+        with self.reading() as connection:
+            return [r[0] for r in connection.execute(
+                sa.select(self.runs.c.run_id).where(self.runs.c.source == source))]
+
+    def find_runs(self, run_id: str) -> list[dict]:
+        """Runs whose run_id is ``run_id`` or starts with ``run_id/`` (an app id and its attempts)."""
+        sa = self._sa
+        query = sa.select(self.runs).where(sa.or_(
+            self.runs.c.run_id == run_id, self.runs.c.run_id.like(run_id + "/%")))
+        with self.reading() as connection:
+            return [dict(r._mapping) for r in connection.execute(
+                query.order_by(self.runs.c.id.desc()))]
+
+    # -- History Server sync marks: the newest application end time read per server
+    def _sync_marks(self):
+        table = getattr(self, "_sync_marks_table", None)
+        if table is None:            # created on first use, so older stores gain it too
+            sa = self._sa
+            table = sa.Table(
+                "history_sync", self.metadata,
+                sa.Column("server", sa.String(500), primary_key=True),
+                sa.Column("last_end_ms", sa.BigInteger, nullable=False),
+                sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+                extend_existing=True)
+            table.create(self.engine, checkfirst=True)
+            self._sync_marks_table = table
+        return table
+
+    def sync_mark(self, server: str) -> int | None:
+        """Epoch ms of the newest application end already imported from ``server`` (or None)."""
+        table = self._sync_marks()
+        with self.reading() as connection:
+            return connection.execute(self._sa.select(table.c.last_end_ms).where(
+                table.c.server == server)).scalar_one_or_none()
+
+    def set_sync_mark(self, server: str, last_end_ms: int) -> None:
+        table = self._sync_marks()
+        with self.transaction() as connection:
+            updated = connection.execute(table.update().where(table.c.server == server).values(
+                last_end_ms=int(last_end_ms), updated_at=_now())).rowcount
+            if not updated:
+                connection.execute(table.insert().values(
+                    server=server, last_end_ms=int(last_end_ms), updated_at=_now()))
 
     # -- models ------------------------------------------------------------
     def save_model(self, name: str, kind: str, payload: bytes, metrics: dict | None = None) -> int:
@@ -365,7 +466,7 @@ class Store:
 
     def list_models(self) -> list[dict]:
         sa = self._sa
-        with self.engine.connect() as connection:
+        with self.reading() as connection:
             rows = connection.execute(sa.select(
                 self.models.c.id, self.models.c.name, self.models.c.kind,
                 self.models.c.metrics_json, self.models.c.created_at)
@@ -380,10 +481,10 @@ class Store:
         query = sa.select(self.models).order_by(self.models.c.id.desc()).limit(1)
         if name:
             query = query.where(self.models.c.name == name)
-        with self.engine.connect() as connection:
+        with self.reading() as connection:
             row = connection.execute(query).first()
         if row is None:
-            raise StoreError("no trained model in the store" + (f" named {name!r}" if name else "")
+            raise NoStoredModel("no trained model in the store" + (f" named {name!r}" if name else "")
                              + "; run 'jobgauge train' first")
         meta = {"id": row.id, "name": row.name, "kind": row.kind,
                 "metrics": json.loads(row.metrics_json), "created_at": row.created_at}

@@ -10,7 +10,12 @@ run-table DataFrame (``jobgauge.runtable.read_run_tables``), optionally with
                 instance_type="m4.xlarge", instance_count=8, vcpus=4, memory_gib=16)
     # {'runtime_s': ..., 'low_s': ..., 'high_s': ...}
 
-Registered models (``MODELS``): tree, svm, forest, gbm, ernest, fc, rnn; any
+A question about one job is a :class:`jobgauge.job.Job` (``predict_job(model,
+job)``); ``train_model(frame, kind=...)`` is the one way a model is trained
+(``jobgauge train`` and the web service), returning the model and its summary.
+
+Registered models (``MODELS``): tree, svm, forest, gbm, ernest, fc, rnn, stage
+(:class:`StagePredictor`, a stage-level replay of a job's profile); any
 of them with ``+classes`` (``with_classes=True``) adds :class:`JobClassifier`
 classes to its features.
 
@@ -34,18 +39,23 @@ _EXPORTS = {
     "DEFAULT_MODEL": "_registry", "FORMAT_VERSION": "_registry", "MODELS": "_registry",
     "configuration_frame": "_registry", "dumps_model": "_registry", "load_model": "_registry",
     "loads_model": "_registry", "make_model": "_registry", "model_name": "_registry",
-    "model_names": "_registry", "predict_frame": "_registry", "predict_one": "_registry",
+    "model_names": "_registry", "predict_frame": "_registry", "predict_job": "_registry",
+    "predict_one": "_registry",
     "read_header": "_registry", "save_model": "_registry",
     "RunFeatures": "features",
+    "StagePredictor": "_stage",
+    "train_model": "_training", "training_summary": "_training",
 }
 # The online remaining-time estimator is its own module (models/remaining.py);
 # it is exported when the file exists, and an error inside it is not hidden.
 __all__ = [
     "DEFAULT_MODEL", "FORMAT_VERSION", "MODELS", "DagRNN", "DecisionTreeModel", "ErnestModel",
     "FullyConnectedModel", "GradientBoostingModel", "InvalidParameterError", "JobClassifier",
-    "RandomForestModel", "RunFeatures", "RuntimeModel", "SVRModel", "configuration_frame",
+    "RandomForestModel", "RunFeatures", "RuntimeModel", "SVRModel", "StagePredictor",
+    "configuration_frame",
     "dumps_model", "load_model", "loads_model", "make_model", "model_name", "model_names",
-    "predict_frame", "predict_one", "read_header", "save_model",
+    "predict_frame", "predict_job", "predict_one", "read_header", "save_model",
+    "train_model", "training_summary",
 ]
 if importlib.util.find_spec("jobgauge.models.remaining") is not None:
     _EXPORTS["RemainingTimeEstimator"] = "remaining"

@@ -15,12 +15,9 @@ a model file runs code when loaded: load only files you trust.
 from __future__ import annotations
 
 import json
-import math
 import os
 import pickle
 from pathlib import Path
-
-import numpy as np
 
 from jobgauge.errors import ModelError, UsageError
 from jobgauge.models._base import RuntimeModel
@@ -32,6 +29,7 @@ from jobgauge.models._baselines import (
     SVRModel,
 )
 from jobgauge.models._networks import DagRNN, FullyConnectedModel
+from jobgauge.models._stage import StagePredictor
 
 MODELS = {
     "tree": DecisionTreeModel,
@@ -41,6 +39,7 @@ MODELS = {
     "ernest": ErnestModel,
     "fc": FullyConnectedModel,
     "rnn": DagRNN,
+    "stage": StagePredictor,
 }
 #: Suffix of a registry name that turns on job classes (``"fc+classes"``).
 CLASSES_SUFFIX = "+classes"
@@ -182,54 +181,44 @@ def predict_frame(model, X, *, coverage=0.8):
                          "predicted_high_s": high}, index=X.index)
 
 
-def configuration_frame(configurations):
-    """A run-table DataFrame from dicts with the keyword arguments of :func:`predict_one`."""
-    import pandas as pd
+def _job(index, raw):
+    """The Job of one configuration dict (the keyword arguments of :func:`predict_one`)."""
+    from jobgauge.job import Cluster, Job
 
-    rows = []
-    for index, raw in enumerate(configurations):
-        item = dict(raw)
-        workload = item.pop("workload", None)
-        if not isinstance(workload, str) or not workload.strip():
-            raise UsageError(f"configuration {index}: workload must be a non-empty string")
-        datasize = item.pop("datasize", "")
+    item = dict(raw)
+    try:
         config = item.pop("config", None) or {}
         if not isinstance(config, dict):
-            raise UsageError(f"configuration {index}: config must be a dict of knob: value")
-        instance_count = item.pop("instance_count", 1)
-        if isinstance(instance_count, bool) or not isinstance(instance_count, (int, np.integer)) \
-                or instance_count < 1:
-            raise UsageError(f"configuration {index}: instance_count must be an int >= 1, "
-                             f"got {instance_count!r}")
-        row = {
-            "source": "query", "workload": workload.strip(),
-            "framework": item.pop("framework", "spark") or "spark",
-            "datasize": "" if datasize is None else str(datasize),
-            "instance_type": item.pop("instance_type", "local") or "local",
-            "instance_count": int(instance_count), "run_id": str(index),
-            "config": {str(k): v for k, v in config.items()},
-            "runtime_s": math.nan, "completed": True,
-        }
-        for key in ("vcpus", "memory_gib", "input_bytes", "hourly_price_usd"):
-            value = item.pop(key, 2 if key == "vcpus" else None)
-            if value is None:
-                row[key] = math.nan
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
-                    or not math.isfinite(value) or value < 0 or (key == "vcpus" and value <= 0):
-                raise UsageError(f"configuration {index}: {key} must be a "
-                                 f"{'positive' if key == 'vcpus' else 'non-negative'} number, "
-                                 f"got {value!r}")
-            row[key] = float(value)
-        for key in ("profile", "dag"):
-            if key in item:
-                row[key] = item.pop(key)
-        if item:
-            raise UsageError(f"configuration {index}: unknown field(s) {', '.join(sorted(item))}")
-        rows.append(row)
-    frame = pd.DataFrame(rows)
-    frame["config_json"] = [json.dumps(c, sort_keys=True, default=str) for c in frame["config"]]
-    return frame
+            raise UsageError("config must be a dict of knob: value")
+        cluster = Cluster(item.pop("instance_type", "local") or "local",
+                          item.pop("vcpus", 2), item.pop("memory_gib", None),
+                          item.pop("hourly_price_usd", None), item.pop("instance_count", 1))
+        job = Job(item.pop("workload", None), item.pop("datasize", ""), cluster, config,
+                  framework=item.pop("framework", "spark"),
+                  input_bytes=item.pop("input_bytes", None), profile=item.pop("profile", None),
+                  dag=item.pop("dag", None), run_id=str(index))
+    except UsageError as exc:
+        raise UsageError(f"configuration {index}: {exc}") from None
+    if item:
+        raise UsageError(f"configuration {index}: unknown field(s) {', '.join(sorted(item))}")
+    return job
+
+
+def configuration_frame(configurations):
+    """A run-table DataFrame from dicts with the keyword arguments of :func:`predict_one`
+    (each one a :class:`jobgauge.job.Job`; see :func:`jobgauge.job.jobs_frame`)."""
+    from jobgauge.job import jobs_frame
+
+    return jobs_frame([_job(index, raw) for index, raw in enumerate(configurations)])
+
+
+def predict_job(model, job, *, coverage=0.8) -> dict:
+    """Predicted runtime of a :class:`jobgauge.job.Job`: ``{"runtime_s", "low_s",
+    "high_s"}`` (seconds); low/high bound the ``coverage`` interval."""
+    result = predict_frame(model, job.frame(), coverage=coverage).iloc[0]
+    return {"runtime_s": float(result["predicted_runtime_s"]),
+            "low_s": float(result["predicted_low_s"]),
+            "high_s": float(result["predicted_high_s"])}
 
 
 def predict_one(model, *, workload, datasize, config=None, framework="spark",
@@ -238,16 +227,9 @@ def predict_one(model, *, workload, datasize, config=None, framework="spark",
                 coverage=0.8) -> dict:
     """Predicted runtime of one configuration: ``{"runtime_s", "low_s", "high_s"}`` (seconds);
     low/high bound the ``coverage`` interval."""
-    item = {"workload": workload, "datasize": datasize, "config": config,
-            "framework": framework, "instance_type": instance_type,
-            "instance_count": instance_count, "vcpus": vcpus, "memory_gib": memory_gib,
-            "input_bytes": input_bytes, "hourly_price_usd": hourly_price_usd}
-    if profile is not None:
-        item["profile"] = profile.summary() if hasattr(profile, "summary") else profile
-    if dag is not None:
-        item["dag"] = dag.to_dict() if hasattr(dag, "to_dict") else dag
-    frame = configuration_frame([item])
-    result = predict_frame(model, frame, coverage=coverage).iloc[0]
-    return {"runtime_s": float(result["predicted_runtime_s"]),
-            "low_s": float(result["predicted_low_s"]),
-            "high_s": float(result["predicted_high_s"])}
+    job = _job(0, {"workload": workload, "datasize": datasize, "config": config,
+                   "framework": framework, "instance_type": instance_type,
+                   "instance_count": instance_count, "vcpus": vcpus, "memory_gib": memory_gib,
+                   "input_bytes": input_bytes, "hourly_price_usd": hourly_price_usd,
+                   "profile": profile, "dag": dag})
+    return predict_job(model, job, coverage=coverage)

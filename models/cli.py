@@ -2,7 +2,7 @@
 
 ::
 
-    jobgauge train --runs data/runs/*.csv.gz --model fc --out model.jgm
+    jobgauge train --runs data/runs/*.csv.gz --kind fc --out model.jgm
     jobgauge train                                  # from the store, into the store
     jobgauge predict --model model.jgm --runs todo.csv --out predicted.csv
     jobgauge predict --workload tpch-q3 --datasize sf1 --conf spark.executor.cores=2 --json
@@ -14,9 +14,10 @@ This module stays light to import: scikit-learn and torch load inside the handle
 from __future__ import annotations
 
 import json
-import math
 import sys
 
+from jobgauge.cli_options import (add_conf_option, add_datasize_option, add_deprecated_alias,
+                                  add_model_options, parse_key_values)
 from jobgauge.errors import UsageError
 
 
@@ -29,17 +30,26 @@ def register(subparsers) -> None:
                     "written to --out, or saved in the store when --out is not given.")
     parser.add_argument("--runs", nargs="+", metavar="FILE.csv",
                         help="run tables (CSV, optionally .gz); default: the store's runs")
-    parser.add_argument("--model", default=None, metavar="NAME",
-                        help="model name (default: the best one of the evaluation); one of "
+    parser.add_argument("--kind", default=None, metavar="NAME",
+                        help="which model (default: the best one of the evaluation); one of "
                              "tree, svm, forest, gbm, ernest, fc, rnn, optionally with +classes")
+    add_deprecated_alias(parser, "--model", "--kind", dest="kind", metavar="NAME")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="a hyperparameter (value as JSON, else text); repeatable")
     parser.add_argument("--profiles", nargs="+", metavar="FILE.jsonl.gz",
                         help="profile records (JSON lines keyed by source and run_id): each "
                              "workload gets the profile and plan DAG of one reference run")
     parser.add_argument("--out", metavar="PATH", help="write the model file here")
-    parser.add_argument("--name", help="name of the model in the store (default: the model name)")
+    parser.add_argument("--model-name", metavar="NAME",
+                        help="name of the model in the store (default: its kind)")
+    add_deprecated_alias(parser, "--name", "--model-name", dest="model_name", metavar="NAME")
     parser.add_argument("--seed", type=int, default=0, help="random_state (default 0)")
+    parser.add_argument("--with-prior", action="store_true",
+                        help="without --runs: learn from the shipped runs (the prior) as well "
+                             "as the store's own, as the automatic retraining does")
+    parser.add_argument("--lock", metavar="FILE",
+                        help="hold this lock file while training; when another training "
+                             "holds it, skip (exit 0)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.set_defaults(handler=train_command)
 
@@ -48,20 +58,23 @@ def register(subparsers) -> None:
         description="Predict the runtime of every row of a run table (--runs; runtime_s may "
                     "be empty), or of one configuration (--workload and --datasize). The "
                     "model comes from --model, else the store's newest model.")
-    parser.add_argument("--model", metavar="PATH", help="model file (default: the store's newest)")
-    parser.add_argument("--model-name", metavar="NAME", help="model name in the store")
+    add_model_options(parser)
     parser.add_argument("--runs", nargs="+", metavar="FILE.csv", help="rows to predict")
     parser.add_argument("--out", metavar="PRED.csv",
                         help="where to write the rows with predictions (default: stdout)")
     parser.add_argument("--workload", help="the job, e.g. terasort or tpch-q3")
-    parser.add_argument("--datasize", help="size label, e.g. sf1 or huge")
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a configuration knob; repeatable")
+    add_datasize_option(parser, help="size label, e.g. sf1 or huge")
+    add_conf_option(parser, help="a configuration setting; repeatable")
     parser.add_argument("--framework", default="spark")
-    parser.add_argument("--instance-type", default="local")
+    parser.add_argument("--instance-type", default="local",
+                        help="local[N] (Spark local mode on this machine), local (the whole "
+                             "machine), a type of the instance catalog, or any type with "
+                             "--vcpus (default local)")
     parser.add_argument("--instance-count", type=int, default=1)
-    parser.add_argument("--vcpus", type=float, default=2.0, help="vCPUs per node (default 2)")
-    parser.add_argument("--memory-gib", type=float, default=None, help="memory per node")
+    parser.add_argument("--vcpus", type=float, default=None,
+                        help="vCPUs per node (default: the catalog's, or this machine's)")
+    parser.add_argument("--memory-gib", type=float, default=None,
+                        help="memory per node (default: the catalog's, or this machine's)")
     parser.add_argument("--input-bytes", type=float, default=None)
     parser.add_argument("--coverage", type=float, default=0.8,
                         help="coverage of the interval (default 0.8)")
@@ -86,19 +99,9 @@ def register(subparsers) -> None:
 
 
 # ------------------------------------------------------------------- helpers
-def _parse_assignments(items, what) -> dict:
-    result = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"{what} {item!r} must look like KEY=VALUE")
-        result[key.strip()] = value
-    return result
-
-
 def _parse_params(items) -> dict:
     params = {}
-    for key, text in _parse_assignments(items, "--param").items():
+    for key, text in parse_key_values(items, "--param").items():
         try:
             value = json.loads(text)
         except json.JSONDecodeError:
@@ -115,79 +118,57 @@ def _training_frame(args):
         from jobgauge.runtable import read_run_tables
 
         return read_run_tables(args.runs), ", ".join(map(str, args.runs)), []
+    from jobgauge.models._default import learning_frame, store_run_frame
     from jobgauge.store import open_store
 
     store = open_store(args.store)
-    frame = store.run_frame()
-    notes = []
-    if len(frame) and "status" in frame.columns:
-        failed = frame["status"].astype(str) == "failed"
-        if failed.any():
-            notes.append(f"left out {int(failed.sum())} failed runs (an error, not a time limit)")
-            frame = frame[~failed]
-    if len(frame):
-        missing = ~(frame["runtime_s"].astype(float) > 0)
-        if missing.any():
-            notes.append(f"left out {int(missing.sum())} runs without a runtime")
-            frame = frame[~missing]
+    if args.with_prior:
+        return learning_frame(store)
+    frame, notes = store_run_frame(store)
     if len(frame) == 0:
         raise UsageError("the store has no runs with a runtime to train on; import run tables "
                          "with 'jobgauge import' or pass --runs")
-    return frame.reset_index(drop=True), store.display_url if hasattr(store, "display_url") \
-        else "the store", notes
+    return frame, store.display_url if hasattr(store, "display_url") else "the store", notes
 
 
 def _fraction(value) -> str:
     return f"{100 * value:.1f} %"
 
 
-def training_summary(model, frame) -> dict:
-    """Counts and held-out error figures of a freshly trained model (for train's output)."""
-    import numpy as np
-
-    from jobgauge.models import model_name
-    from jobgauge.models._base import conformal_offsets
-
-    residuals = model.calibration_residuals_
-    relative = np.abs(np.expm1(residuals))
-    low, high = conformal_offsets(residuals, 0.8)
-    return {
-        "model": model_name(model),
-        "training_rows": len(frame),
-        "censored_rows": int(model.n_censored_),
-        "sources": {str(k): int(v) for k, v in frame["source"].value_counts().sort_index().items()},
-        "workloads": int(frame["workload"].nunique()),
-        "error_estimate_from": model.interval_source_,
-        "calibration_rows": len(residuals),
-        "calibration_mdape": float(np.median(relative)),
-        "calibration_p90_ape": float(np.quantile(relative, 0.9)),
-        "interval_80_factors": [float(math.exp(low)), float(math.exp(high))],
-    }
-
-
 # ------------------------------------------------------------------ commands
 def train_command(args) -> int:
-    from jobgauge.models import DEFAULT_MODEL, dumps_model, make_model, save_model
-    from jobgauge.models._params import validate_params
+    if args.with_prior and args.runs:
+        raise UsageError("--with-prior adds the shipped runs to the store's; with --runs "
+                         "name every table to learn from instead")
+    if args.lock:
+        from jobgauge.models._default import training_lock
 
+        with training_lock(args.lock) as free:
+            if not free:
+                print(f"another training holds {args.lock}; skipped", file=sys.stderr)
+                return 0
+            return _train(args)
+    return _train(args)
+
+
+def _train(args) -> int:
+    from jobgauge.models import dumps_model, save_model
+    from jobgauge.models._training import train_model
+
+    store_runs = None
+    if not args.runs and not args.out:
+        from jobgauge.store import open_store
+
+        store_runs = int(open_store(args.store).count_runs())
     frame, origin, notes = _training_frame(args)
+    profiles = None
     if args.profiles:
-        from jobgauge.models.evaluation import attach_reference_profiles
         from jobgauge.runtable import read_profile_records
 
-        frame = attach_reference_profiles(frame, read_profile_records(args.profiles))
-        profiled = frame.loc[frame["profile"].notna(), "workload"].nunique()
-        notes.append(f"reference profiles for {profiled} of {frame['workload'].nunique()} "
-                     f"workloads")
-    params = _parse_params(args.param)
-    params.setdefault("random_state", args.seed)
-    model = make_model(args.model or DEFAULT_MODEL, **params)
-    validate_params(model)  # a bad --param fails before any work
-    print(f"training {args.model or DEFAULT_MODEL} on {len(frame)} runs from {origin} ...",
-          file=sys.stderr, flush=True)
-    model.fit(frame)
-    summary = training_summary(model, frame)
-    summary["notes"] = notes
+        profiles = read_profile_records(args.profiles)
+    model, summary = train_model(frame, kind=args.kind, params=_parse_params(args.param),
+                                 profiles=profiles, seed=args.seed, origin=origin, notes=notes,
+                                 progress=sys.stderr)
     if args.out:
         save_model(model, args.out)
         summary["saved_to"] = str(args.out)
@@ -195,7 +176,9 @@ def train_command(args) -> int:
         from jobgauge.store import open_store
 
         store = open_store(args.store)
-        name = args.name or summary["model"]
+        if store_runs is not None:   # the retraining counts the store's runs added after these
+            summary["store_runs"] = store_runs
+        name = args.model_name or summary["model"]
         summary["store_model_id"] = int(store.save_model(name, summary["model"],
                                                          dumps_model(model), summary))
         summary["saved_to"] = f"store model {name!r}"
@@ -204,9 +187,9 @@ def train_command(args) -> int:
         return 0
     sources = ", ".join(f"{k}: {v}" for k, v in summary["sources"].items())
     print(f"trained {summary['model']} on {summary['training_rows']} runs "
-          f"({summary['censored_rows']} censored at a time limit) of {summary['workloads']} "
-          f"workloads [{sources}]")
-    for note in notes:
+          f"({summary['censored_rows']} censored at a time limit) of "
+          f"{len(summary['workloads'])} workloads [{sources}]")
+    for note in summary["notes"]:
         print(f"note: {note}")
     low, high = summary["interval_80_factors"]
     print(f"error on {summary['error_estimate_from']} ({summary['calibration_rows']} runs): "
@@ -217,15 +200,33 @@ def train_command(args) -> int:
     return 0
 
 
-def _load(args):
-    from jobgauge.models import load_model, loads_model
+def chosen_model(args, progress=None):
+    """(model, meta) of the model the command line names: ``--model PATH`` (a file; meta
+    without metrics), else the store's model ``--model-name NAME``, else the store's
+    newest model, trained on first need on a store without one
+    (``models._default.store_model``)."""
+    from jobgauge.models import load_model
 
+    if args.model and args.model_name:
+        raise UsageError("give --model PATH (a file) or --model-name NAME (in the store), not both")
     if args.model:
-        return load_model(args.model)
+        return load_model(args.model), {"name": str(args.model), "metrics": None}
     from jobgauge.store import open_store
 
-    _, payload = open_store(args.store).load_model(args.model_name)
-    return loads_model(payload)
+    store = open_store(args.store)
+    if args.model_name:
+        from jobgauge.models import loads_model
+
+        meta, payload = store.load_model(args.model_name)
+        return loads_model(payload), meta
+    from jobgauge.models._default import store_model
+
+    return store_model(store, progress=progress)
+
+
+def load_chosen_model(args):
+    """The model of :func:`chosen_model`, without its metadata."""
+    return chosen_model(args, progress=sys.stderr)[0]
 
 
 def predict_command(args) -> int:
@@ -235,27 +236,49 @@ def predict_command(args) -> int:
         raise UsageError("nothing to predict: give --runs FILE.csv or --workload W --datasize D")
     if not 0 < args.coverage < 1:
         raise UsageError(f"--coverage must be between 0 and 1, got {args.coverage}")
-    if args.workload and args.datasize is None:
-        raise UsageError("--workload needs --datasize (a size label such as sf1 or huge)")
-    config = _parse_assignments(args.conf, "--conf")
-    model = _load(args)
+    config = parse_key_values(args.conf, "--conf", settings=True)
     if args.runs:
-        return _predict_table(model, args)
-    from jobgauge.models import predict_one
+        return _predict_table(load_chosen_model(args), args)
+    from jobgauge.job import Cluster, Job
+    from jobgauge.models import predict_job
 
-    result = predict_one(model, workload=args.workload, datasize=args.datasize,
-                         config=config,
-                         framework=args.framework, instance_type=args.instance_type,
-                         instance_count=args.instance_count, vcpus=args.vcpus,
-                         memory_gib=args.memory_gib, input_bytes=args.input_bytes,
-                         coverage=args.coverage)
+    datasize, input_bytes, profile, history = _job_size(args)
+    model = load_chosen_model(args)
+    cluster = Cluster.named(args.instance_type, args.instance_count, settings=config,
+                            vcpus=args.vcpus, memory_gib=args.memory_gib)
+    job = Job(args.workload, datasize, cluster, config, framework=args.framework,
+              input_bytes=input_bytes, profile=profile)
+    result = predict_job(model, job, coverage=args.coverage)
     if args.json:
-        print(json.dumps({**result, "coverage": args.coverage}))
+        print(json.dumps({**result, "coverage": args.coverage, "datasize": datasize,
+                          "input_bytes": input_bytes, "history_runs": history}))
         return 0
-    print(f"{args.workload} ({args.datasize}) on {args.instance_count} x {args.instance_type}: "
+    size = datasize if datasize or input_bytes is None else \
+        f"{input_bytes / 2 ** 20:.1f} MiB of input"
+    print(f"{args.workload} ({size}) on {args.instance_count} x {args.instance_type}: "
           f"{result['runtime_s']:.1f} s ({int(args.coverage * 100)} % interval "
           f"{result['low_s']:.1f} .. {result['high_s']:.1f} s)")
     return 0
+
+
+def _job_size(args) -> tuple:
+    """(size label, input bytes, profile summary, runs of the job in the store) of
+    ``predict --workload``: ``--datasize`` and ``--input-bytes`` as given; a job
+    without a size label (a user's own job) is sized by its input bytes, and takes
+    the input bytes and profile of its newest run in the store when it has runs."""
+    history = {"runs": 0, "datasize": "", "input_bytes": None, "profile": None}
+    if args.datasize is None or args.input_bytes is None:
+        from jobgauge.models._default import job_history
+        from jobgauge.store import open_store
+
+        history = job_history(open_store(args.store), args.workload, args.framework)
+    datasize = args.datasize if args.datasize is not None else history["datasize"]
+    input_bytes = args.input_bytes if args.input_bytes is not None else history["input_bytes"]
+    if args.datasize is None and not datasize and input_bytes is None:
+        raise UsageError(f"--workload needs --datasize (a size label such as sf1 or huge) "
+                         f"or --input-bytes: the store has no runs of {args.workload!r} to "
+                         f"take its input size from")
+    return datasize or "", input_bytes, history["profile"], history["runs"]
 
 
 def _predict_table(model, args) -> int:

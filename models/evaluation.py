@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import time
 from pathlib import Path
 
@@ -40,8 +41,11 @@ import numpy as np
 
 from jobgauge.errors import UsageError
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+#: The shared Scout and C3O run tables: ``$JOBGAUGE_SHARED_DATASETS``, else
+#: ``../shared/datasets`` from the current folder (as in the README's examples).
+SHARED_DATASETS_ENV = "JOBGAUGE_SHARED_DATASETS"
+#: Where reports go unless told: ``bench/reports`` in the current folder.
+DEFAULT_REPORT_DIR = Path("bench") / "reports"
 EVAL_VERSION = 4
 PROTOCOLS = {
     "configs": "(a) held-out configurations",
@@ -74,15 +78,21 @@ QUICK_PARAMS = {"fc": {"epochs": 20, "n_networks": 1}, "rnn": {"epochs": 20, "n_
 
 
 def default_run_tables() -> list[Path]:
-    """The shared Scout and C3O tables plus the local runs in data/runs."""
-    paths = [SHARED_DATASETS / "scout_multinode.csv", SHARED_DATASETS / "c3o_emr.csv"]
-    paths += sorted((REPO / "data" / "runs").glob("*.csv.gz"))
+    """The shared Scout and C3O tables (where they exist) plus the runs shipped in
+    :mod:`jobgauge.data`."""
+    from jobgauge.data import run_tables
+
+    shared = Path(os.environ.get(SHARED_DATASETS_ENV) or Path("..") / "shared" / "datasets")
+    paths = [shared / "scout_multinode.csv", shared / "c3o_emr.csv", *run_tables()]
     return [p for p in paths if p.is_file()]
 
 
 # ------------------------------------------------------------- profiles
 def default_profile_files() -> list[Path]:
-    return sorted((REPO / "data" / "profiles").glob("*.jsonl*"))
+    """The profile records shipped in :mod:`jobgauge.data`."""
+    from jobgauge.data import profile_files
+
+    return profile_files()
 
 
 def _record_dag(record):
@@ -420,7 +430,7 @@ def run_evaluation(paths, *, protocols=None, models=None, out_dir=None, quick=Fa
     models = list(models or DEFAULT_MODELS)
     for name in models:
         model_from_spec(name)  # raises a clear error for an unknown name
-    out = Path(out_dir) if out_dir else REPO / "bench" / "reports"
+    out = Path(out_dir) if out_dir else DEFAULT_REPORT_DIR
     cache_dir = out / "cache" if use_cache else None
     frames = load_evaluation_frames(paths, profile_paths)
     tasks = []

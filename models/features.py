@@ -14,8 +14,9 @@ columns) into a dense float matrix without missing values:
   label such as ``sf0.1`` and the HiBench size ordinal
   (tiny < small < medium < large < huge < gigantic < bigdata);
 - knobs from ``config``: numbers, booleans and sizes/durations (``"10m"``,
-  ``"64MB"``, ``"120s"``) as numbers, with Spark/Hadoop/Hive defaults for rows
-  that do not set a known knob; small categorical knobs one-hot;
+  ``"64MB"``, ``"120s"``, read by ``jobgauge.units``) as numbers, with the
+  engine defaults of the knob table (``jobgauge.knobs``) for rows that do not
+  set a knob; small categorical knobs one-hot;
 - one-hot instance family, framework and workload for the values seen in
   training (unseen ones are all-zero, so they still get a prediction from the
   numeric features);
@@ -40,64 +41,18 @@ import re
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from jobgauge.errors import ModelError, NotFittedError
+from jobgauge.errors import ModelError, NotFittedError, UsageError
+from jobgauge.knobs import defaults_as_text
+from jobgauge.units import parse_quantity
 
 HIBENCH_SIZES = ("tiny", "small", "medium", "large", "huge", "gigantic", "bigdata")
 REQUIRED_COLUMNS = ("workload", "framework", "instance_type", "instance_count", "vcpus")
 LAYOUT_KEYS = ("spark.executor.instances", "spark.executor.cores", "spark.executor.memory")
 
-# Defaults of common knobs, used for rows that do not set them (the job then
-# ran with the engine's default, which is a known value, not a missing one).
-KNOB_DEFAULTS = {
-    "spark.sql.shuffle.partitions": "200",
-    "spark.memory.fraction": "0.6",
-    "spark.memory.storageFraction": "0.5",
-    "spark.sql.autoBroadcastJoinThreshold": "10m",
-    "spark.sql.adaptive.enabled": "true",
-    "spark.sql.adaptive.coalescePartitions.enabled": "true",
-    "spark.sql.adaptive.skewJoin.enabled": "true",
-    "spark.sql.codegen.wholeStage": "true",
-    "spark.sql.files.maxPartitionBytes": "128m",
-    "spark.sql.inMemoryColumnarStorage.batchSize": "10000",
-    "spark.sql.inMemoryColumnarStorage.compressed": "true",
-    "spark.shuffle.compress": "true",
-    "spark.shuffle.spill.compress": "true",
-    "spark.shuffle.file.buffer": "32k",
-    "spark.shuffle.sort.bypassMergeThreshold": "200",
-    "spark.reducer.maxSizeInFlight": "48m",
-    "spark.rdd.compress": "false",
-    "spark.io.compression.codec": "lz4",
-    "spark.io.compression.lz4.blockSize": "32k",
-    "spark.serializer": "org.apache.spark.serializer.JavaSerializer",
-    "spark.kryoserializer.buffer.max": "64m",
-    "spark.broadcast.blockSize": "4m",
-    "spark.broadcast.compress": "true",
-    "spark.speculation": "false",
-    "spark.locality.wait": "3s",
-    "spark.task.cpus": "1",
-    "spark.driver.memory": "1g",
-    "spark.driver.cores": "1",
-    "mapreduce.job.reduces": "1",
-    "mapreduce.task.io.sort.mb": "100",
-    "mapreduce.task.io.sort.factor": "10",
-    "mapreduce.map.memory.mb": "1024",
-    "mapreduce.reduce.memory.mb": "1024",
-    "mapreduce.map.output.compress": "false",
-    "mapreduce.output.fileoutputformat.compress": "false",
-    "mapreduce.reduce.shuffle.parallelcopies": "5",
-    "mapreduce.job.reduce.slowstart.completedmaps": "0.05",
-    "hive.exec.reducers.bytes.per.reducer": "256000000",
-    "hive.auto.convert.join": "true",
-    "hive.vectorized.execution.enabled": "true",
-    "hive.exec.parallel": "false",
-}
+# Engine defaults of the knobs (jobgauge.knobs), used for rows that do not set
+# them: the job then ran with the engine's default, a known value, not a missing one.
+KNOB_DEFAULTS = defaults_as_text()
 
-_SIZE_UNITS = {"b": 1, "k": 2 ** 10, "kb": 2 ** 10, "kib": 2 ** 10, "m": 2 ** 20, "mb": 2 ** 20,
-               "mib": 2 ** 20, "g": 2 ** 30, "gb": 2 ** 30, "gib": 2 ** 30, "t": 2 ** 40,
-               "tb": 2 ** 40, "tib": 2 ** 40, "p": 2 ** 50, "pb": 2 ** 50, "pib": 2 ** 50}
-_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0,
-               "h": 3600.0, "d": 86400.0}
-_QUANTITY = re.compile(r"^\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([a-zA-Z]*)\s*$")
 _SCALE_FACTOR = re.compile(r"^sf(\d+(?:\.\d+)?)(?:\b|_|-|$)", re.IGNORECASE)
 _HIBENCH_LABEL = re.compile(r"^(" + "|".join(HIBENCH_SIZES) + r")(?:\b|_|-|$)", re.IGNORECASE)
 
@@ -113,7 +68,9 @@ def parse_knob(value):
     """A knob value as a float where it is a number, boolean, size or duration, else a str.
 
     Sizes use binary units as Spark does (``"10m"`` is 10 MiB); durations need
-    a time unit (``"120s"``, ``"5min"``, ``"100ms"``).
+    a time unit (``"120s"``, ``"5min"``, ``"100ms"``).  Numbers, sizes and
+    durations are read by :func:`jobgauge.units.parse_quantity`; any other text
+    is a category.
 
     >>> parse_knob("64MB"), parse_knob("true"), parse_knob("120s"), parse_knob("lz4")
     (67108864.0, 1.0, 120.0, 'lz4')
@@ -130,16 +87,10 @@ def parse_knob(value):
         return 1.0
     if lowered in ("false", "no", "off"):
         return 0.0
-    match = _QUANTITY.match(text)
-    if match:
-        number, unit = float(match.group(1)), match.group(2).lower()
-        if unit == "":
-            return number
-        if unit in _SIZE_UNITS:
-            return number * _SIZE_UNITS[unit]
-        if unit in _TIME_UNITS:
-            return number * _TIME_UNITS[unit]
-    return text
+    try:
+        return parse_quantity(text)
+    except UsageError:
+        return text
 
 
 def size_scale(label) -> tuple[float, float]:

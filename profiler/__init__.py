@@ -5,7 +5,9 @@ Readers (each returns a :class:`Profile`):
 - ``read_eventlog(path)``: Spark event logs of every version, plain, lz4,
   snappy or zstd, single files, rolling ``eventlog_v2_*`` folders and the
   Spark 1.x folder layout, in one streaming pass;
-- ``read_history(url)``: the Spark History Server REST API;
+- ``read_history(url)``: the Spark History Server REST API, read through
+  ``SparkRestClient`` (``sparkrest``: the one client of Spark's REST API, for a
+  History Server, a driver UI and the running-jobs page alike);
 - ``read_mapreduce(path)``: MapReduce ``.jhist``, job conf XML, counter dumps,
   MR1 history;
 - ``read_profile(path_or_url)``: any of the above, sniffed from the content.
@@ -29,7 +31,7 @@ _EXPORTS = {
     "read_mapreduce": "jobgauge.profiler.mapreduce",
     "read_profile": "jobgauge.profiler.profile_cli",
     "run_workload": "jobgauge.profiler.runner", "run_batch": "jobgauge.profiler.runner",
-    "WarmRunner": "jobgauge.profiler.runner",
+    "WarmRunner": "jobgauge.profiler._warm",
     "query_profile": "jobgauge.profiler.runner",
     "collect": "jobgauge.profiler.collect",
     "run_mapreduce_job": "jobgauge.profiler.hadoop_runner",
@@ -37,6 +39,8 @@ _EXPORTS = {
     "EventLogTail": "jobgauge.profiler.live", "ProgressTracker": "jobgauge.profiler.live",
     "ProgressSnapshot": "jobgauge.profiler.live", "read_snapshot": "jobgauge.profiler.live",
     "read_rest_snapshot": "jobgauge.profiler.live", "LiveSourceError": "jobgauge.profiler.live",
+    "SparkRestClient": "jobgauge.profiler.sparkrest",
+    "SparkRestError": "jobgauge.profiler.sparkrest",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -19,6 +19,12 @@ An event log reaches us in one of these shapes, all written by real Spark:
 
 Everything is streamed in 1 MiB chunks, so memory does not grow with the
 size of the log; a single line longer than ``MAX_LINE_BYTES`` is an error.
+
+Both readers use this module: the batch reader (``read_eventlog``) opens each
+part as one stream (:func:`open_part`), the live tail
+(``jobgauge.profiler.live.EventLogTail``) reads a part that is still growing,
+a few appended bytes at a time (:class:`GrowingPart`).  Each codec is one
+incremental decoder (``feed(bytes) -> bytes``) that both share.
 """
 
 from __future__ import annotations
@@ -71,6 +77,7 @@ class LogLayout:
     parts: list[LogPart]
     layout: str                      # "file", "rolling", "legacy-dir"
     in_progress: bool = False
+    marked: bool = True              # False: no file name says whether it still runs
     app_id_hint: str | None = None   # from the file or folder name
     version_hint: str | None = None  # from a SPARK_VERSION_ marker
     notes: list[str] = field(default_factory=list)
@@ -146,7 +153,8 @@ def resolve_layout(path) -> LogLayout:
     if legacy:
         return _legacy_layout(path, entries, legacy)
     if path.name.startswith(_ROLLING_PREFIX):
-        raise ParseError("rolling event log folder holds no events_<n>_<app> files", path=path,
+        raise ParseError("folder holds no Spark event log files: the rolling log folder "
+                         "holds no events_<n>_<app> files", path=path,
                          expected="events_1_<app id>[.lz4|.snappy|.zstd]")
     raise ParseError("folder is not a Spark event log", path=path,
                      expected="an eventlog_v2_<app> folder with events_<n>_<app> files, "
@@ -175,6 +183,7 @@ def _rolling_layout(path, entries, rolling) -> LogLayout:
     status = [p.name for p in entries if p.name.startswith("appstatus_")]
     layout.in_progress = any(n.endswith(".inprogress") for n in status) or not status
     if not status:
+        layout.marked = False
         layout.notes.append("no appstatus_ marker file in the rolling log folder")
     return layout
 
@@ -197,6 +206,11 @@ def _legacy_layout(path, entries, legacy) -> LogLayout:
 
 
 # --- decompression -------------------------------------------------------------------------
+#
+# Each codec is an incremental decoder: ``feed(compressed bytes) -> text bytes``, in pieces
+# of any size, as they are read from a finished file or as a growing file gets them.  The
+# batch reader wraps one in a stream (``open_part``); the live tail (``GrowingPart``) feeds
+# it what was appended since its last read.
 
 class CodecError(Exception):
     """A compressed stream is corrupt (raised inside read, turned into ParseError)."""
@@ -223,52 +237,51 @@ class _CountingFile(io.RawIOBase):
         super().close()
 
 
-class _BlockStream(io.RawIOBase):
-    """A raw stream built from a sequence of decompressed blocks."""
+class PlainDecoder:
+    """Uncompressed text: bytes pass through."""
 
-    def __init__(self, raw):
-        self._raw = raw
-        self._pending = memoryview(b"")
-        self._done = False
-        self.truncated = False      # the stream ended inside a block
-        self.offset = 0             # compressed bytes consumed
+    truncated = False
 
-    def readable(self):
-        return True
-
-    def _read_exact(self, n: int) -> bytes:
-        chunks, need = [], n
-        while need:
-            chunk = self._raw.read(need)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            need -= len(chunk)
-        data = b"".join(chunks)
-        self.offset += len(data)
+    def feed(self, data: bytes) -> bytes:
         return data
 
-    def _next_block(self) -> bytes | None:  # pragma: no cover - abstract
+
+class _BlockDecoder:
+    """Streams of length-prefixed blocks: gathers bytes until a block is whole.
+
+    ``offset`` counts the compressed bytes of the blocks decoded so far, so an
+    error names the byte its block starts at; ``truncated`` is true while the
+    bytes fed end inside a block.
+    """
+
+    def __init__(self):
+        self.offset = 0
+        self._pending = b""
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self._pending)
+
+    def feed(self, data: bytes) -> bytes:
+        buffer = self._pending + data if self._pending else data
+        view, at, out = memoryview(buffer), 0, []
+        while True:
+            block, used = self._next_block(view[at:], self.offset)
+            if not used:
+                break
+            at += used
+            self.offset += used
+            if block:
+                out.append(block)
+        self._pending = bytes(view[at:])
+        return b"".join(out)
+
+    def _next_block(self, buf, start: int) -> tuple[bytes, int]:  # pragma: no cover
+        """(text of the first block of ``buf``, bytes it used); (b"", 0) if it is not whole."""
         raise NotImplementedError
 
-    def readinto(self, buffer):
-        while not self._pending and not self._done:
-            block = self._next_block()
-            if block is None:
-                self._done = True
-            else:
-                self._pending = memoryview(block)
-        n = min(len(buffer), len(self._pending))
-        buffer[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
-        return n
 
-    def close(self):
-        self._raw.close()
-        super().close()
-
-
-class Lz4BlockStream(_BlockStream):
+class Lz4Decoder(_BlockDecoder):
     """lz4-java's ``LZ4BlockOutputStream`` framing, as Spark's LZ4 codec writes it.
 
     Each block: ``LZ4Block`` magic, a token byte (method in the high nibble:
@@ -281,45 +294,39 @@ class Lz4BlockStream(_BlockStream):
 
     _HEADER = struct.Struct("<8sBiii")
 
-    def _next_block(self):
+    def _next_block(self, buf, start):
+        if len(buf) < self._HEADER.size:
+            if not _LZ4_MAGIC.startswith(bytes(buf[:8])):
+                raise CodecError(f"bad LZ4 block header at byte {start}")
+            return b"", 0
+        magic, token, clen, dlen, _checksum = self._HEADER.unpack_from(buf)
+        method = token & 0xF0
+        if magic != _LZ4_MAGIC or method not in (0x10, 0x20) or not (
+                0 <= clen <= (1 << 27) and 0 <= dlen <= (1 << 26)):
+            raise CodecError(f"bad LZ4 block header at byte {start}")
+        end = self._HEADER.size + clen
+        if dlen == 0 and clen == 0:
+            return b"", end                   # end of one stream; maybe another follows
+        if len(buf) < end:
+            return b"", 0
+        data = bytes(buf[self._HEADER.size:end])
+        if method == 0x10:
+            if clen != dlen:
+                raise CodecError(f"bad raw LZ4 block at byte {start}")
+            return data, end
         import lz4.block
 
-        while True:
-            start = self.offset
-            header = self._read_exact(self._HEADER.size)
-            if not header:
-                return None
-            if len(header) < self._HEADER.size:
-                if not _LZ4_MAGIC.startswith(header[:8]):
-                    raise CodecError(f"bad LZ4 block header at byte {start}")
-                self.truncated = True
-                return None
-            magic, token, clen, dlen, _checksum = self._HEADER.unpack(header)
-            method = token & 0xF0
-            if magic != _LZ4_MAGIC or method not in (0x10, 0x20) or not (
-                    0 <= clen <= (1 << 27) and 0 <= dlen <= (1 << 26)):
-                raise CodecError(f"bad LZ4 block header at byte {start}")
-            if dlen == 0 and clen == 0:
-                continue                      # end of one stream; maybe another follows
-            data = self._read_exact(clen)
-            if len(data) < clen:
-                self.truncated = True
-                return None
-            if method == 0x10:
-                if clen != dlen:
-                    raise CodecError(f"bad raw LZ4 block at byte {start}")
-                return data
-            try:
-                block = lz4.block.decompress(data, uncompressed_size=dlen)
-            except Exception as exc:  # lz4.block.LZ4BlockError
-                raise CodecError(f"corrupt LZ4 block at byte {start}: {exc}") from exc
-            if len(block) != dlen:
-                raise CodecError(f"corrupt LZ4 block at byte {start}: "
-                                 f"{len(block)} bytes, header says {dlen}")
-            return block
+        try:
+            block = lz4.block.decompress(data, uncompressed_size=dlen)
+        except Exception as exc:  # lz4.block.LZ4BlockError
+            raise CodecError(f"corrupt LZ4 block at byte {start}: {exc}") from exc
+        if len(block) != dlen:
+            raise CodecError(f"corrupt LZ4 block at byte {start}: "
+                             f"{len(block)} bytes, header says {dlen}")
+        return block, end
 
 
-class XerialSnappyStream(_BlockStream):
+class XerialSnappyDecoder(_BlockDecoder):
     """snappy-java's ``SnappyOutputStream`` framing, as Spark's snappy codec writes it.
 
     A 16-byte header (``\\x82SNAPPY\\x00``, version and compatible version as
@@ -327,106 +334,233 @@ class XerialSnappyStream(_BlockStream):
     raw snappy block.  Concatenated streams (the header again) are accepted.
     """
 
-    def _next_block(self):
+    def _next_block(self, buf, start):
+        if len(buf) < 4:
+            return b"", 0
+        if bytes(buf[:4]) == _XERIAL_SNAPPY_MAGIC[:4]:
+            if len(buf) < 16:
+                return b"", 0
+            if bytes(buf[:8]) != _XERIAL_SNAPPY_MAGIC:
+                raise CodecError(f"bad snappy stream header at byte {start}")
+            return b"", 16
+        (clen,) = struct.unpack_from(">i", buf)
+        if not 0 <= clen <= (1 << 27):
+            raise CodecError(f"bad snappy block length {clen} at byte {start}")
+        if len(buf) < 4 + clen:
+            return b"", 0
         import snappy
 
-        while True:
-            start = self.offset
-            size = self._read_exact(4)
-            if not size:
-                return None
-            if len(size) < 4:
-                self.truncated = True
-                return None
-            if size == _XERIAL_SNAPPY_MAGIC[:4]:
-                rest = self._read_exact(12)
-                if len(rest) < 12:
-                    self.truncated = True
-                    return None
-                if size + rest[:4] != _XERIAL_SNAPPY_MAGIC:
-                    raise CodecError(f"bad snappy stream header at byte {start}")
-                continue
-            (clen,) = struct.unpack(">i", size)
-            if not 0 <= clen <= (1 << 27):
-                raise CodecError(f"bad snappy block length {clen} at byte {start}")
-            data = self._read_exact(clen)
-            if len(data) < clen:
-                self.truncated = True
-                return None
-            try:
-                return snappy.uncompress(data)
-            except Exception as exc:  # snappy.UncompressError
-                raise CodecError(f"corrupt snappy block at byte {start}: {exc}") from exc
+        try:
+            return snappy.uncompress(bytes(buf[4:4 + clen])), 4 + clen
+        except Exception as exc:  # snappy.UncompressError
+            raise CodecError(f"corrupt snappy block at byte {start}: {exc}") from exc
 
 
-class FramedSnappyStream(_BlockStream):
+class FramedSnappyDecoder:
     """The snappy framing format (``\\xff\\x06\\x00\\x00sNaPpY`` chunks)."""
 
-    def __init__(self, raw):
-        super().__init__(raw)
+    truncated = False
+
+    def __init__(self):
         import snappy
 
         self._decompressor = snappy.StreamDecompressor()
+        self.offset = 0
 
-    def _next_block(self):
-        while True:
-            data = self._read_exact(CHUNK_BYTES)
-            if not data:
-                return None
-            try:
-                out = self._decompressor.decompress(data)
-            except Exception as exc:
-                raise CodecError(f"corrupt snappy frame near byte {self.offset}: {exc}") from exc
-            if out:
-                return out
+    def feed(self, data: bytes) -> bytes:
+        try:
+            out = self._decompressor.decompress(data)
+        except Exception as exc:
+            raise CodecError(f"corrupt snappy frame near byte {self.offset}: {exc}") from exc
+        self.offset += len(data)
+        return out
 
 
-class ZstdStream(_BlockStream):
-    """zstd frames (one or more).  A frame cut short yields what it holds."""
+class ZstdDecoder:
+    """zstd frames, one after another, as Spark's zstd codec writes them.
 
-    def __init__(self, raw):
-        super().__init__(raw)
+    A frame cut short (a log still being written) yields what it holds so far;
+    the rest comes with the next bytes fed.
+    """
+
+    truncated = False
+
+    def __init__(self):
         import zstandard
 
+        self._factory = zstandard.ZstdDecompressor()
         self._error = zstandard.ZstdError
-        self._reader = zstandard.ZstdDecompressor().stream_reader(
-            raw, read_across_frames=True, closefd=False)
+        self._frame = self._factory.decompressobj()
 
-    def _next_block(self):
-        try:
-            data = self._reader.read(CHUNK_BYTES)
-        except self._error as exc:
-            raise CodecError(f"corrupt zstd data: {exc}") from exc
-        return data or None
+    def feed(self, data: bytes) -> bytes:
+        out = []
+        while data:
+            try:
+                out.append(self._frame.decompress(data))
+            except self._error as exc:
+                raise CodecError(f"corrupt zstd data: {exc}") from exc
+            if not self._frame.eof:
+                break
+            data = self._frame.unused_data
+            self._frame = self._factory.decompressobj()
+        return b"".join(out)
+
+
+HEAD_BYTES = 16          # enough to sniff every codec's magic
+
+
+def new_decoder(part: LogPart, head: bytes):
+    """The decoder for a part whose data starts with ``head``, and its codec name.
+
+    The data decides (a name without a codec may hold compressed data); a name
+    that promises a codec the data lacks, or LZF, is a :class:`ParseError`.
+    """
+    sniffed = sniff_codec(head)
+    if part.codec == "lzf" or (sniffed is None and head.startswith(_LZF_MAGIC) and part.codec):
+        raise ParseError("LZF-compressed event logs are not supported", path=part.path,
+                         expected="plain, lz4, snappy or zstd (spark.eventLog.compression.codec)")
+    if part.codec and sniffed is None and head:
+        raise ParseError(f"bad {part.codec} data: the file name says {part.codec} but the "
+                         f"data is not {part.codec}-compressed", path=part.path, line=1,
+                         expected=f"a {part.codec} stream", snippet=_text(head))
+    if sniffed == "lz4":
+        return Lz4Decoder(), sniffed
+    if sniffed == "snappy":
+        if head.startswith(_FRAMED_SNAPPY_MAGIC):
+            return FramedSnappyDecoder(), sniffed
+        return XerialSnappyDecoder(), sniffed
+    if sniffed == "zstd":
+        return ZstdDecoder(), sniffed
+    return PlainDecoder(), None
+
+
+class DecodedStream(io.RawIOBase):
+    """A readable stream of a decoder's output over a raw compressed stream."""
+
+    def __init__(self, raw, decoder):
+        self._raw = raw
+        self._decoder = decoder
+        self._pending = memoryview(b"")
+        self._done = False
+
+    @property
+    def truncated(self) -> bool:
+        """The stream ended inside a block."""
+        return self._done and self._decoder.truncated
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        while not self._pending and not self._done:
+            data = self._raw.read(CHUNK_BYTES)
+            if not data:
+                self._done = True
+            else:
+                self._pending = memoryview(self._decoder.feed(data))
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def close(self):
+        self._raw.close()
+        super().close()
 
 
 def open_part(part: LogPart, on_read=None):
     """A binary stream of the part's decompressed text, and the codec it used."""
     handle = open(part.path, "rb")  # noqa: SIM115 - closed by the caller
     try:
-        head = handle.peek(16)[:16] if hasattr(handle, "peek") else b""
-        sniffed = sniff_codec(head)
-        if part.codec == "lzf" or (sniffed is None and head.startswith(_LZF_MAGIC)
-                                   and part.codec):
-            raise ParseError("LZF-compressed event logs are not supported", path=part.path,
-                             expected="plain, lz4, snappy or zstd")
-        if part.codec and sniffed is None and head:
-            raise ParseError(f"file name says {part.codec} but the data is not "
-                             f"{part.codec}-compressed", path=part.path, line=1,
-                             expected=f"a {part.codec} stream", snippet=_text(head))
+        head = handle.peek(HEAD_BYTES)[:HEAD_BYTES] if hasattr(handle, "peek") else b""
+        decoder, codec = new_decoder(part, head)
         raw = _CountingFile(handle, on_read)
-        if sniffed == "lz4":
-            return Lz4BlockStream(raw), sniffed
-        if sniffed == "snappy":
-            if head.startswith(_FRAMED_SNAPPY_MAGIC):
-                return FramedSnappyStream(raw), sniffed
-            return XerialSnappyStream(raw), sniffed
-        if sniffed == "zstd":
-            return ZstdStream(raw), sniffed
-        return raw, None
+        return (raw if codec is None else DecodedStream(raw, decoder)), codec
     except BaseException:
         handle.close()
         raise
+
+
+class GrowingPart:
+    """One part of an event log that may still grow, read a bit at a time.
+
+    Each :meth:`read_lines` reads the bytes appended since the last call,
+    decodes them with the part's codec (chosen from its first bytes, as
+    :func:`open_part` does) and returns the lines now complete, numbered from
+    1; an unfinished last line waits for the next call, or for :meth:`rest`
+    once the log is finished.  Spark renames ``<part>.inprogress`` to
+    ``<part>`` when the application ends: the part follows the rename.
+    """
+
+    def __init__(self, part: LogPart):
+        self.part = part
+        self.offset = 0               # file bytes read
+        self.line_no = 0              # lines returned
+        self._decoder = None
+        self._head = b""              # first bytes, until there are enough to sniff the codec
+        self._partial = b""
+
+    @property
+    def path(self) -> Path:
+        return self.part.path
+
+    def _read_appended(self) -> bytes:
+        for attempt in (0, 1):
+            try:
+                with open(self.part.path, "rb") as handle:
+                    handle.seek(self.offset)
+                    data = handle.read()
+                break
+            except FileNotFoundError:
+                name, in_progress = _strip_inprogress(self.part.path.name)
+                final = self.part.path.with_name(name)
+                if attempt or not in_progress or not final.exists():
+                    raise
+                self.part = LogPart(final, self.part.codec)
+        self.offset += len(data)
+        return data
+
+    def _decode(self, data: bytes, *, final: bool) -> bytes:
+        if self._decoder is None:
+            self._head += data
+            if len(self._head) < HEAD_BYTES and not final:
+                return b""
+            data, self._head = self._head, b""
+            self._decoder, _codec = new_decoder(self.part, data[:HEAD_BYTES])
+        try:
+            return self._decoder.feed(data)
+        except CodecError as exc:
+            raise ParseError(str(exc), path=self.part.path, line=self.line_no + 1,
+                             expected="an intact compressed stream") from exc
+
+    def read_lines(self, *, final: bool = False) -> list[tuple[int, bytes]]:
+        """The lines completed since the last call, as ``(line number, bytes)``.
+
+        ``final``: the file will not grow any more (decide its codec even
+        from fewer bytes than a codec's magic).
+        """
+        text = self._decode(self._read_appended(), final=final)
+        if not text:
+            return []
+        lines = (self._partial + text).split(b"\n")
+        self._partial = lines.pop()
+        if len(self._partial) > MAX_LINE_BYTES:
+            raise ParseError(f"line longer than {MAX_LINE_BYTES} bytes", path=self.part.path,
+                             line=self.line_no + 1, expected="one JSON event per line",
+                             snippet=_text(self._partial))
+        out = []
+        for line in lines:
+            self.line_no += 1
+            out.append((self.line_no, line))
+        return out
+
+    def rest(self) -> tuple[int, bytes] | None:
+        """The unfinished last line, once the log is finished (None if there is none)."""
+        if not self._partial.strip():
+            return None
+        self.line_no += 1
+        line, self._partial = self._partial, b""
+        return self.line_no, line
 
 
 def _text(data: bytes) -> str:

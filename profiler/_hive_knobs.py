@@ -5,8 +5,11 @@ reads most Hive knobs, so a tuner that sets ``hive.auto.convert.join=false``
 there would measure nothing.  :func:`translate_knobs` turns the requested
 knobs into the settings that really change the plan:
 
-- ``HIVE_TO_SPARK``: Hive knobs with a Spark SQL equivalent (translated);
-- ``IGNORED_KNOBS``: Hive knobs with none (not sent; the reason is kept);
+- ``HIVE_TO_SPARK``: Hive knobs with a Spark SQL equivalent a session can
+  set (translated), read from the knob table's one mapping of equivalents,
+  ``jobgauge.knobs.EQUIVALENTS``;
+- ``IGNORED_KNOBS``: Hive knobs with none, or whose equivalent is fixed when
+  the server starts (not sent; the reason is kept);
 - every other key (``spark.sql.*`` and unknown ``hive.*``) is sent as given.
 
 Order: translations first, then knobs given in Spark's own words override
@@ -20,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from jobgauge import knobs as knob_table
 from jobgauge.errors import UsageError
 
 BROADCAST = "spark.sql.autoBroadcastJoinThreshold"
@@ -27,20 +31,22 @@ ADVISORY = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 # Hive's own default for hive.auto.convert.join.noconditionaltask.size, used when
 # hive.auto.convert.join=true is asked for without a size.
-HIVE_DEFAULT_JOIN_SIZE = 10_000_000
+HIVE_DEFAULT_JOIN_SIZE = knob_table.knob("hive.auto.convert.join.noconditionaltask.size").default
+_KINDS = {"bool": "bool", "size": "bytes", "int": "int"}
+
+
+def _session_equivalents() -> dict:
+    """Hive knob -> (Spark SQL setting, kind of value) for the table's equivalents
+    (``jobgauge.knobs.EQUIVALENTS``) that a running Spark session can apply."""
+    out = {}
+    for name, (targets, _relation) in knob_table.EQUIVALENTS.items():
+        if all(knob_table.restart_level(t) == "session" for t in targets):
+            out[name] = (targets[0], _KINDS[knob_table.knob(name).kind])
+    return out
+
 
 # Hive knob -> (Spark SQL setting, kind of value); kind "bytes" and "int" are whole numbers.
-HIVE_TO_SPARK = {
-    "hive.auto.convert.join": (BROADCAST, "bool"),
-    "hive.auto.convert.join.noconditionaltask.size": (BROADCAST, "bytes"),
-    "hive.mapjoin.smalltable.filesize": (BROADCAST, "bytes"),
-    "hive.exec.reducers.bytes.per.reducer": (ADVISORY, "bytes"),
-    "hive.exec.reducers.max": (SHUFFLE_PARTITIONS, "int"),
-    "mapred.reduce.tasks": (SHUFFLE_PARTITIONS, "int"),
-    "mapreduce.job.reduces": (SHUFFLE_PARTITIONS, "int"),
-    "hive.optimize.skewjoin": ("spark.sql.adaptive.skewJoin.enabled", "bool"),
-    "hive.cbo.enable": ("spark.sql.cbo.enabled", "bool"),
-}
+HIVE_TO_SPARK = _session_equivalents()
 
 _FIXED_AT_START = ("resources are fixed when the Thrift server starts "
                    "(jobgauge hive start --conf spark.driver.memory=...)")
@@ -49,8 +55,6 @@ IGNORED_KNOBS = {
     "hive.exec.parallel.thread.number": "Spark SQL has no switch for running independent "
                                         "stages in parallel",
     "hive.execution.engine": "the engine of a Spark Thrift server is always Spark SQL",
-    "hive.vectorized.execution.enabled": "Spark SQL always uses whole-stage code generation "
-                                         "and its vectorized Parquet reader",
     "hive.vectorized.execution.reduce.enabled": "Spark SQL always uses whole-stage code "
                                                 "generation",
     "hive.map.aggr": "Spark SQL always aggregates partially before a shuffle",
@@ -59,7 +63,6 @@ IGNORED_KNOBS = {
     "hive.fetch.task.conversion": "Spark SQL has no fetch tasks",
     "hive.compute.query.using.stats": "no Spark SQL equivalent",
     "hive.stats.fetch.column.stats": "Spark SQL reads column statistics after ANALYZE TABLE",
-    "hive.exec.compress.intermediate": "shuffle compression is fixed when the server starts",
     "hive.exec.compress.output": "a query that returns rows writes no output files",
     "hive.merge.mapfiles": "a query that returns rows writes no output files",
     "hive.merge.mapredfiles": "a query that returns rows writes no output files",
@@ -69,6 +72,10 @@ IGNORED_KNOBS = {
     "mapreduce.reduce.memory.mb": _FIXED_AT_START,
     "mapreduce.map.java.opts": _FIXED_AT_START,
     "mapreduce.reduce.java.opts": _FIXED_AT_START,
+    # Equivalents whose Spark setting is fixed when the application starts.
+    **{name: f"{targets[0]} is fixed when the server starts"
+       for name, (targets, _relation) in knob_table.EQUIVALENTS.items()
+       if name.startswith("hive.") and name not in HIVE_TO_SPARK},
 }
 
 # In order of precedence: the first one given sets the broadcast threshold.
@@ -196,9 +203,9 @@ def translate_knobs(knobs, *, engine: str = "spark-thrift",
         elif key == "hive.exec.reducers.max":
             _whole(key, text, minimum=1)
         elif key in HIVE_TO_SPARK:  # the remaining boolean switches
-            target = HIVE_TO_SPARK[key][0]
-            derived[target] = str(_bool(key, text)).lower()
-            plan.translated[key] = target
+            for target in knob_table.EQUIVALENTS[key][0]:
+                derived[target] = str(_bool(key, text)).lower()
+            plan.translated[key] = HIVE_TO_SPARK[key][0]
         else:
             passed[key] = text
     applied = {**derived, **passed}

@@ -1,14 +1,17 @@
-"""Run one query through HiveServer2 and record it, with its plan's DAG, in the store."""
+"""Run one query through HiveServer2 and record it, with its plan's DAG, in the store;
+name a user's own query, and predict its runtime from its plan."""
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import datetime
+from pathlib import Path
 
 from jobgauge.errors import ParseError, UsageError
 from jobgauge.profiler._hive_errors import HiveQueryError
 from jobgauge.profiler._hive_knobs import KnobPlan
-from jobgauge.profiler._hive_session import plan_dag
+from jobgauge.profiler._hive_session import check_plan_limits, plan_dag
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 RESOURCE_FIELDS = ("instance_type", "instance_count", "vcpus", "memory_gib")
@@ -42,6 +45,7 @@ def run_query(session, workload: str, sql: str, size: str, knobs: dict | None = 
     text, or None when the query could not be planned), ``dag`` (its
     ``QueryDag.to_dict()`` with ``source_format``), ``rows`` and ``first``.
     """
+    check_plan_limits(sql)          # before any setting changes or anything runs
     if resources is None:
         resources = server_resources(session)
     missing = [k for k in RESOURCE_FIELDS if resources.get(k) in (None, "")]
@@ -77,3 +81,50 @@ def run_query(session, workload: str, sql: str, size: str, knobs: dict | None = 
         run["id"] = store.add_run(run, plan.settings(), dag=dag)
     return {**run, "settings": plan.to_dict(), "plan": plan_text, "dag": dag,
             "rows": result["rows"], "first": result["first"]}
+
+
+# ---- a user's own query -------------------------------------------------------------
+def query_workload(sql: str) -> str:
+    """The job key of a user's own query: ``sql-`` and a hash of its text, blind to case,
+    white space and a closing semicolon, so the same query asked again groups with its
+    earlier runs."""
+    text = " ".join(sql.strip().rstrip(";").split()).lower()
+    digest = hashlib.sha1(text.encode()).hexdigest()[:10]
+    return f"sql-{digest}"
+
+
+def read_query(sql: str | None = None, file=None) -> str:
+    """The query text of ``--sql TEXT`` or ``--file PATH`` (one of them), without a
+    trailing semicolon; an empty or unreadable query is a UsageError."""
+    if (sql is None) == (file is None):
+        raise UsageError("give the query as --sql TEXT or --file PATH (one of them)")
+    if file is not None:
+        try:
+            sql = Path(file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise UsageError(f"cannot read the query file {file}: {reason}") from None
+    text = sql.strip().rstrip(";").strip()
+    if not text:
+        raise UsageError("the query is empty" + (f" ({file})" if file is not None else ""))
+    return text
+
+
+def plan_prediction(model, workload: str, dag, resources: dict, *, engine: str = "spark-thrift",
+                    datasize: str = "", input_bytes=None, settings=None,
+                    coverage: float = 0.8) -> dict:
+    """Predicted runtime of a query from its plan: the :class:`jobgauge.job.Job` of
+    ``workload`` with its plan ``dag`` (a QueryDag or its dict) on the server's
+    ``resources`` (:func:`server_resources`), read by ``model`` as the web service
+    reads a pasted query.  Returns ``predict_job``'s ``{"runtime_s", "low_s",
+    "high_s"}`` plus ``coverage``."""
+    from jobgauge.job import Cluster, Job
+    from jobgauge.models import predict_job
+
+    cluster = Cluster(str(resources["instance_type"]), resources.get("vcpus"),
+                      resources.get("memory_gib"), None, int(resources.get("instance_count") or 1))
+    # A Spark Thrift server plans and runs Spark SQL: the runs the model learned from say "spark".
+    framework = "spark" if engine == "spark-thrift" else engine
+    job = Job(workload, datasize, cluster, dict(settings or {}), framework=framework,
+              input_bytes=input_bytes, dag=dag, source="jobgauge-hive")
+    return {**predict_job(model, job, coverage=coverage), "coverage": coverage}

@@ -19,6 +19,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from jobgauge.cli_options import SETTING_NAME
 from jobgauge.errors import UsageError
 from jobgauge.profiler._hive_errors import HiveConnectionError, HiveQueryError
 from jobgauge.profiler._hive_knobs import SHUFFLE_PARTITIONS, KnobPlan, translate_knobs
@@ -51,6 +52,83 @@ def _transport_errors() -> tuple:
     from thrift.Thrift import TException
 
     return (TException, OSError, EOFError)
+
+
+# ---- what a planner can be asked -------------------------------------------------------
+# Spark's parser overflows the JVM stack between 300 and 1,000 nested parentheses; real
+# queries (TPC-DS included) nest fewer than 30.
+MAX_NESTING = 200
+# Functions whose result grows with a numeric argument, and the largest such argument
+# (or product of nested ones) a plan-only request may give.  The optimizer's constant
+# folding evaluates them even for EXPLAIN: repeat('x', 2000000000) fills the heap.
+SIZE_FUNCTIONS = ("repeat", "lpad", "rpad", "space", "array_repeat", "randstr", "sequence")
+MAX_SIZE_ARGUMENT = 1_000_000
+# How long planning one query may take.
+PLAN_TIMEOUT_S = 30.0
+_LITERALS_AND_COMMENTS = re.compile(r"'(?:[^'\\]|\\.|'')*'?|\"(?:[^\"\\]|\\.)*\"?|`[^`]*`?"
+                                    r"|--[^\n]*|/\*.*?(?:\*/|$)", re.DOTALL)
+_PAREN = re.compile(r"[()]")
+_SIZE_CALL = re.compile(r"\b(" + "|".join(SIZE_FUNCTIONS) + r")\s*\(", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)[lLsSyY]?(?![\w.])")
+
+
+def check_plan_limits(sql: str) -> None:
+    """Refuse a statement no planner should be given (UsageError, before it is sent):
+    parentheses nested deeper than ``MAX_NESTING``, or a size-producing function
+    (``repeat``, ``lpad``, ``space``, ``array_repeat``, ``sequence``, ...) asked for more
+    than ``MAX_SIZE_ARGUMENT`` (the product of nested calls counts)."""
+    body = _LITERALS_AND_COMMENTS.sub(lambda m: " " * len(m.group(0)), sql)
+    depth = deepest = 0
+    opened: list[int] = []
+    closes: dict[int, int] = {}
+    for paren in _PAREN.finditer(body):
+        index, char = paren.start(), paren.group(0)
+        if char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+            opened.append(index)
+        elif char == ")" and opened:
+            depth -= 1
+            closes[opened.pop()] = index
+    if deepest > MAX_NESTING:
+        raise UsageError(f"the query nests parentheses {deepest} deep; at most {MAX_NESTING} "
+                         f"can be planned")
+    calls = []     # (start, end, function name) of each size-producing call, in order
+    for match in _SIZE_CALL.finditer(body):
+        start = match.end() - 1
+        calls.append((start, closes.get(start, len(body)), match.group(1).lower()))
+    enclosing: list[tuple[int, float]] = []     # (end, product of sizes) of open calls
+    for number, (start, end, name) in enumerate(calls):
+        while enclosing and enclosing[-1][0] < start:
+            enclosing.pop()
+        # The call's own numbers: its span less the spans of the size calls inside it.
+        own, cursor = [], start
+        for inner in range(number + 1, len(calls)):
+            inner_start, inner_end, _ = calls[inner]
+            if inner_start > end:
+                break
+            if inner_start >= cursor:
+                own += _NUMBER.findall(body, cursor, inner_start)
+                cursor = inner_end
+        own += _NUMBER.findall(body, cursor, end)
+        product = max((float(n) for n in own), default=0.0) * \
+            (enclosing[-1][1] if enclosing else 1.0)
+        if product > MAX_SIZE_ARGUMENT:
+            raise UsageError(f"{name}(...) asks for {product:,.0f} elements; a query to plan "
+                             f"may ask for at most {MAX_SIZE_ARGUMENT:,}")
+        enclosing.append((end, max(product, 1.0)))
+
+
+def jvm_limit_error(message: str) -> UsageError | None:
+    """The UsageError for a planner that ran out of stack or heap (its JVM error text),
+    or None when ``message`` is another error."""
+    if "StackOverflowError" in message or "FAILED_TO_PARSE_TOO_COMPLEX" in message:
+        return UsageError("the query is too deeply nested or too complex to plan; "
+                          "split it or simplify it")
+    if "OutOfMemoryError" in message:
+        return UsageError("planning the query needs more memory than the planner has; "
+                          "it asks for too large a constant")
+    return None
 
 
 def _quote(text: str) -> str:
@@ -129,15 +207,20 @@ class HiveSession:
             raise UsageError("this HiveSession is closed")
         return self._connection.cursor(arraysize=10_000)
 
-    def execute(self, sql: str) -> list[tuple]:
+    def execute(self, sql: str, *, timeout_s: float | None = None) -> list[tuple]:
         """Run one statement to completion and return its rows.
 
         Raises HiveQueryError with the server's message when it rejects the
-        statement, HiveConnectionError when the connection is lost.
+        statement, HiveConnectionError when the connection is lost.  With
+        ``timeout_s``, a statement still running after that long is cancelled on
+        the server and HiveQueryError says so.
         """
         cursor = self._cursor()
         try:
-            cursor.execute(sql)
+            if timeout_s is None:
+                cursor.execute(sql)
+            else:
+                self._execute_within(cursor, sql, timeout_s)
             return cursor.fetchall() if cursor.description is not None else []
         except self._errors.Error as exc:
             raise HiveQueryError(_server_message(exc)) from None
@@ -146,6 +229,27 @@ class HiveSession:
                                       f"{exc}") from None
         finally:
             self._close_cursor(cursor)
+
+    def _execute_within(self, cursor, sql: str, timeout_s: float) -> None:
+        """Start ``sql`` and wait for it to finish, at most ``timeout_s``."""
+        from TCLIService.ttypes import TOperationState
+
+        cursor.execute(sql, async_=True)
+        deadline = time.monotonic() + timeout_s
+        waiting = (TOperationState.INITIALIZED_STATE, TOperationState.PENDING_STATE,
+                   TOperationState.RUNNING_STATE)
+        while True:
+            response = cursor.poll(get_progress_update=False)
+            if response.operationState not in waiting:
+                if response.operationState != TOperationState.FINISHED_STATE:
+                    raise HiveQueryError(_server_message(response) if response.errorMessage
+                                         else "the statement did not finish")
+                return
+            if time.monotonic() >= deadline:
+                cursor.cancel()
+                raise HiveQueryError(f"the statement took longer than {timeout_s:g} s and "
+                                     f"was cancelled")
+            time.sleep(0.05)
 
     def _close_cursor(self, cursor) -> None:
         try:
@@ -179,7 +283,7 @@ class HiveSession:
 
     def get(self, key: str) -> str | None:
         """The session's value of setting ``key``, or None when it is not set."""
-        if not re.match(r"^[A-Za-z][A-Za-z0-9_.\-]*$", key):
+        if not SETTING_NAME.match(key):
             raise UsageError(f"{key!r} is not a setting name")
         rows = self.execute(f"SET {key}")
         if not rows:
@@ -213,17 +317,28 @@ class HiveSession:
         on Hive, unless ``mode`` names another (``extended``, ``cbo``, ...).
 
         Raises HiveQueryError with the server's message when the query cannot be
-        planned (Spark returns that as plan text; it is turned into an error here).
+        planned (Spark returns that as plan text; it is turned into an error here),
+        UsageError for a query past the planning limits (:func:`check_plan_limits`,
+        or the server's planner out of stack or memory); planning stops after
+        ``PLAN_TIMEOUT_S``.
         """
         if mode is None:
             mode = "formatted" if self.engine == "spark-thrift" else ""
         if mode.lower() not in EXPLAIN_MODES:
             named = ", ".join(m for m in EXPLAIN_MODES if m)
             raise UsageError(f"explain mode must be one of {named} or empty; got {mode!r}")
+        check_plan_limits(sql)
         words = ["EXPLAIN", mode.upper(), sql.strip().rstrip(";")]
-        rows = self.execute(" ".join(word for word in words if word))
+        try:
+            rows = self.execute(" ".join(word for word in words if word),
+                                timeout_s=PLAN_TIMEOUT_S)
+        except HiveQueryError as exc:
+            raise jvm_limit_error(str(exc)) or exc from None
         text = "\n".join("" if row[0] is None else str(row[0]) for row in rows)
         if text.lstrip().startswith(_PLANNING_ERROR):
+            limit = jvm_limit_error(text)
+            if limit is not None:
+                raise limit
             message = text.lstrip()[len(_PLANNING_ERROR):].lstrip(": \n").split("\n")[0]
             raise HiveQueryError(f"the query cannot be planned: {message}")
         if not text.strip():

@@ -33,7 +33,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -41,10 +40,11 @@ from datetime import datetime
 from pathlib import Path
 
 from jobgauge.errors import UsageError
+from jobgauge.profiler.driver import start_driver
 from jobgauge.profiler.runner import (DEFAULT_DATA_ROOT, DEFAULT_EVENTLOG_DIR, _last_error_lines,
-                                      _read_new_lines, find_eventlog, local_cores,
-                                      query_profile, read_profile,
-                                      resources, run_record, split_config)
+                                      _read_new_lines, application_profile, find_eventlog,
+                                      local_cores, query_profile, resources, run_record,
+                                      split_config)
 
 WARMUP_MODES = ("application", "workload", "none")
 
@@ -261,14 +261,8 @@ class WarmRunner:
                 "results_path": str(results_path), "output_root": str(work_dir / "output")}
         spec_path = work_dir / f"spec-{token}.json"
         spec_path.write_text(json.dumps(spec))
-        env = dict(os.environ)
-        env.setdefault("PYSPARK_PYTHON", sys.executable)
-        env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "jobgauge.profiler.driver", str(spec_path)],
-                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env,
-                start_new_session=True, text=True)
+        with open(log_path, "wb") as log:   # the child dies with this process, JVM included
+            process = start_driver(spec_path, log=log, stdin=subprocess.PIPE, text=True)
         app = _Application(app_key, master, static, process, results_path, log_path)
         self._app = app
         self._pool[app_key] = app
@@ -378,7 +372,7 @@ class WarmRunner:
             return
         try:
             log = find_eventlog(self.eventlog_dir, app.info["app_id"])
-            app_profile = read_profile(log)
+            app_profile = application_profile(log)
             if app_profile is None:
                 return
             for run in app.runs:

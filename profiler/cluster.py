@@ -10,6 +10,13 @@ In standalone mode ``--num-executors`` is ignored: the executor count is
 ``spark.cores.max`` / ``spark.executor.cores``.  An executor that asks for
 more memory than a worker has waits forever, so the runner's timeouts apply
 and ``check_fits`` refuses such a layout up front.
+
+The master and workers run detached (``spark-daemon.sh``), so the cluster is
+stopped on every way out of the ``with`` block: an error, Ctrl-C and SIGTERM
+(turned into ``SystemExit`` while the block runs in the main thread).  Only a
+``kill -9`` of the owner leaves them running; the state folder records the
+owner's pid, and the next ``start`` stops every cluster whose owner is gone
+(:func:`stop_orphans`).
 """
 
 from __future__ import annotations
@@ -17,9 +24,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -27,10 +36,70 @@ from pathlib import Path
 from jobgauge.errors import RunError, UsageError
 
 
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
+
+
+STATE_PREFIX = "jobgauge-standalone-"
+OWNER_FILE = "owner.pid"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _daemon_pids(state_dir: Path) -> list[int]:
+    """The pids in a cluster's pid files that still run one of its Spark daemons
+    (a master or worker started with this cluster's ``SPARK_PID_DIR``, so never a
+    recycled pid)."""
+    pids = []
+    pid_dir = Path(state_dir) / "pids"
+    marker = f"SPARK_PID_DIR={pid_dir}".encode()
+    for pid_file in sorted(pid_dir.glob("*.pid")):
+        try:
+            pid = int(pid_file.read_text().strip())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if marker in environ and any(cls.encode() in cmdline for cls in (
+                StandaloneCluster.MASTER, StandaloneCluster.WORKER)):
+            pids.append(pid)
+    return pids
+
+
+def stop_orphans(base_dir=None) -> list[str]:
+    """Stop the daemons of every cluster whose owning process is gone (a ``kill -9``
+    of ``jobgauge collect``); return the state folders removed."""
+    base = Path(base_dir or tempfile.gettempdir())
+    removed = []
+    for state_dir in sorted(base.glob(f"{STATE_PREFIX}*")):
+        try:
+            owner = int((state_dir / OWNER_FILE).read_text().strip())
+        except (OSError, ValueError):
+            continue                      # not ours, or still being set up
+        if _pid_alive(owner):
+            continue
+        for pid in _daemon_pids(state_dir):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(state_dir, ignore_errors=True)
+        removed.append(str(state_dir))
+    return removed
 
 
 def _free_port() -> int:
@@ -56,6 +125,7 @@ class StandaloneCluster:
         self.state_dir: Path | None = None
         self.master_url: str | None = None
         self.web_url: str | None = None
+        self._previous_sigterm = None
 
     def _env(self) -> dict:
         env = dict(os.environ)
@@ -79,7 +149,9 @@ class StandaloneCluster:
             return json.load(response)
 
     def start(self) -> "StandaloneCluster":
-        self.state_dir = Path(tempfile.mkdtemp(prefix="jobgauge-standalone-"))
+        stop_orphans()
+        self.state_dir = Path(tempfile.mkdtemp(prefix=STATE_PREFIX))
+        (self.state_dir / OWNER_FILE).write_text(str(os.getpid()))
         port, web = _free_port(), _free_port()
         self.master_url = f"spark://127.0.0.1:{port}"
         self.web_url = f"http://127.0.0.1:{web}"
@@ -111,14 +183,34 @@ class StandaloneCluster:
         for index in range(1, self.workers + 1):
             self._daemon("stop", self.WORKER, index)
         self._daemon("stop", self.MASTER, 1)
+        for pid in _daemon_pids(self.state_dir):   # a daemon the script did not stop
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         shutil.rmtree(self.state_dir, ignore_errors=True)
         self.state_dir = None
 
     def __enter__(self):
-        return self.start()
+        self._previous_sigterm = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        try:
+            return self.start()
+        except BaseException:
+            self._restore_sigterm()
+            raise
 
     def __exit__(self, *exc):
-        self.stop()
+        try:
+            self.stop()
+        finally:
+            self._restore_sigterm()
+
+    def _restore_sigterm(self) -> None:
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
 
     def check_fits(self, config: dict) -> None:
         """Refuse an executor layout the workers cannot host (it would wait forever)."""

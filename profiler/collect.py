@@ -8,6 +8,9 @@ A plan is a TOML file::
     timeout_s = 300                  # per run
     seed = 7
     out = "data/runs/tpch-sf0.1.csv.gz"
+    load_threshold = 0.5             # other processes' 1-min load to start a run under
+    load_wait_s = 300                # longest wait for that; then run, marked not quiet
+    remeasure_ratio = 3.0            # measure again (once) when wall > 3 x CPU-time share
 
     [design]
     kind = "lhs"                     # "grid" (every combination), "lhs" or "sobol"
@@ -26,21 +29,46 @@ A plan is a TOML file::
     "spark.sql.shuffle.partitions" = {low = 2, high = 400, log = true, type = "int"}
     "spark.sql.adaptive.enabled" = {choices = ["true", "false"]}
 
+A group may list its SQL-session configurations itself instead of sampling
+them from ``[space]`` (``{}`` is Spark's defaults)::
+
+    [[groups]]
+    master = "local[2]"
+    conf = {"spark.driver.memory" = "4g"}
+    sessions = [{}, {"spark.sql.autoBroadcastJoinThreshold" = "-1"}]
+
+A plan with ``cluster = {workers = 2, cores_per_worker = 1, worker_memory = "4g"}``
+runs on a Spark standalone cluster on 127.0.0.1 (``jobgauge.profiler.cluster``)
+that the collector starts for each application and stops after it, on errors,
+Ctrl-C and SIGTERM too; its groups name no master.  Every setting a plan names
+is checked against the knob table (``jobgauge.knobs``) when the plan is read.
+An application that dies (a JVM out of memory) loses only the run it was
+running, recorded as failed; the group's other runs go on in a new application.
+
 Every planned run has a stable id derived from the plan, so a collection that
 is stopped or killed continues where it stopped: finished runs are read back
 from the journal (``<work>/journal.jsonl``) and never repeated.  A run past
 its timeout is recorded as timed out.  Runs inside one application are
 shuffled (seeded) so no configuration always runs first; every application
 first runs an unrecorded warm-up query.
+
+The collector guards its measurements (:class:`~jobgauge.profiler.driver.LoadGuard`):
+each run waits for a quiet machine, and its load at start (``load_at_start``),
+the CPU time of the driver and its JVM (``cpu_time_s``), whether it started
+quiet (``quiet_start``) and a first measurement that was redone
+(``first_runtime_s``) go to the journal and the run table.  The driver child
+and its JVM die with the collector, even on ``kill -9``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import itertools
 import json
 import math
+import os
 import random
 import statistics
 import sys
@@ -73,8 +101,52 @@ def load_plan(path) -> dict:
     if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup <= 10:
         raise ParseError(f"warmup_runs must be a whole number from 0 to 10, got {warmup!r}",
                          path=path, expected="warmup_runs = 3")
+    _guard_settings(plan, path)
+    _check_settings(plan, path)
     plan["_path"] = str(path)
     return plan
+
+
+def default_load_threshold() -> float:
+    """Other processes' 1-minute load under which a run starts: 0.5 on 2 cores."""
+    return 0.25 * (os.cpu_count() or 2)
+
+
+GUARD_SETTINGS = {   # plan key: (default, lowest allowed, example)
+    "load_threshold": (None, 0.0, "load_threshold = 0.5"),
+    "load_wait_s": (300.0, 0.0, "load_wait_s = 300"),
+    "remeasure_ratio": (3.0, 1.0, "remeasure_ratio = 3.0"),
+}
+
+
+def _guard_settings(plan: dict, path) -> None:
+    """Check the plan's measurement-guard settings and fill in their defaults."""
+    for key, (default, lowest, example) in GUARD_SETTINGS.items():
+        value = plan.get(key)
+        if value is None:
+            plan[key] = default_load_threshold() if key == "load_threshold" else default
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not math.isfinite(value) or value < lowest:
+            raise ParseError(f"{key} must be a number >= {lowest:g}, got {value!r}",
+                             path=path, expected=example)
+        plan[key] = float(value)
+
+
+def load_guard_for(plan: dict, slots: int, master: str = "local") -> dict:
+    """A plan's ``run_batch(load_guard=...)`` settings, for an application of ``slots`` cores.
+
+    On a cluster the executors run outside the driver's process group, so their CPU time
+    is not measured and runs are not measured again by the CPU-time rule.
+    """
+    local = master.startswith("local")
+    return {"threshold": plan["load_threshold"], "max_wait_s": plan["load_wait_s"],
+            "remeasure_ratio": plan["remeasure_ratio"] if local else None, "slots": slots}
+
+
+# What the load guard adds to a run (see driver.LoadGuard), kept in the journal and run table.
+GUARD_FIELDS = ("load_1min", "load_at_start", "load_waited_s", "quiet_start", "cpu_time_s",
+                "first_runtime_s", "first_cpu_time_s", "remeasured")
 
 
 def _resolve_workloads(patterns, framework="spark") -> list[str]:
@@ -122,8 +194,106 @@ def _value(spec: dict, u: float):
     return f"{value:.3g}"
 
 
+STANDALONE = "standalone"   # the master label of a run on the plan's own standalone cluster
+
+
+def _check_settings(plan: dict, path) -> None:
+    """Check a plan's groups, listed sessions, space and cluster against the knob table.
+
+    A group may list its SQL-session configurations itself (``sessions``: a list of
+    tables, ``{}`` being Spark's defaults) instead of sampling them from ``space``;
+    a plan with a ``cluster`` table runs on a Spark standalone cluster on 127.0.0.1
+    that the collector starts for each application and stops after it.
+    """
+    from jobgauge import knobs
+    from jobgauge.errors import GaugeError
+
+    def check(name, value, where, level=None):
+        knob = knobs.find(str(name))
+        if knob is None:
+            raise ParseError(f"{where}: unknown setting {name!r} (not in the knob table, "
+                             f"jobgauge.knobs)", path=path, expected="a knob name")
+        if level == "session" and knob.restart != "session":
+            raise ParseError(f"{where}: {name} takes effect only when the application "
+                             f"starts; put it in the group's conf", path=path,
+                             expected="SQL-session settings in sessions")
+        if value is not None:
+            try:
+                knobs.validate(str(name), str(value).lower() if isinstance(value, bool)
+                               else str(value))
+            except GaugeError as exc:
+                raise ParseError(f"{where}: {exc}", path=path) from None
+
+    groups = plan["groups"]
+    if not isinstance(groups, list) or not groups or \
+            not all(isinstance(g, dict) for g in groups):
+        raise ParseError("groups must be a list of tables ([[groups]])", path=path,
+                         expected="[[groups]]")
+    for name in plan["space"]:
+        check(name, None, "space")
+    cluster = plan.get("cluster")
+    if cluster is not None:
+        if not isinstance(cluster, dict) or set(cluster) - {"workers", "cores_per_worker",
+                                                            "worker_memory"}:
+            raise ParseError("cluster must be a table of workers, cores_per_worker and "
+                             "worker_memory", path=path, expected='cluster = {workers = 2, '
+                             'cores_per_worker = 1, worker_memory = "4g"}')
+        try:
+            standalone = cluster_of(plan)
+        except GaugeError as exc:
+            raise ParseError(f"cluster: {exc}", path=path) from None
+    for number, group in enumerate(groups):
+        where = f"group {number + 1}"
+        for name, value in (group.get("conf") or {}).items():
+            check(name, value, where)
+        if cluster is not None:
+            if group.get("master", STANDALONE) != STANDALONE:
+                raise ParseError(f"{where}: a plan with a cluster runs on it; leave out master "
+                                 f"(got {group['master']!r})", path=path)
+            try:
+                standalone.check_fits({k: str(v) for k, v in (group.get("conf") or {}).items()})
+            except GaugeError as exc:
+                raise ParseError(f"{where}: {exc}", path=path) from None
+        if "sessions" not in group:
+            continue
+        sessions = group["sessions"]
+        if not isinstance(sessions, list) or not sessions or \
+                not all(isinstance(one, dict) for one in sessions):
+            raise ParseError(f"{where}: sessions must be a list of tables", path=path,
+                             expected='sessions = [{}, {"spark.sql.adaptive.enabled" = "false"}]')
+        seen = set()
+        for one in sessions:
+            for name, value in one.items():
+                check(name, value, f"{where} sessions", level="session")
+            key = json.dumps({k: str(v) for k, v in one.items()}, sort_keys=True)
+            if key in seen:
+                raise ParseError(f"{where}: session {key} is listed twice", path=path)
+            seen.add(key)
+
+
+def cluster_of(plan: dict):
+    """The (not yet started) StandaloneCluster a plan's ``cluster`` table describes, or None."""
+    spec = plan.get("cluster")
+    if not spec:
+        return None
+    from jobgauge.profiler.cluster import StandaloneCluster
+
+    return StandaloneCluster(workers=int(spec.get("workers", 2)),
+                             cores_per_worker=int(spec.get("cores_per_worker", 1)),
+                             memory_per_worker=str(spec.get("worker_memory", "2g")))
+
+
+def _text(value) -> str:
+    """A setting's value as a configuration writes it (TOML ``true`` → ``"true"``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def session_configs(plan: dict, group_index: int) -> list[dict]:
-    """The SQL-setting configurations one application group runs."""
+    """The SQL-setting configurations one application group runs: the group's own
+    ``sessions`` list when it has one, else a design over ``space``."""
+    listed = plan["groups"][group_index].get("sessions")
+    if listed is not None:
+        return [{k: _text(v) for k, v in one.items()} for one in listed]
     space = plan["space"]
     design = plan["design"]
     kind = design.get("kind", "lhs")
@@ -159,8 +329,8 @@ def planned_runs(plan: dict) -> list[dict]:
     repeats = plan["repeats"]
     runs = []
     for group_index, group in enumerate(plan["groups"]):
-        master = group.get("master", "local[2]")
-        static = {k: str(v) for k, v in (group.get("conf") or {}).items()}
+        master = STANDALONE if plan.get("cluster") else group.get("master", "local[2]")
+        static = {k: _text(v) for k, v in (group.get("conf") or {}).items()}
         for session in session_configs(plan, group_index):
             for size in plan["sizes"]:
                 for workload in workloads:
@@ -177,39 +347,93 @@ def planned_runs(plan: dict) -> list[dict]:
 
 
 class Journal:
-    """Append-only record of finished runs (one JSON line each)."""
+    """Append-only record of finished runs: one JSON line each, validated when read.
+
+    A line that is not a journal entry (a JSON object whose ``run`` has a
+    ``run_id``) is left out with a note in ``notes``.  A last line without its
+    newline was cut by a kill: it is dropped from the file on opening (its run
+    is simply redone), so the next entry starts a line of its own and is never
+    glued to a torn one.
+    """
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.entries: dict[str, dict] = {}
-        if self.path.exists():
-            with open(self.path, encoding="utf-8") as handle:
-                for line in handle:
-                    if line.strip():
-                        try:
-                            entry = json.loads(line)
-                        except json.JSONDecodeError:
-                            continue  # a line cut by a kill: the run is simply redone
-                        self.entries[entry["run"]["run_id"]] = entry
+        self.notes: list[str] = []
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        complete, newline, tail = data.rpartition(b"\n")
+        if not newline:
+            complete, tail = b"", data
+        if tail.strip():
+            entry = _journal_entry(tail)
+            if entry is None:
+                number = complete.count(b"\n") + 2 if newline else 1
+                self.notes.append(f"{self.path}: line {number} was cut by a kill "
+                                  f"({len(tail)} bytes, no newline); "
+                                  f"dropped, its run is measured again")
+                with open(self.path, "r+b") as handle:   # drop the torn bytes, keep the rest
+                    handle.truncate(len(complete) + len(newline))
+            else:                        # whole but unterminated: end its line
+                with open(self.path, "ab") as handle:
+                    handle.write(b"\n")
+                complete += newline + tail
+        for number, line in enumerate(complete.split(b"\n"), 1):
+            if not line.strip():
+                continue
+            entry = _journal_entry(line)
+            if entry is None:
+                self.notes.append(f"{self.path}: line {number} is not a journal entry; "
+                                  f"left out, its run is measured again")
+                continue
+            self.entries[entry["run"]["run_id"]] = entry
 
     def add(self, entry: dict) -> None:
+        """Append one entry as one whole line (a single write, flushed at once)."""
+        line = json.dumps(entry, default=str) + "\n"
+        if _journal_entry(line.encode("utf-8")) is None:
+            raise ValueError("a journal entry needs run.run_id")
         with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, default=str) + "\n")
+            handle.write(line)
         self.entries[entry["run"]["run_id"]] = entry
 
 
+def _journal_entry(line: bytes) -> dict | None:
+    """The journal entry one line holds, or None when it holds none."""
+    try:
+        entry = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None
+    run = entry.get("run") if isinstance(entry, dict) else None
+    if not isinstance(run, dict) or not isinstance(run.get("run_id"), str) or not run["run_id"]:
+        return None
+    return entry
+
+
 def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
-            progress=True) -> dict:
-    """Run what the plan still lacks; return a summary."""
+            progress=True, load_threshold=None, load_wait_s=None) -> dict:
+    """Run what the plan still lacks; return a summary.
+
+    ``load_threshold`` and ``load_wait_s`` override the plan's measurement guard:
+    each run waits (at most ``load_wait_s``) until other processes' 1-minute load is
+    below ``load_threshold``.
+    """
     from tqdm import tqdm
 
     from jobgauge.profiler.runner import DEFAULT_DATA_ROOT, resources, run_batch, run_record
     from jobgauge.profiler.workloads import get_workload
 
     plan = load_plan(plan_path)
+    for key, value in (("load_threshold", load_threshold), ("load_wait_s", load_wait_s)):
+        if value is not None:
+            plan[key] = value
+    _guard_settings(plan, plan["_path"])
     work_dir = Path(work_dir or Path("var") / "collect" / plan["name"])
     journal = Journal(work_dir / "journal.jsonl")
+    for note in journal.notes:
+        print(f"note: {note}", file=sys.stderr)
     data_root = Path(data_root or DEFAULT_DATA_ROOT)
     runs = planned_runs(plan)
     todo = [r for r in runs if r["run_id"] not in journal.entries]
@@ -250,7 +474,6 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                           "data_path": str(data_paths[run["workload"]]),
                           "sql_conf": run["session"], "timeout_s": timeout_s,
                           "query_text": getattr(workload, "sql", None)})
-        resources_ = resources(first["master"], first["static"])
         eventlog_dir = work_dir / "eventlogs"
         app_info = {}
 
@@ -260,13 +483,14 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                 return
             run = by_key[record["key"]]
             item = items_by_key[record["key"]]
-            config = {"spark.master": run["master"], **run["static"], **run["session"]}
+            config = {"spark.master": master, **run["static"], **run["session"]}
             workload = get_workload(run["workload"])
             row = run_record(record, item=item, resources_=resources_,
                              engine_version=app_info.get("spark_version"), size=size,
                              input_bytes=workload.input_bytes(Path(item["data_path"])),
                              config=config, run_id=run["run_id"])
             row["query_text"] = None  # kept once per workload, not per run
+            row.update({key: record[key] for key in GUARD_FIELDS if key in record})
             journal.add({"run": row, "job_ids": record.get("job_ids", []),
                          "app_id": app_info.get("app_id"), "plan": plan["name"],
                          "repetition": run["repetition"], "result": record.get("result")})
@@ -276,10 +500,41 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                 bar.write(f"{run['workload']} {size}: {record['status']}: "
                           f"{(record.get('error') or '').splitlines()[0][:160] if record.get('error') else ''}")
 
-        run_batch(items, master=first["master"], spark_conf=first["static"],
-                  eventlog_dir=eventlog_dir, work_dir=work_dir / "apps",
-                  app_name=f"jobgauge collect {plan['name']} g{group_index} {size}",
-                  on_start=app_info.update, on_record=on_record)
+        # An application that dies (a JVM out of memory) loses only the run it was running,
+        # recorded as failed; the group's other runs go on in a new, warmed-up application.
+        left, warm, died_warming = items, warm_workload, set()
+        while left:
+            with cluster_of(plan) or contextlib.nullcontext() as cluster:
+                master = cluster.master_url if cluster else first["master"]
+                resources_ = resources(master, first["static"], cluster)
+                outcome = run_batch(
+                    left, master=master, spark_conf=first["static"],
+                    eventlog_dir=eventlog_dir, work_dir=work_dir / "apps",
+                    app_name=f"jobgauge collect {plan['name']} g{group_index} {size}",
+                    on_start=app_info.update, on_record=on_record,
+                    load_guard=load_guard_for(plan, int(resources_["executor_instances"]
+                                                        * resources_["executor_cores"]),
+                                              master))
+            if outcome["returncode"] == 0 and not outcome["killed"]:
+                break
+            ended = {r["key"] for r in outcome["records"]}
+            measured = [i for i in left if not i.get("warmup")]
+            if not any(i["key"] in ended for i in measured):   # it died warming up
+                died_warming.add(warm)
+            left = [i for i in measured if i["key"] not in ended]
+            others = [i["workload"] for i in left if i["workload"] not in died_warming]
+            if not left or not others:
+                if left:
+                    bar.write(f"group {group_index + 1} {size}: the application died warming "
+                              f"up on {', '.join(sorted(died_warming))}; {len(left)} runs "
+                              f"left for the next collect")
+                break
+            warm = warm if warm not in died_warming else others[0]
+            left = [{"key": f"warmup-{group_index}-{size}-{number}-again", "workload": warm,
+                     "data_path": str(data_paths[warm]), "sql_conf": {},
+                     "timeout_s": timeout_s, "warmup": True}
+                    for number in range(int(plan["warmup_runs"]))] + left
+            app_info.clear()
         attach_profiles(work_dir, journal)
     bar.close()
     attach_profiles(work_dir, journal)
@@ -290,7 +545,9 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
     if store is not None:
         store.add_runs([_store_row(r) for r in rows], skip_existing=True)
     return {"plan": plan["name"], "planned": len(runs), "done": len(journal.entries),
-            "added": added, "noise": noise_report(journal)}
+            "added": added, "noise": noise_report(journal),
+            "busy_starts": sum(1 for row in rows if row.get("quiet_start") is False),
+            "remeasured": sum(1 for row in rows if row.get("remeasured"))}
 
 
 def _collect_hadoop(plan, todo, journal, work_dir, data_root, bar) -> int:

@@ -125,10 +125,8 @@ _RUN_FIELDS = ("source", "workload", "framework", "datasize", "input_bytes", "in
 
 def spark_home() -> Path:
     """pyspark's install folder, whose ``jars/`` hold the Hadoop 3 client."""
-    try:
-        import pyspark
-    except ImportError:
-        raise RunError("pyspark is not installed; its jars provide the Hadoop client") from None
+    import pyspark
+
     home = Path(pyspark.__file__).resolve().parent
     if not list((home / "jars").glob("hadoop-client-api-*.jar")):
         raise RunError(f"no hadoop-client-api jar under {home / 'jars'}")
@@ -369,17 +367,11 @@ def _folder_bytes(folder: Path) -> int:
 
 
 def _machine() -> dict[str, Any]:
-    vcpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    memory_gib = None
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemTotal:"):
-                    memory_gib = round(int(line.split()[1]) / 1024 ** 2, 2)
-                    break
-    except OSError:
-        pass
-    return {"vcpus": vcpus, "memory_gib": memory_gib}
+    """vCPUs and memory of this machine, as ``jobgauge.job.Cluster.this_machine`` says."""
+    from jobgauge.job import Cluster
+
+    machine = Cluster.this_machine()
+    return {"vcpus": int(machine.vcpus), "memory_gib": machine.memory_gib}
 
 
 def _utc(ms: int | None) -> datetime | None:

@@ -1,8 +1,9 @@
 """Spark History Server REST API -> :class:`~jobgauge.profiler.profile.Profile`.
 
 ``read_history(url)`` reads one application from a running History Server
-(or a live driver's UI, which serves the same ``/api/v1``) with the standard
-library's ``urllib``: ``/applications/<id>``, then ``/jobs``, ``/stages``
+(or a live driver's UI, which serves the same ``/api/v1``) through the one
+REST client, :class:`~jobgauge.profiler.sparkrest.SparkRestClient`:
+``/applications/<id>``, then ``/jobs``, ``/stages``
 (with task quantiles), ``/allexecutors``, ``/environment`` and ``/sql`` of its
 latest attempt.  ``url`` is any of::
 
@@ -26,27 +27,23 @@ also scans those attempts (a killed speculative copy can be its "max"), while
 record are ``None`` in ``read_eventlog`` and ``0`` here.
 
 Every failure - server unreachable, unknown application, a reply that is not
-the JSON the API documents - raises one :class:`ParseError` naming the URL.
+the JSON the API documents - raises a :class:`ParseError` naming the URL
+(:class:`~jobgauge.profiler.sparkrest.SparkRestError`, a ParseError, when the
+server could not be read).
 """
 
 from __future__ import annotations
 
-import json
-import re
-import urllib.error
-import urllib.parse
-import urllib.request
-from datetime import datetime
-
+from jobgauge.errors import ParseError
 from jobgauge.profiler._eventlog import SPARK_TASK_METRICS
 from jobgauge.profiler.profile import Profile
+from jobgauge.profiler.sparkrest import SparkRestClient, SparkRestError, parse_url
+from jobgauge.profiler.sparkrest import rest_time_ms as _ms
 
-from jobgauge.errors import ParseError
-
-__all__ = ["parse_history_url", "read_history"]
+__all__ = ["read_history"]
 
 _QUANTILES = "0.5,0.9,0.99,1.0"
-_SQL_PAGE = 500
+_HINT = "a running History Server (start-history-server.sh) at this address"
 
 # StageData field -> TOTAL_METRICS name
 _STAGE_METRICS = {
@@ -60,93 +57,6 @@ _STAGE_METRICS = {
 }
 
 
-def parse_history_url(url: str, app_id: str | None = None) -> tuple[str, str | None, str | None]:
-    """Split ``url`` into (API root ``.../api/v1``, app id, attempt id)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ParseError("not an http(s) URL of a Spark History Server", path=url,
-                         expected="http://host:18080/api/v1/applications/<app id>")
-    path = parts.path.rstrip("/")
-    attempt = None
-    match = re.search(r"^(?P<prefix>.*?)/api/v1(?:/applications(?:/(?P<app>[^/]+)"
-                      r"(?:/(?P<attempt>[^/]+))?)?)?(?:/.*)?$", path)
-    if match:
-        prefix = match.group("prefix")
-        found_app = match.group("app")
-        attempt = match.group("attempt")
-        if attempt in ("jobs", "stages", "executors", "allexecutors", "environment", "sql",
-                       "storage", "logs", "streaming"):
-            attempt = None
-    else:
-        ui = re.search(r"^(?P<prefix>.*?)/history/(?P<app>[^/]+)(?:/(?P<attempt>\d+))?(?:/.*)?$",
-                       path)
-        prefix = ui.group("prefix") if ui else path
-        found_app = ui.group("app") if ui else None
-        attempt = ui.group("attempt") if ui else None
-    if app_id and found_app and app_id != found_app:
-        raise ParseError(f"URL names application {found_app!r} but {app_id!r} was asked for",
-                         path=url)
-    root = urllib.parse.urlunsplit((parts.scheme, parts.netloc, prefix + "/api/v1", "", ""))
-    return root, app_id or (urllib.parse.unquote(found_app) if found_app else None), attempt
-
-
-class _Client:
-    def __init__(self, root: str, url: str, timeout: float):
-        self.root = root
-        self.url = url
-        self.timeout = timeout
-
-    def get(self, path: str, *, missing_ok: bool = False):
-        address = self.root + path
-        request = urllib.request.Request(address, headers={"Accept": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as reply:
-                body = reply.read()
-        except urllib.error.HTTPError as exc:
-            detail = exc.read(300).decode("utf-8", errors="replace").strip()
-            exc.close()
-            if exc.code == 404 and missing_ok:
-                return None
-            raise _HttpError(exc.code, detail, address) from None
-        except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise ParseError(f"cannot reach the Spark History Server: {reason}",
-                             path=address, expected="a running History Server "
-                             "(start-history-server.sh) at this address") from None
-        try:
-            return json.loads(body)
-        except ValueError as exc:
-            raise ParseError(f"reply is not JSON ({exc})", path=address,
-                             expected="the JSON of the Spark REST API /api/v1",
-                             snippet=body[:80].decode("utf-8", errors="replace")) from None
-
-
-class _HttpError(ParseError):
-    def __init__(self, code, detail, address):
-        self.code = code
-        super().__init__(f"HTTP {code} from the History Server"
-                         + (f": {detail}" if detail else ""), path=address)
-
-
-def _ms(value) -> int | None:
-    """REST timestamps (``2026-11-21T06:12:11.091GMT``) to epoch milliseconds."""
-    if value in (None, ""):
-        return None
-    if isinstance(value, (int, float)):
-        return int(value)
-    text = str(value)
-    for suffix in ("GMT", "UTC", "Z"):
-        if text.endswith(suffix):
-            text = text[: -len(suffix)] + "+0000"
-            break
-    for pattern in ("%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%dT%H:%M:%S%z"):
-        try:
-            return int(datetime.strptime(text, pattern).timestamp() * 1000)
-        except ValueError:
-            continue
-    raise ValueError(f"unknown time format {value!r}")
-
-
 def _seconds(start, end):
     return None if start is None or end is None else (end - start) / 1000.0
 
@@ -154,23 +64,19 @@ def _seconds(start, end):
 def read_history(url: str, app_id: str | None = None, *, timeout: float = 30.0,
                  max_stage_requests: int = 200) -> Profile:
     """Read one application from a Spark History Server into a Profile."""
-    root, app_id, attempt_id = parse_history_url(url, app_id)
-    client = _Client(root, url, timeout)
+    root, app_id, attempt_id = parse_url(url, app_id)
+    client = SparkRestClient(root, timeout_s=timeout, server="Spark History Server", hint=_HINT)
     if not app_id:
-        apps = client.get("/applications?limit=10") or []
-        known = ", ".join(a.get("id", "?") for a in apps[:10]) or "none"
         raise ParseError("URL names no application", path=url,
-                         expected=f"/api/v1/applications/<app id> (this server has: {known})")
-    quoted = urllib.parse.quote(app_id, safe="")
+                         expected=f"/api/v1/applications/<app id> (this server has: "
+                                  f"{_known(client)})")
     try:
-        app = client.get(f"/applications/{quoted}")
-    except _HttpError as exc:
-        if exc.code != 404:
+        app = client.application(app_id)
+    except SparkRestError as exc:
+        if exc.status != 404:
             raise
-        apps = client.get("/applications?limit=10") or []
-        known = ", ".join(a.get("id", "?") for a in apps[:10]) or "none"
         raise ParseError(f"no application {app_id!r} on the History Server", path=url,
-                         expected=f"one of its application ids ({known})") from None
+                         expected=f"one of its application ids ({_known(client)})") from None
     try:
         return _build(client, app, app_id, attempt_id, url, max_stage_requests)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -181,6 +87,11 @@ def read_history(url: str, app_id: str | None = None, *, timeout: float = 30.0,
                          expected="the JSON of the Spark REST API /api/v1") from exc
 
 
+def _known(client) -> str:
+    apps = client.applications(limit=10)[:10]
+    return ", ".join(str(a.get("id", "?")) if isinstance(a, dict) else "?" for a in apps) or "none"
+
+
 def _build(client, app, app_id, attempt_id, url, max_stage_requests) -> Profile:
     attempts = app.get("attempts") or [{}]
     attempt = attempts[0]
@@ -189,16 +100,17 @@ def _build(client, app, app_id, attempt_id, url, max_stage_requests) -> Profile:
         if not chosen:
             raise ParseError(f"application {app_id!r} has no attempt {attempt_id!r}", path=url)
         attempt = chosen[0]
-    base = f"/applications/{urllib.parse.quote(app_id, safe='')}"
-    if attempt.get("attemptId") is not None:
-        base += f"/{urllib.parse.quote(str(attempt['attemptId']), safe='')}"
+    base = (app_id, attempt.get("attemptId"))     # what the per-attempt endpoints take
     notes = []
 
-    jobs_raw = client.get(base + "/jobs") or []
-    stages_raw = client.get(f"{base}/stages?withSummaries=true&quantiles={_QUANTILES}") or []
-    executors_raw = client.get(base + "/allexecutors") or []
-    environment = client.get(base + "/environment", missing_ok=True) or {}
-    sql_raw = _sql_pages(client, base, notes)
+    jobs_raw = client.jobs(*base)
+    stages_raw = client.stages(*base, quantiles=_QUANTILES)
+    executors_raw = client.executors(*base)
+    environment = client.environment(*base)
+    sql_raw = client.sql_executions(*base)
+    if sql_raw is None:
+        notes.append("the server has no /sql endpoint (Spark < 3.0): no SQL executions")
+        sql_raw = []
 
     start_ms = attempt.get("startTimeEpoch") or _ms(attempt.get("startTime"))
     completed = bool(attempt.get("completed"))
@@ -279,20 +191,6 @@ def _build(client, app, app_id, attempt_id, url, max_stage_requests) -> Profile:
     )
 
 
-def _sql_pages(client, base, notes) -> list[dict]:
-    out, offset = [], 0
-    while True:
-        page = client.get(f"{base}/sql?details=false&planDescription=true"
-                          f"&offset={offset}&length={_SQL_PAGE}", missing_ok=True)
-        if page is None:
-            notes.append("the server has no /sql endpoint (Spark < 3.0): no SQL executions")
-            return out
-        out.extend(page)
-        if len(page) < _SQL_PAGE:
-            return out
-        offset += _SQL_PAGE
-
-
 def _quantiles(dist) -> tuple:
     if not dist or not dist.get("duration"):
         return None, None, None, None
@@ -318,8 +216,8 @@ def _stages(client, base, stages_raw, max_stage_requests, notes):
         if dist is None and complete:
             if requests < max_stage_requests:
                 requests += 1
-                dist = client.get(f"{base}/stages/{raw['stageId']}/{raw['attemptId']}"
-                                  f"/taskSummary?quantiles={_QUANTILES}", missing_ok=True)
+                dist = client.task_summary(*base, raw["stageId"], raw["attemptId"],
+                                           quantiles=_QUANTILES)
             elif requests == max_stage_requests:
                 requests += 1
                 notes.append(f"task duration quantiles fetched for the first "

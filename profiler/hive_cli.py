@@ -1,5 +1,9 @@
 """``jobgauge hive start|stop|status|load-tpch|explain|run``: queries on a live HiveServer2.
 
+``explain`` and ``run`` take a TPC-H query (``--query N``) or the user's own
+(``--sql TEXT`` / ``--file PATH``); ``explain --predict`` adds the runtime the
+store's model predicts from the plan's DAG.
+
 Exit codes: ``start`` 0 once the server answers, 1 when one already runs for
 the state folder (or it fails to start); ``stop`` 0, also when no server was
 running (it says so); ``status`` 0 when a server runs, 1 when none does;
@@ -14,6 +18,8 @@ import json
 import os
 import sys
 
+from jobgauge.cli_options import add_conf_option, add_datasize_option, parse_key_values
+
 
 def register(subparsers) -> None:
     """Add ``hive`` and its subcommands."""
@@ -27,8 +33,8 @@ def register(subparsers) -> None:
     start.add_argument("--port", type=int, default=None, metavar="P", help="default 10000")
     _state_dir(start)
     start.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
-    start.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                       help="spark.* setting (--conf) or hive.* setting (--hiveconf); repeat")
+    add_conf_option(start, help="spark.* setting (--conf) or hive.* setting (--hiveconf); "
+                                "repeatable")
     start.add_argument("--timeout", type=float, default=300, metavar="SECONDS",
                        help="how long to wait for the server to answer (default 300)")
     start.add_argument("--json", action="store_true")
@@ -50,30 +56,62 @@ def register(subparsers) -> None:
     load.add_argument("--json", action="store_true")
     load.set_defaults(handler=load_command)
 
-    explain = commands.add_parser("explain", help="print a TPC-H query's plan (or its DAG)")
-    explain.add_argument("--query", type=int, required=True, metavar="N", help="1..22")
+    explain = commands.add_parser(
+        "explain", help="print a query's plan (or its DAG) and, with --predict, its runtime",
+        description="EXPLAIN a TPC-H query (--query N, loaded at --datasize) or any query on "
+                    "the connected server (--sql TEXT or --file PATH, in --database). "
+                    "--predict adds the runtime the store's model predicts from the plan's DAG.")
+    _query_source(explain)
     _scale(explain)
     explain.add_argument("--mode", default=None, metavar="MODE",
                          help="EXPLAIN variant: formatted (Spark's default), extended, cost, "
                               "codegen; on Hive cbo, vectorization, ... (default: the engine's)")
+    explain.add_argument("--predict", action="store_true",
+                         help="also predict the query's runtime from its plan (the store's "
+                              "model; on a fresh store one trained from the shipped runs)")
+    _resource_options(explain)
     _connection(explain)
-    explain.add_argument("--json", action="store_true", help="print the DAG as JSON")
+    explain.add_argument("--json", action="store_true",
+                         help="print the DAG as JSON (with --predict: and the prediction)")
     explain.set_defaults(handler=explain_command)
 
-    run = commands.add_parser("run", help="run a TPC-H query once and record it with its DAG")
-    run.add_argument("--query", type=int, required=True, metavar="N", help="1..22")
+    run = commands.add_parser(
+        "run", help="run a query once and record it with its DAG",
+        description="Run a TPC-H query (--query N) or any query on the connected server "
+                    "(--sql TEXT or --file PATH, in --database) once, measure it and record "
+                    "it in the store with its plan's DAG; reruns of the same query share "
+                    "a job key (--workload, default sql-<hash of the text>).")
+    _query_source(run)
+    run.add_argument("--workload", default=None, metavar="NAME",
+                     help="--sql/--file: the job key to record the run under "
+                          "(default sql-<hash of the query text>)")
     _scale(run)
-    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="knobs",
-                     help="a Hive or Spark SQL session setting; repeat for more")
+    add_conf_option(run, old=("--set",),
+                    help="a Hive or Spark SQL session setting; repeatable")
     run.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
                      help="cancel the query after this long (default 600)")
-    for name, kind in (("--instance-type", str), ("--instance-count", int), ("--vcpus", float),
-                       ("--memory-gib", float)):
-        run.add_argument(name, type=kind, default=None,
-                         help="where the server runs (needed for a server not on this machine)")
+    _resource_options(run)
     _connection(run)
     run.add_argument("--json", action="store_true")
     run.set_defaults(handler=run_command)
+
+
+def _query_source(parser):
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--query", type=int, metavar="N", help="TPC-H query 1..22")
+    source.add_argument("--sql", metavar="TEXT", help="your own query (HiveQL / Spark SQL)")
+    source.add_argument("--file", metavar="PATH", help="a file holding your own query")
+    parser.add_argument("--database", default=None, metavar="NAME",
+                        help="--sql/--file: the database the query runs in (default: the "
+                             "server's default)")
+
+
+def _resource_options(parser):
+    for name, kind in (("--instance-type", str), ("--instance-count", int), ("--vcpus", float),
+                       ("--memory-gib", float)):
+        parser.add_argument(name, type=kind, default=None,
+                            help="where the server runs (needed for a server not on this "
+                                 "machine)")
 
 
 def _state_dir(parser):
@@ -83,7 +121,8 @@ def _state_dir(parser):
 
 
 def _scale(parser):
-    parser.add_argument("--scale", default="0.1", metavar="SF", help="TPC-H scale (default 0.1)")
+    add_datasize_option(parser, default="0.1", tpch=True,
+                        help="TPC-H scale, 0.1 or sf0.1 (default 0.1)")
     parser.add_argument("--data-root", metavar="DIR", default=None,
                         help="where generated TPC-H data is cached")
 
@@ -110,9 +149,8 @@ def _print(args, payload: dict, lines: list[str]) -> None:
 # -- server ------------------------------------------------------------------------
 def start_command(args) -> int:
     from jobgauge.profiler.hive import DEFAULT_PORT, start_server
-    from jobgauge.profiler.runner import parse_conf_pairs
 
-    conf = parse_conf_pairs(args.conf)
+    conf = parse_key_values(args.conf, settings=True)
     state = start_server(port=args.port or DEFAULT_PORT, state_dir=args.state_dir,
                          master=args.master, conf=conf, timeout_s=args.timeout)
     _print(args, state.to_dict(), [
@@ -168,8 +206,8 @@ def open_session(args, database: str = "default"):
 
 
 def _load(session, args) -> dict:
-    print(f"loading TPC-H {args.scale} into {session.where} ...", file=sys.stderr, flush=True)
-    loaded = session.load_tpch(args.scale, args.data_root)
+    print(f"loading TPC-H {args.datasize} into {session.where} ...", file=sys.stderr, flush=True)
+    loaded = session.load_tpch(args.datasize, args.data_root)
     session.use(loaded["database"])
     return loaded
 
@@ -193,54 +231,106 @@ def _query(number: int):
     return f"tpch-q{number}", QUERIES[number].strip()
 
 
-def explain_command(args) -> int:
-    from jobgauge.profiler.hive import plan_dag
+def _asked_query(args):
+    """(job key, query text, TPC-H?) of ``--query N``, ``--sql TEXT`` or ``--file PATH``."""
+    from jobgauge.errors import UsageError
+    from jobgauge.profiler._hive_record import query_workload, read_query
+    from jobgauge.profiler._hive_session import check_plan_limits
 
-    _workload, sql = _query(args.query)
+    if args.query is not None:
+        if args.database or getattr(args, "workload", None):
+            raise UsageError("--database and --workload are for your own query (--sql or "
+                             "--file); a TPC-H query runs in its own database")
+        return (*_query(args.query), True)
+    sql = read_query(args.sql, args.file)
+    check_plan_limits(sql)      # a query past the planning limits is refused before connecting
+    return getattr(args, "workload", None) or query_workload(sql), sql, False
+
+
+def _prepare(session, args, tpch: bool) -> dict:
+    """Load TPC-H for a TPC-H query, else switch to --database: (scale, data_path)."""
+    if tpch:
+        return _load(session, args)
+    if args.database:
+        session.use(args.database)
+    return {"scale": "", "data_path": None}
+
+
+def _given_resources(args) -> dict | None:
+    from jobgauge.errors import UsageError
+
+    given = {"instance_type": args.instance_type, "instance_count": args.instance_count,
+             "vcpus": args.vcpus, "memory_gib": args.memory_gib}
+    if all(v is None for v in given.values()):
+        return None
+    if any(v is None for v in given.values()):
+        raise UsageError("give all of --instance-type, --instance-count, --vcpus and "
+                         "--memory-gib, or none (then they are read from a local server)")
+    return given
+
+
+def explain_command(args) -> int:
+    from jobgauge.profiler.hive import plan_dag, server_resources
+
+    workload, sql, tpch = _asked_query(args)
+    resources = _given_resources(args)
     with open_session(args) as session:
-        _load(session, args)
+        loaded = _prepare(session, args, tpch)
         text = session.explain(sql, args.mode)
         engine = session.engine
+        if args.predict and resources is None:
+            resources = server_resources(session)
+    dag = plan_dag(text, engine) if (args.json or args.predict) else None
+    prediction = None
+    if args.predict:
+        from jobgauge.models._default import store_model
+        from jobgauge.profiler._hive_record import plan_prediction
+        from jobgauge.store import open_store
+
+        model, _meta = store_model(open_store(args.store), progress=sys.stderr)
+        prediction = plan_prediction(model, workload, dag, resources, engine=engine,
+                                     datasize=loaded["scale"])
     if args.json:
-        dag = plan_dag(text, engine).to_dict()
-        dag["source_format"] = dag["graph"].get("format")
-        print(json.dumps(dag, default=str))
-    else:
-        print(text)
+        payload = dag.to_dict()
+        payload["source_format"] = payload["graph"].get("format")
+        if prediction is not None:
+            payload["prediction"] = {"workload": workload, **prediction}
+        print(json.dumps(payload, default=str))
+        return 0
+    print(text)
+    if prediction is not None:
+        where = f"{resources['instance_count']} x {resources['instance_type']}"
+        print(f"predicted runtime of {workload} on {where}: {prediction['runtime_s']:.1f} s "
+              f"({int(prediction['coverage'] * 100)} % interval {prediction['low_s']:.1f} .. "
+              f"{prediction['high_s']:.1f} s; {dag.number_of_nodes()} plan operators)")
     return 0
 
 
 def run_command(args) -> int:
-    from jobgauge.errors import UsageError
     from jobgauge.profiler.hive import run_query
-    from jobgauge.profiler.runner import parse_conf_pairs
     from jobgauge.profiler.workloads.base import directory_bytes
     from jobgauge.store import open_store
 
-    workload, sql = _query(args.query)
-    knobs = parse_conf_pairs(args.knobs)
-    given = {"instance_type": args.instance_type, "instance_count": args.instance_count,
-             "vcpus": args.vcpus, "memory_gib": args.memory_gib}
-    resources = None
-    if any(v is not None for v in given.values()):
-        if any(v is None for v in given.values()):
-            raise UsageError("give all of --instance-type, --instance-count, --vcpus and "
-                             "--memory-gib, or none (then they are read from a local server)")
-        resources = given
+    workload, sql, tpch = _asked_query(args)
+    knobs = parse_key_values(args.conf, settings=True)
+    resources = _given_resources(args)
     store = open_store(args.store)
     with open_session(args) as session:
-        loaded = _load(session, args)
-        print(f"running {workload} at {loaded['scale']} on {session.where} ...", file=sys.stderr,
-              flush=True)
+        loaded = _prepare(session, args, tpch)
+        size = f" at {loaded['scale']}" if loaded["scale"] else ""
+        print(f"running {workload}{size} on {session.where} ...", file=sys.stderr, flush=True)
         run = run_query(session, workload, sql, loaded["scale"], knobs, store,
-                        timeout_s=args.timeout, input_bytes=directory_bytes(loaded["data_path"]),
+                        timeout_s=args.timeout,
+                        input_bytes=directory_bytes(loaded["data_path"])
+                        if loaded["data_path"] else None,
                         resources=resources)
     if args.json:
         out = {k: v for k, v in run.items() if k not in ("plan", "query_text")}
         print(json.dumps(out, default=str))
     else:
         runtime = f" in {run['runtime_s']:.3f} s" if run["runtime_s"] is not None else ""
-        print(f"run {run['id']}: {workload} {run['datasize']} on {run['framework']} "
+        size = f" {run['datasize']}" if run["datasize"] else ""
+        print(f"run {run['id']}: {workload}{size} on {run['framework']} "
               f"{run['engine_version']} {run['status']}{runtime}, {run['rows']} rows")
         settings = run["settings"]
         if settings["requested"]:

@@ -4,13 +4,18 @@ Two sources give the same :class:`ProgressSnapshot`:
 
 * the driver's REST API (``http://driver:4040/api/v1/applications/<id>/jobs``
   and ``.../stages``, or a History Server at port 18080):
-  :func:`read_rest_snapshot`;
+  :func:`read_rest_snapshot`, through the one REST client
+  (:mod:`jobgauge.profiler.sparkrest`);
 * an event log that Spark is still writing: :class:`EventLogTail` reads only
   the bytes appended since its last :meth:`~EventLogTail.poll` and folds the
-  listener events into a :class:`ProgressTracker`.  It reads plain logs,
+  listener events into a :class:`ProgressTracker`.  Files, layouts and codecs
+  are the batch reader's (:mod:`jobgauge.profiler._eventlog_io`): plain logs,
   ``.inprogress`` logs, the rolling ``eventlog_v2_<app id>/`` folders Spark
   3+ writes, the old folder-per-application layout, and the ``zstd``
   (Spark 4's default), ``lz4`` and ``snappy`` codecs, appended to or not.
+
+Either source failing to answer raises :data:`LiveSourceError` (the REST
+client's :class:`~jobgauge.profiler.sparkrest.SparkRestError`).
 
 A snapshot only holds what has happened up to the moment it was taken
 (here a finished log from the corpus; on a running one, call ``poll`` again
@@ -33,17 +38,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import struct
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable
 
 from jobgauge.errors import GaugeError, ParseError, UsageError
+from jobgauge.profiler._eventlog_io import GrowingPart, LogLayout, resolve_layout
+from jobgauge.profiler.sparkrest import SparkRestClient, SparkRestError, parse_url, rest_time_ms
 
 __all__ = [
     "JobProgress",
@@ -57,8 +59,9 @@ __all__ = [
 ]
 
 
-class LiveSourceError(GaugeError, ConnectionError):
-    """A running application's UI or event log could not be reached."""
+# A running application's UI or event log could not be reached or read: the one error
+# of Spark's REST API (see sparkrest), under the name this module always exported.
+LiveSourceError = SparkRestError
 
 
 # ---------------------------------------------------------------- snapshots
@@ -427,175 +430,19 @@ def _jsonable(value) -> bool:
     return True
 
 
-# ---------------------------------------------------------------- incremental decoding
-
-class _PlainDecoder:
-    def feed(self, data: bytes) -> bytes:
-        return data
-
-
-class _ZstdDecoder:
-    """Zstandard, as Spark's ZstdCompressionCodec writes it: frames one after
-    another, a frame possibly cut off at the end of what is on disk."""
-
-    def __init__(self):
-        import zstandard  # noqa: PLC0415 - only for zstd logs
-
-        self._factory = zstandard.ZstdDecompressor()
-        self._error = zstandard.ZstdError
-        self._obj = self._factory.decompressobj()
-
-    def feed(self, data: bytes) -> bytes:
-        out = []
-        while data:
-            try:
-                out.append(self._obj.decompress(data))
-            except self._error as exc:
-                raise _CodecError(f"bad zstd data: {exc}") from exc
-            if not self._obj.eof:
-                break
-            data = self._obj.unused_data
-            self._obj = self._factory.decompressobj()
-        return b"".join(out)
-
-
-class _FramedDecoder:
-    """Base for block streams with a header per block (lz4-java, snappy-java)."""
-
-    def __init__(self):
-        self._pending = b""
-
-    def feed(self, data: bytes) -> bytes:
-        self._pending += data
-        out = []
-        while True:
-            block, used = self._next_block(self._pending)
-            if used == 0:
-                break
-            self._pending = self._pending[used:]
-            out.append(block)
-        return b"".join(out)
-
-    def _next_block(self, buf: bytes) -> tuple[bytes, int]:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-
-class _Lz4Decoder(_FramedDecoder):
-    """lz4-java's LZ4BlockOutputStream (Spark's ``lz4`` codec): blocks of
-    ``LZ4Block`` + token + compressed length + length + checksum + data."""
-
-    _HEADER = struct.Struct("<8sBiii")
-
-    def _next_block(self, buf):
-        if len(buf) < self._HEADER.size:
-            return b"", 0
-        magic, token, compressed, length, _checksum = self._HEADER.unpack_from(buf)
-        if magic != b"LZ4Block":
-            raise _CodecError("bad lz4 block header")
-        end = self._HEADER.size + compressed
-        if len(buf) < end:
-            return b"", 0
-        payload = buf[self._HEADER.size:end]
-        if length == 0:
-            return b"", end
-        if token & 0xF0 == 0x10:
-            return payload, end
-        import lz4.block  # noqa: PLC0415 - only for lz4 logs
-
-        try:
-            return lz4.block.decompress(payload, uncompressed_size=length), end
-        except lz4.block.LZ4BlockError as exc:
-            raise _CodecError(f"bad lz4 block: {exc}") from exc
-
-
-class _SnappyDecoder(_FramedDecoder):
-    """snappy-java's SnappyOutputStream (Spark's ``snappy`` codec): a 16-byte
-    header, then blocks of a big-endian length and raw snappy data."""
-
-    _MAGIC = b"\x82SNAPPY\x00"
-
-    def __init__(self):
-        super().__init__()
-        self._header_done = False
-
-    def _next_block(self, buf):
-        if not self._header_done:
-            if len(buf) < 16:
-                return b"", 0
-            if not buf.startswith(self._MAGIC):
-                raise _CodecError("bad snappy stream header")
-            self._header_done = True
-            return b"", 16
-        if len(buf) < 4:
-            return b"", 0
-        (size,) = struct.unpack_from(">i", buf)
-        if len(buf) < 4 + size:
-            return b"", 0
-        import snappy  # noqa: PLC0415 - only for snappy logs
-
-        try:
-            return snappy.uncompress(buf[4:4 + size]), 4 + size
-        except Exception as exc:  # python-snappy raises its own UncompressError
-            raise _CodecError(f"bad snappy block: {exc}") from exc
-
-
-class _CodecError(Exception):
-    """Internal: turned into a ParseError with the file's name."""
-
-
-_CODECS = {"zstd": _ZstdDecoder, "zst": _ZstdDecoder, "lz4": _Lz4Decoder, "snappy": _SnappyDecoder}
-
-
-def _codec_of(path: Path):
-    name = path.name
-    if name.endswith(".inprogress"):
-        name = name[: -len(".inprogress")]
-    suffix = name.rsplit(".", 1)[-1] if "." in name else ""
-    if suffix in _CODECS:
-        return _CODECS[suffix]
-    if suffix == "lzf":
-        raise ParseError("lzf-compressed event logs are not supported; set "
-                         "spark.eventLog.compression.codec to zstd, lz4 or snappy", path=path)
-    return _PlainDecoder
-
-
 # ---------------------------------------------------------------- tail reader
-
-class _FileCursor:
-    """Where we are in one file of the log: byte offset, decoder, partial line."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.offset = 0
-        self.decoder = _codec_of(path)()
-        self.partial = b""
-        self.line_no = 0
-
-    def read_new(self) -> bytes:
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
-                data = handle.read()
-        except FileNotFoundError:
-            # Spark renames foo.inprogress to foo when the application ends
-            if self.path.name.endswith(".inprogress"):
-                final = self.path.with_name(self.path.name[: -len(".inprogress")])
-                if final.exists():
-                    self.path = final
-                    return self.read_new()
-            raise
-        self.offset += len(data)
-        return data
-
 
 class EventLogTail:
     """Reads a Spark event log as it grows, one :meth:`poll` at a time.
 
     ``path`` is an event log file (plain, ``.inprogress`` or compressed), a
     rolling log folder (``eventlog_v2_<app id>``) or an old-style
-    application folder (``EVENT_LOG_1`` inside).  Every :meth:`poll` reads the
-    bytes appended since the previous one; an unfinished last line waits for
-    the next poll.  A line that is not a listener event raises
+    application folder (``EVENT_LOG_1`` inside).  Files, codecs and layouts
+    are the batch reader's (:mod:`jobgauge.profiler._eventlog_io`): every
+    :meth:`poll` finds the log's parts again and reads, through a
+    :class:`~jobgauge.profiler._eventlog_io.GrowingPart` each, the bytes
+    appended since the previous poll; an unfinished last line waits for the
+    next poll.  A line that is not a listener event raises
     :class:`~jobgauge.errors.ParseError` with its file and line number.
     """
 
@@ -604,98 +451,60 @@ class EventLogTail:
         if not self.path.exists():
             raise LiveSourceError(f"no Spark event log at {self.path}")
         self.tracker = tracker or ProgressTracker(source="eventlog", location=str(self.path))
-        self._cursors: dict[str, _FileCursor] = {}
-        self._order: list[str] = []
+        self._parts: dict[str, GrowingPart] = {}     # by file name without .inprogress
 
-    def _follow_rename(self) -> None:
-        """Spark renames ``<log>.inprogress`` to ``<log>`` when the application ends."""
+    def _layout(self) -> LogLayout:
+        """Where the log's parts are now (Spark renames ``<log>.inprogress`` at the end)."""
         if not self.path.exists() and self.path.name.endswith(".inprogress"):
             final = self.path.with_name(self.path.name[: -len(".inprogress")])
             if final.exists():
                 self.path = final
-
-    # -- which files make up the log
-    def _files(self) -> list[Path]:
-        self._follow_rename()
         if not self.path.exists():
             raise LiveSourceError(f"the Spark event log {self.path} has disappeared")
-        if self.path.is_file():
-            return [self.path]
-        entries = [p for p in self.path.iterdir() if p.is_file()]
-        rolling = [p for p in entries if p.name.startswith("events_")]
-        if rolling:
-            def index(p: Path) -> int:
-                match = re.match(r"events_(\d+)_", p.name)
-                return int(match.group(1)) if match else 0
-            return sorted(rolling, key=index)
-        legacy = [p for p in entries if p.name.startswith("EVENT_LOG_")]
-        if legacy:
-            return sorted(legacy)
-        raise ParseError("folder holds no Spark event log files", path=self.path,
-                         expected="events_<n>_<app id> files (rolling log) or EVENT_LOG_1")
+        return resolve_layout(self.path)
 
     def running(self) -> bool | None:
         """What the log's own markers say: True while the app runs, False once
         it has ended (a finished log without ApplicationEnd is a driver that
         died), None when the layout has no marker (then the events decide)."""
-        self._follow_rename()
-        if self.path.is_file():   # Spark drops the .inprogress suffix when the app ends
-            return self.path.name.endswith(".inprogress")
-        names = {p.name for p in self.path.iterdir()}
-        if any(n.startswith("appstatus_") for n in names):
-            return any(n.startswith("appstatus_") and n.endswith(".inprogress") for n in names)
-        if any(n.startswith("EVENT_LOG_") for n in names):
-            return "APPLICATION_COMPLETE" not in names
-        return None
+        layout = self._layout()
+        return layout.in_progress if layout.marked else None
 
     # -- reading
-    def poll(self) -> int:
+    def poll(self, *, final: bool = False) -> int:
         """Read what was appended since the last poll; returns events applied."""
         before = self.tracker.n_events
-        for path in self._files():
-            key = path.name.removesuffix(".inprogress")
-            cursor = self._cursors.get(key)
-            if cursor is None:
-                cursor = self._cursors[key] = _FileCursor(path)
-                self._order.append(key)
-            else:
-                cursor.path = path if path.exists() else cursor.path
-            self._consume(cursor)
+        for part in self._layout().parts:
+            key = part.path.name.removesuffix(".inprogress")
+            growing = self._parts.get(key)
+            if growing is None:
+                growing = self._parts[key] = GrowingPart(part)
+            elif growing.path != part.path:          # renamed when the application ended
+                growing.part = part
+            try:
+                lines = growing.read_lines(final=final)
+            except FileNotFoundError as exc:
+                raise LiveSourceError(f"event log file vanished while reading: "
+                                      f"{growing.path}") from exc
+            except OSError as exc:
+                raise LiveSourceError(f"cannot read event log {growing.path}: "
+                                      f"{exc.strerror or type(exc).__name__}") from exc
+            for line_no, raw in lines:
+                self._apply(raw, growing.path, line_no)
         return self.tracker.n_events - before
 
-    def _consume(self, cursor: _FileCursor) -> None:
-        try:
-            data = cursor.read_new()
-        except FileNotFoundError as exc:
-            raise LiveSourceError(f"event log file vanished while reading: {cursor.path}") from exc
-        except OSError as exc:
-            raise LiveSourceError(f"cannot read event log {cursor.path}: {exc}") from exc
-        if not data:
-            return
-        try:
-            text = cursor.decoder.feed(data)
-        except _CodecError as exc:
-            raise ParseError(str(exc), path=cursor.path,
-                             expected="a Spark event log (plain or zstd/lz4/snappy)") from exc
-        buffer = cursor.partial + text
-        lines = buffer.split(b"\n")
-        cursor.partial = lines.pop()
-        for raw in lines:
-            cursor.line_no += 1
-            self._apply(raw, cursor)
-
-    def _apply(self, raw: bytes, cursor: _FileCursor) -> None:
+    def _apply(self, raw: bytes, path: Path, line_no: int) -> None:
         line = raw.strip()
         if not line:
             return
         try:
             event = json.loads(line)
         except (UnicodeDecodeError, json.JSONDecodeError):
-            raise ParseError("not a JSON line", path=cursor.path, line=cursor.line_no,
+            raise ParseError("not a JSON line", path=path, line=line_no,
                              expected="one JSON listener event per line",
                              snippet=line[:80].decode("utf-8", "replace")) from None
         if not isinstance(event, dict) or not isinstance(event.get("Event"), str):
-            raise ParseError("not a Spark listener event", path=cursor.path, line=cursor.line_no,
+            raise ParseError("not a Spark listener event", path=path, line=line_no,
                              expected="a JSON object with an 'Event' field",
                              snippet=line[:80].decode("utf-8", "replace"))
         try:
@@ -703,21 +512,19 @@ class EventLogTail:
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, GaugeError):
                 raise
-            raise ParseError(f"malformed {event['Event']} event ({exc!r})", path=cursor.path,
-                             line=cursor.line_no, snippet=line[:80].decode("utf-8", "replace")) from None
+            raise ParseError(f"malformed {event['Event']} event ({exc!r})", path=path,
+                             line=line_no, snippet=line[:80].decode("utf-8", "replace")) from None
 
     def finish(self) -> None:
         """Read to the end and apply a last line that lacks its newline.
 
         Call this once the application has ended: a log that was cut off in
         the middle of a line then raises :class:`ParseError`."""
-        self.poll()
-        for key in self._order:
-            cursor = self._cursors[key]
-            if cursor.partial.strip():
-                cursor.line_no += 1
-                self._apply(cursor.partial, cursor)
-                cursor.partial = b""
+        self.poll(final=True)
+        for growing in self._parts.values():
+            rest = growing.rest()
+            if rest is not None:
+                self._apply(rest[1], growing.path, rest[0])
 
     def snapshot(self, *, now: float | None = None) -> ProgressSnapshot:
         """Progress as of ``now`` (see :meth:`ProgressTracker.snapshot`)."""
@@ -726,65 +533,20 @@ class EventLogTail:
 
 # ---------------------------------------------------------------- REST API
 
-_API = "/api/v1"
+_UI_HINT = ("the UI of a still running application, which listens on spark.ui.port, 4040 "
+            "by default, or a History Server")
 
 
 def _rest_time(value) -> float | None:
-    if not value or not isinstance(value, str):
-        return None
     try:
-        moment = datetime.strptime(value.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+        millis = rest_time_ms(value) if isinstance(value, str) else None
     except ValueError:
         return None
-    seconds = moment.timestamp()
-    return seconds if seconds > 0 else None
+    return millis / 1000.0 if millis and millis > 0 else None
 
 
-def _split_url(url: str) -> tuple[str, str | None]:
-    """``http://host:4040[/api/v1/applications/<id>/...]`` -> (API base, app id)."""
-    text = url.strip()
-    if not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", text):
-        text = "http://" + text
-    parts = urllib.parse.urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise UsageError(f"not an http(s) URL of a Spark UI: {url!r}")
-    path = parts.path.rstrip("/")
-    app_id = None
-    if _API in path:
-        prefix, rest = path.split(_API, 1)
-        match = re.match(r"^/applications/([^/]+)", rest)
-        if match:
-            app_id = urllib.parse.unquote(match.group(1))
-        path = prefix
-    return f"{parts.scheme}://{parts.netloc}{path}{_API}", app_id
-
-
-def _get_json(url: str, timeout_s: float):
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            body = response.read()
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            raise LiveSourceError(f"{url} answered 404 Not Found (no such application, "
-                                  "or not a Spark UI / History Server)") from None
-        raise LiveSourceError(f"{url} answered HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise LiveSourceError(
-            f"cannot reach the Spark UI at {url}: {reason} (is the application still "
-            "running? its driver UI listens on spark.ui.port, 4040 by default)") from None
-    try:
-        return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ParseError("the Spark UI did not answer JSON", path=url,
-                         expected="a Spark REST API response",
-                         snippet=body[:80].decode("utf-8", "replace")) from None
-
-
-def _pick_app(apps, url: str, app_id: str | None) -> dict:
-    if not isinstance(apps, list):
-        raise ParseError("unexpected answer to /applications", path=url, expected="a JSON list")
+def _pick_app(apps: list, url: str, app_id: str | None) -> dict:
+    apps = [app for app in apps if isinstance(app, dict) and app.get("id")]
     if app_id is not None:
         for app in apps:
             if app.get("id") == app_id:
@@ -812,14 +574,12 @@ def read_rest_snapshot(url: str, *, app_id: str | None = None, timeout_s: float 
     any ``.../api/v1/applications/<id>`` address.  Raises
     :class:`LiveSourceError` when nothing answers there.
     """
-    base, url_app = _split_url(url)
-    app = _pick_app(_get_json(f"{base}/applications", timeout_s), url, app_id or url_app)
-    quoted = urllib.parse.quote(app["id"], safe="")
-    jobs_raw = _get_json(f"{base}/applications/{quoted}/jobs", timeout_s)
-    stages_raw = _get_json(f"{base}/applications/{quoted}/stages", timeout_s)
+    address = parse_url(url)
+    client = SparkRestClient(address.root, timeout_s=timeout_s, server="Spark UI", hint=_UI_HINT)
+    app = _pick_app(client.applications(), url, app_id or address.app_id)
+    jobs_raw = client.jobs(app["id"])
+    stages_raw = client.stages(app["id"])
     taken = now if now is not None else time.time()
-    if not isinstance(jobs_raw, list) or not isinstance(stages_raw, list):
-        raise ParseError("unexpected answer to /jobs or /stages", path=url, expected="JSON lists")
     attempt = (app.get("attempts") or [{}])[-1]
     started = _ms(attempt.get("startTimeEpoch")) or _rest_time(attempt.get("startTime"))
     completed = bool(attempt.get("completed", False))

@@ -51,22 +51,31 @@ def is_url(text: str) -> bool:
     return text.startswith(("http://", "https://"))
 
 
-def expand_inputs(inputs) -> list[str]:
-    """Inputs with each folder of event logs replaced by the logs inside it."""
+def expand_folders(inputs) -> list[tuple[str, str | None]]:
+    """``(input, None)`` for each input to profile, each folder of event logs replaced by
+    its entries; ``(entry, reason)`` for an entry of such a folder that cannot be one
+    (not a regular file or folder).  Other entries of the folder are inputs too: whatever
+    reads is profiled, the rest is reported with its reason."""
     from jobgauge.profiler._eventlog_io import is_legacy_dir, is_rolling_dir
-    from jobgauge.profiler.eventlog import find_eventlogs
+    from jobgauge.profiler.eventlog import looks_like_eventlog
 
     out = []
     for item in inputs:
         path = Path(item)
         if not is_url(item) and path.is_dir() and not (is_rolling_dir(path) or
                                                        is_legacy_dir(path)):
-            found = find_eventlogs(path)
-            if found:
-                out.extend(str(p) for p in found)
+            entries = [entry for entry in sorted(path.iterdir()) if not entry.name.startswith(".")]
+            regular = [entry for entry in entries if entry.is_file() or entry.is_dir()]
+            if any(looks_like_eventlog(entry) for entry in regular):   # never opens a FIFO
+                out.extend((str(entry), None if entry in regular else _not_regular(entry))
+                           for entry in entries)
                 continue
-        out.append(item)
+        out.append((item, None))
     return out
+
+
+def _not_regular(path: Path) -> str:
+    return "not a regular file or folder (a FIFO, socket or device); not read"
 
 
 def read_profile(item: str, *, progress: bool = False):
@@ -80,6 +89,9 @@ def read_profile(item: str, *, progress: bool = False):
     path = Path(item)
     if not path.exists():
         raise ParseError("no such file or directory", path=item)
+    if not (path.is_file() or path.is_dir()):   # reading a FIFO would wait for a writer
+        raise ParseError(_not_regular(path), path=item,
+                         expected="an event log file or folder, or a MapReduce job file")
     if looks_like_eventlog(path):
         return _read_eventlog_with_progress(path) if progress else read_eventlog(path)
     if path.is_dir():
@@ -90,11 +102,8 @@ def read_profile(item: str, *, progress: bool = False):
 
 
 def _read_mapreduce(path: Path):
-    try:
-        from jobgauge.profiler import mapreduce
-    except ImportError:  # pragma: no cover - the MapReduce reader ships with jobgauge
-        raise ParseError("not a Spark event log, and the MapReduce reader is not installed",
-                         path=path) from None
+    from jobgauge.profiler import mapreduce
+
     try:
         mapreduce.sniff_mapreduce(path)
     except ParseError as exc:
@@ -156,19 +165,30 @@ def _summary(profile) -> dict:
 
 
 def run_profile(args) -> int:
-    failures = 0
+    """Profile every input; exit code 1 when a named input could not be read, or when
+    nothing at all could.  A file of a folder of event logs that is no job record is
+    reported with its reason (``skipped``) and the folder's logs are still profiled."""
+    failures = skipped = profiled = 0
     rows = []
-    for item in expand_inputs(args.inputs):
+    named = {str(item) for item in args.inputs}
+    for item, reason in expand_folders(args.inputs):
         try:
+            if reason is not None:
+                raise ParseError(reason, path=item)
             profile = read_profile(item, progress=True)
         except GaugeError as exc:
-            failures += 1
             if getattr(args, "debug", False):
                 raise
-            print(f"jobgauge: error: {exc}", file=sys.stderr)
+            if item in named:
+                failures += 1
+                print(f"jobgauge: error: {exc}", file=sys.stderr)
+            else:
+                skipped += 1
+                print(f"jobgauge: skipped: {exc}", file=sys.stderr)
             if args.json:
                 print(json.dumps({"source": item, "error": str(exc)}), flush=True)
             continue
+        profiled += 1
         if args.json:
             data = profile.to_dict() if args.full else _summary(profile)
             print(json.dumps(data, default=str), flush=True)
@@ -179,4 +199,7 @@ def run_profile(args) -> int:
         for source, profile in rows:
             for note in profile.notes:
                 print(f"note: {source}: {note}", file=sys.stderr)
-    return 1 if failures else 0
+    if skipped:
+        print(f"jobgauge: profiled {profiled} input(s); skipped {skipped} file(s) that are "
+              f"no job record", file=sys.stderr)
+    return 1 if failures or not profiled else 0

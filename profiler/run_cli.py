@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from jobgauge.cli_options import add_conf_option, add_datasize_option, parse_key_values
+
 
 def register(subparsers) -> None:
     """Add ``run`` and ``collect``."""
@@ -15,21 +17,26 @@ def register(subparsers) -> None:
     kinds = parser.add_subparsers(dest="suite", metavar="SUITE", required=True)
     tpch = kinds.add_parser("tpch", help="one TPC-H query (data from tpchgen-cli, cached per scale)")
     tpch.add_argument("--query", type=int, required=True, metavar="N", help="1..22")
-    tpch.add_argument("--scale", default="0.1", metavar="SF", help="scale factor (default 0.1)")
+    add_datasize_option(tpch, default="0.1", tpch=True,
+                        help="scale factor, 0.1 or sf0.1 (default 0.1)")
     _common(tpch)
     tpch.set_defaults(handler=run_tpch_command)
     hibench = kinds.add_parser("hibench", help="one HiBench workload")
     hibench.add_argument("--workload", required=True, metavar="NAME")
-    hibench.add_argument("--size", default="tiny", metavar="PROFILE")
+    add_datasize_option(hibench, default="tiny", old=("--size",),
+                        help="HiBench size profile (default tiny)")
     _common(hibench)
     hibench.set_defaults(handler=run_hibench_command)
 
     hadoop = kinds.add_parser(
         "hadoop", help="one HiBench MapReduce job (wordcount, sort, terasort) in Hadoop's local mode")
     hadoop.add_argument("--workload", required=True, choices=("wordcount", "sort", "terasort"))
-    hadoop.add_argument("--size", default="tiny", choices=("tiny", "medium-local", "small"))
-    hadoop.add_argument("--knob", action="append", default=[], metavar="KEY=VALUE",
-                        help="a MapReduce setting (mapreduce.job.reduces=2, combiner=false, ...)")
+    add_datasize_option(hadoop, default="tiny", old=("--size",),
+                        choices=("tiny", "medium-local", "small"),
+                        help="HiBench size profile (default tiny)")
+    add_conf_option(hadoop, old=("--knob",),
+                    help="a MapReduce setting (mapreduce.job.reduces=2, combiner=false, ...); "
+                         "repeatable")
     hadoop.add_argument("--timeout", type=float, default=600, metavar="SECONDS")
     hadoop.add_argument("--work-dir", metavar="DIR", help="inputs, outputs and the job build")
     hadoop.add_argument("--json", action="store_true")
@@ -44,13 +51,18 @@ def register(subparsers) -> None:
     parser.add_argument("--data-root", metavar="DIR", help="where generated inputs are cached")
     parser.add_argument("--limit", type=int, metavar="N", help="run at most N more runs")
     parser.add_argument("--dry-run", action="store_true", help="print the planned runs and exit")
+    parser.add_argument("--load-threshold", type=float, metavar="LOAD",
+                        help="start a run only when other processes' 1-minute load is below "
+                             "LOAD (default: the plan's load_threshold, else 0.25 per core)")
+    parser.add_argument("--max-load-wait", type=float, metavar="SECONDS",
+                        help="wait at most this long for a quiet machine, then run anyway and "
+                             "mark the run (default: the plan's load_wait_s, else 300)")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=collect_command)
 
 
 def _common(parser):
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark setting; repeat for more")
+    add_conf_option(parser, help="a Spark setting; repeatable")
     parser.add_argument("--master", default="local[2]", help="local[N] (default local[2])")
     parser.add_argument("--timeout", type=float, default=600, metavar="SECONDS")
     parser.add_argument("--data-root", metavar="DIR", help="where generated inputs are cached")
@@ -58,10 +70,10 @@ def _common(parser):
 
 
 def _run(args, workload, size) -> int:
-    from jobgauge.profiler.runner import parse_conf_pairs, run_workload
+    from jobgauge.profiler.runner import run_workload
     from jobgauge.store import open_store
 
-    config = parse_conf_pairs(args.conf)
+    config = parse_key_values(args.conf, settings=True)
     store = open_store(args.store)
     print(f"running {workload} at {size} on {args.master} ...", file=sys.stderr, flush=True)
     run = run_workload(workload, size, config, master=args.master, timeout_s=args.timeout,
@@ -94,35 +106,35 @@ def run_tpch_command(args) -> int:
     from jobgauge.profiler.workloads.tpch import TpchQuery, scale_label
 
     workload = TpchQuery(args.query)
-    return _run(args, workload.name, scale_label(args.scale))
+    return _run(args, workload.name, scale_label(args.datasize))
 
 
 def run_hibench_command(args) -> int:
-    return _run(args, args.workload, args.size)
+    return _run(args, args.workload, args.datasize)
 
 
 def run_hadoop_command(args) -> int:
     from jobgauge.profiler.hadoop_runner import run_mapreduce_job, store_arguments
-    from jobgauge.profiler.runner import DEFAULT_DATA_ROOT, parse_conf_pairs
+    from jobgauge.profiler.runner import DEFAULT_DATA_ROOT
     from jobgauge.store import open_store
 
-    knobs = parse_conf_pairs(args.knob)
+    knobs = parse_key_values(args.conf, settings=True)
     store = open_store(args.store)
-    print(f"running MapReduce {args.workload} at {args.size} in local mode ...",
+    print(f"running MapReduce {args.workload} at {args.datasize} in local mode ...",
           file=sys.stderr, flush=True)
-    record = run_mapreduce_job(args.workload, args.size, knobs,
+    record = run_mapreduce_job(args.workload, args.datasize, knobs,
                                work_dir=args.work_dir or DEFAULT_DATA_ROOT / "hadoop",
                                timeout_s=args.timeout)
     run_key = store.add_run(*store_arguments(record))
     profile = record.get("profile")
-    out = {"id": run_key, "workload": args.workload, "datasize": args.size,
+    out = {"id": run_key, "workload": args.workload, "datasize": args.datasize,
            "framework": "hadoop", "status": record["status"], "runtime_s": record["runtime_s"],
            "input_bytes": record.get("input_bytes"), "settings": record.get("settings"),
            "error": record.get("error"), "profile": profile.summary() if profile else None}
     if args.json:
         print(json.dumps(out, default=str))
     else:
-        print(f"run {run_key}: MapReduce {args.workload} {args.size} {record['status']}"
+        print(f"run {run_key}: MapReduce {args.workload} {args.datasize} {record['status']}"
               + (f" in {record['runtime_s']:.2f} s" if record["runtime_s"] is not None else ""))
         if profile is not None:
             print(f"  map tasks {profile.totals.get('map_tasks')}, reduce tasks "
@@ -144,7 +156,8 @@ def collect_command(args) -> int:
         print(f"{len(runs)} planned runs", file=sys.stderr)
         return 0
     summary = collect(args.plan, work_dir=args.work_dir, data_root=args.data_root,
-                      store=open_store(args.store), limit=args.limit)
+                      store=open_store(args.store), limit=args.limit,
+                      load_threshold=args.load_threshold, load_wait_s=args.max_load_wait)
     if args.json:
         print(json.dumps(summary))
     else:
@@ -152,4 +165,7 @@ def collect_command(args) -> int:
               f"({summary['added']} now)")
         for workload, cov in summary["noise"].items():
             print(f"  noise (CoV of repeats) {workload}: {cov:.1%}")
+        if summary["busy_starts"] or summary["remeasured"]:
+            print(f"  {summary['busy_starts']} runs started on a busy machine (waited the "
+                  f"longest allowed), {summary['remeasured']} measured again")
     return 0

@@ -3,16 +3,19 @@
 ``run_batch`` starts one Spark application (a child process running
 ``jobgauge.profiler.driver``) for a list of items that share the settings
 needing a restart (master, executor layout, serializer, codec, memory
-fraction, parallelism); SQL settings change between items inside the same
-application.  Every item gets its own timeout; the whole application gets a
-hard limit after which the child's process group is killed, and the item that
-was running is recorded as timed out.  Results stream back line by line, so
-a crash loses nothing already measured.
+fraction, parallelism: the knob table's restart levels, ``jobgauge.knobs``);
+SQL settings change between items inside the same application.  Every item
+gets its own timeout; the whole application gets a hard limit after which the
+child's process group is killed, and the item that was running is recorded as
+timed out.  Results stream back line by line, so a crash loses nothing
+already measured.
 
 ``run_workload`` is the one-run convenience used by ``jobgauge run``: it runs,
 profiles the event log, and records the run in the store.  It starts a cold
-application per run; :class:`WarmRunner` (``_warm``) runs one item at a time
-in a long-lived warm application, as the corpus was measured.
+application per run; :class:`WarmRunner` (``_warm``, imported as
+``jobgauge.profiler.WarmRunner``) runs one item at a time in a long-lived warm
+application, as the corpus was measured.  ``_warm`` builds on this module,
+never the other way round.
 """
 
 from __future__ import annotations
@@ -21,89 +24,30 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from datetime import datetime
 from pathlib import Path
 
+from jobgauge.cli_options import SETTING_NAME
 from jobgauge.errors import RunError, UsageError
+from jobgauge.job import local_cores, memory_gib, resources  # noqa: F401 - re-exported
+from jobgauge.knobs import needs_restart
 
 DEFAULT_DATA_ROOT = Path(os.environ.get("JOBGAUGE_DATA", Path.home() / ".cache" / "jobgauge" / "data"))
 DEFAULT_EVENTLOG_DIR = Path.home() / ".local" / "share" / "jobgauge" / "eventlogs"
-# Settings that take effect only when the application starts.
-RESTART_PREFIXES = ("spark.executor.", "spark.driver.", "spark.cores.max", "spark.serializer",
-                    "spark.io.compression.codec", "spark.memory.", "spark.default.parallelism",
-                    "spark.master", "spark.eventLog.", "spark.local.dir", "spark.shuffle.")
-# SQL settings that are static in Spark and so also need a restart.
-STATIC_SQL = ("spark.sql.warehouse.dir", "spark.sql.extensions", "spark.sql.catalogImplementation")
-_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
-
-
-def needs_restart(key: str) -> bool:
-    return key.startswith(RESTART_PREFIXES) or key in STATIC_SQL or not key.startswith("spark.sql.")
 
 
 def split_config(config: dict) -> tuple[dict, dict]:
-    """(application settings, SQL session settings) of a run's configuration."""
+    """(application settings, SQL session settings) of a run's configuration, by the
+    restart levels of the knob table (``jobgauge.knobs.needs_restart``)."""
     static, session = {}, {}
     for key, value in config.items():
-        if not _KEY.match(str(key)):
+        if not SETTING_NAME.match(str(key)):
             raise UsageError(f"invalid configuration key {key!r}")
         (static if needs_restart(key) else session)[key] = str(value)
     return static, session
-
-
-def parse_conf_pairs(pairs) -> dict:
-    """``["a=b", ...]`` from the command line into a dict, with clear errors."""
-    config = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        key = key.strip()
-        if not sep or not key or not value.strip():
-            raise UsageError(f"--conf needs key=value; got {pair!r}")
-        if not _KEY.match(key):
-            raise UsageError(f"--conf key {key!r} is not a configuration name")
-        config[key] = value.strip()
-    return config
-
-
-def local_cores(master: str) -> int:
-    match = re.fullmatch(r"local(?:\[(\d+|\*)\])?", master.strip())
-    if not match:
-        raise UsageError(f"master must be local, local[N] or spark://HOST:PORT; got {master!r}")
-    value = match.group(1) or "1"
-    return os.cpu_count() or 1 if value == "*" else int(value)
-
-
-def memory_gib(text: str) -> float:
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*", str(text).lower())
-    if not match:
-        raise UsageError(f"memory size must look like 512m or 2g; got {text!r}")
-    value, unit = float(match.group(1)), match.group(2) or "m"
-    return value * {"k": 1 / 1024 ** 2, "m": 1 / 1024, "g": 1.0, "t": 1024.0}[unit]
-
-
-def resources(master: str, static: dict, cluster=None) -> dict:
-    """Where a run ran, in the run-table's words."""
-    driver_memory = static.get("spark.driver.memory", "1g")
-    if master.startswith("local"):
-        cores = local_cores(master)
-        return {"instance_type": f"local[{cores}]", "instance_count": 1, "vcpus": cores,
-                "memory_gib": round(memory_gib(driver_memory), 3), "master": master,
-                "executor_instances": 1, "executor_cores": cores,
-                "executor_memory_mb": int(memory_gib(driver_memory) * 1024)}
-    if cluster is None:
-        raise UsageError("a spark:// master needs its cluster description")
-    executor_cores = int(static.get("spark.executor.cores", cluster.cores_per_worker))
-    cores_max = int(static.get("spark.cores.max", cluster.workers * cluster.cores_per_worker))
-    return {"instance_type": "standalone", "instance_count": cluster.workers,
-            "vcpus": cluster.cores_per_worker, "memory_gib": round(memory_gib(cluster.memory_per_worker), 3),
-            "master": master, "executor_instances": max(1, cores_max // executor_cores),
-            "executor_cores": executor_cores,
-            "executor_memory_mb": int(memory_gib(static.get("spark.executor.memory", "1g")) * 1024)}
 
 
 def _read_new_lines(path: Path, offset: int) -> tuple[list[dict], int]:
@@ -121,12 +65,16 @@ def _read_new_lines(path: Path, offset: int) -> tuple[list[dict], int]:
 
 def run_batch(items: list[dict], *, master: str = "local[2]", spark_conf: dict | None = None,
               eventlog_dir=None, work_dir=None, app_name: str = "jobgauge",
-              startup_timeout_s: float = 120.0, on_start=None, on_record=None) -> dict:
+              startup_timeout_s: float = 120.0, on_start=None, on_record=None,
+              load_guard: dict | None = None) -> dict:
     """Run ``items`` in one Spark application; return {"app": ..., "records": [...]}.
 
     Each item: {"key", "workload", "data_path", "sql_conf", "timeout_s", "warmup"}.
     ``on_start(app)`` is called once the application is up (app id, Spark version);
     ``on_record(record)`` as each item ends (warm-ups included).
+    ``load_guard``: the keyword arguments of :class:`~jobgauge.profiler.driver.LoadGuard`
+    (``threshold``, ``max_wait_s``, ``remeasure_ratio``, ``slots``): each measured item
+    waits for a quiet machine and records its load and CPU time.
     """
     work_dir = Path(work_dir or tempfile.mkdtemp(prefix="jobgauge-run-"))
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -135,18 +83,20 @@ def run_batch(items: list[dict], *, master: str = "local[2]", spark_conf: dict |
     spec = {"master": master, "spark_conf": dict(spark_conf or {}), "app_name": app_name,
             "eventlog_dir": str(eventlog_dir) if eventlog_dir else None,
             "results_path": str(results_path), "output_root": str(work_dir / "output"),
-            "items": items}
+            "items": items, "load_guard": load_guard}
     spec_path = work_dir / f"spec-{token}.json"
     spec_path.write_text(json.dumps(spec))
     stderr_path = work_dir / f"driver-{token}.log"
-    limit = startup_timeout_s + sum(float(i.get("timeout_s", 600)) + 30 for i in items)
-    env = dict(os.environ)
-    env.setdefault("PYSPARK_PYTHON", sys.executable)
-    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    per_item = 30.0
+    if load_guard:   # a wait for quiet, and maybe a second measurement with its own wait
+        per_item += 2 * float(load_guard.get("max_wait_s", 300))
+    repeats = 2 if load_guard and load_guard.get("remeasure_ratio") else 1
+    limit = startup_timeout_s + sum(float(i.get("timeout_s", 600)) * repeats + per_item
+                                    for i in items)
+    from jobgauge.profiler.driver import start_driver
+
     with open(stderr_path, "wb") as stderr:
-        child = subprocess.Popen([sys.executable, "-m", "jobgauge.profiler.driver", str(spec_path)],
-                                 stdout=stderr, stderr=subprocess.STDOUT, env=env,
-                                 start_new_session=True)
+        child = start_driver(spec_path, log=stderr)  # dies with this process, JVM included
         app, records, offset, killed = {}, [], 0, False
         deadline = time.monotonic() + limit
         try:
@@ -211,8 +161,10 @@ def find_eventlog(eventlog_dir, app_id: str | None):
     return str(candidates[0]) if candidates else None
 
 
-def read_profile(eventlog_path):
-    """Profile of a whole application from its event log (None if no log was written)."""
+def application_profile(eventlog_path):
+    """Profile of a whole application from its event log (None if no log was written).
+
+    :func:`query_profile` cuts one query's part out of it."""
     if not eventlog_path:
         return None
     from jobgauge.profiler.eventlog import read_eventlog
@@ -278,7 +230,7 @@ def run_workload(workload_name: str, size: str, config: dict | None = None, *,
                      input_bytes=workload.input_bytes(data_path), config=config, source=source)
     profile = None
     try:
-        profile = read_profile(outcome["eventlog"])
+        profile = application_profile(outcome["eventlog"])
     except Exception as exc:  # noqa: BLE001 - a broken log must not lose the measured run
         run["error"] = ((run.get("error") or "") + f"\nprofile not read: {exc}").strip()
     if store is not None:
@@ -327,14 +279,6 @@ def query_profile(app_profile, job_ids, *, runtime_s=None):
         idle_core_seconds=None, config=app_profile.config, source=app_profile.source)
 
 
-def __getattr__(name):
-    # WarmRunner lives in _warm, which imports the helpers above: loaded on first use.
-    if name == "WarmRunner":
-        from jobgauge.profiler._warm import WarmRunner
-
-        return WarmRunner
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-__all__ = ["WarmRunner", "find_eventlog", "local_cores", "memory_gib", "needs_restart",
-           "parse_conf_pairs", "query_profile", "read_profile", "resources", "run_batch",
+__all__ = ["application_profile", "find_eventlog", "local_cores", "memory_gib", "needs_restart",
+           "query_profile", "resources", "run_batch",
            "run_record", "run_workload", "split_config"]

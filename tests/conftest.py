@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import random
+import signal
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -24,12 +27,8 @@ SHARED = _shared_dir()
 def _fixed_seeds():
     random.seed(0)
     np.random.seed(0)
-    try:
-        import torch  # noqa: PLC0415 - only seeded when a test already loaded it
-    except ImportError:  # pragma: no cover
-        torch = None
-    if torch is not None and "torch" in os.sys.modules:
-        torch.manual_seed(0)
+    if "torch" in sys.modules:   # only seeded when a test already loaded it
+        sys.modules["torch"].manual_seed(0)
     yield
 
 
@@ -154,3 +153,62 @@ def web_training_runs(tmp_path_factory, datasets_dir) -> Path:
                     "m4.large", "m4.xlarge", "c4.large", "c4.xlarge"):
                 writer.writerow(row)
     return folder
+
+
+# -- one Spark Thrift server (HiveServer2) for test_hive.py and test_hive_sql.py ----------
+FAST_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+@pytest.fixture(scope="session")
+def hive_server(tmp_path_factory):
+    """A Spark Thrift server started with the CLI; stopped with the CLI afterwards."""
+    state_dir = tmp_path_factory.mktemp("hive-state")
+    port = _free_port()
+    started = time.monotonic()
+    # C1-only JIT and the serial GC: on a busy 2-core machine the server answers in
+    # about 55 s instead of 90 s (measured); also checks that driver Java options merge.
+    from jobgauge.cli import main
+    from jobgauge.profiler.hive import read_state
+
+    code = main(["hive", "start", "--port", str(port), "--state-dir", str(state_dir),
+                 "--conf", "spark.sql.shuffle.partitions=8", "--conf", "spark.driver.memory=1g",
+                 "--conf", f"spark.driver.extraJavaOptions={FAST_START}"])
+    state = read_state(state_dir)
+    try:
+        if code != 0 or state is None:
+            pytest.fail(f"jobgauge hive start failed (exit {code}); see the captured stderr")
+        print(f"Thrift server answered after {time.monotonic() - started:.1f} s")
+        yield state
+    finally:
+        pid = state.pid if state is not None else None
+        code = main(["hive", "stop", "--state-dir", str(state_dir)])
+        from jobgauge.profiler._hive_server import _group_members
+
+        leftovers = [p for p in ([pid] if pid else []) + (_group_members(pid) if pid else [])
+                     if _alive(p)]
+        for leftover in leftovers:  # only our own server's process group
+            os.kill(leftover, signal.SIGKILL)
+        assert code == 0 and not leftovers, f"stop left processes {leftovers}"
+        assert not (state_dir / "server.json").exists()
+
+
+@pytest.fixture(scope="session")
+def hive(hive_server, tpch_data_root):
+    """A session with TPC-H SF 0.01 loaded and in use."""
+    from jobgauge.profiler.hive import HiveSession
+
+    session = HiveSession(port=hive_server.port)
+    try:
+        loaded = session.load_tpch("sf0.01", tpch_data_root)
+        session.use(loaded["database"])
+        yield session
+    finally:
+        session.close()

@@ -2,12 +2,15 @@
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
+from jobgauge import knobs
 from jobgauge.cli import main
 from jobgauge.errors import ParseError, UsageError
-from jobgauge.profiler.collect import load_plan, planned_runs
+from jobgauge.profiler.collect import STANDALONE, cluster_of, load_plan, planned_runs
+from jobgauge.profiler.workloads import get_workload
 from jobgauge.runtable import read_run_table
 from jobgauge.store import open_store
 
@@ -19,6 +22,7 @@ timeout_s = 120
 seed = 3
 warmup_runs = 2
 out = "{out}"
+load_wait_s = 0          # tests share the machine: measure at once (runs are marked)
 
 [design]
 kind = "lhs"
@@ -107,3 +111,247 @@ def test_bad_plans(tmp_path):
     plan.write_text(plan.read_text().replace('"tpch-q14"', '"nosuch*"'))
     with pytest.raises(UsageError, match="matches nothing"):
         planned_runs(load_plan(plan))
+
+
+# ---------------------------------------------------------------- the shipped plan files
+
+PLANS_DIR = Path(__file__).resolve().parent.parent / "bench" / "plans"
+SHIPPED_PLANS = sorted(PLANS_DIR.glob("*.toml"))
+# Plans of issue 13 (a quiet corpus where the work dominates): 3 warm-ups, everything twice.
+QUIET_PLANS = [p for p in SHIPPED_PLANS if p.stem.startswith("quiet-")
+               or p.stem in {"tpch-sf1", "tpch-sf3", "tpch-sf10", "tpch-standalone-sf1",
+                             "tpch-standalone-sf3"}]
+
+
+def _configs(runs) -> set:
+    return {(r["master"], json.dumps(r["static"], sort_keys=True),
+             json.dumps(r["session"], sort_keys=True)) for r in runs}
+
+
+@pytest.mark.parametrize("path", SHIPPED_PLANS, ids=lambda p: p.stem)
+def test_shipped_plan_parses_with_valid_knobs(path):
+    plan = load_plan(path)
+    runs = planned_runs(plan)
+    assert runs and len({r["run_id"] for r in runs}) == len(runs)
+    assert plan["timeout_s"] > 0
+    framework = plan.get("framework", "spark")
+    for run in runs:
+        for name, value in {**run["static"], **run["session"]}.items():
+            knobs.validate(name, value)          # raises for an unknown knob or a bad value
+        if framework == "spark":
+            assert run["size"] in get_workload(run["workload"]).sizes
+    first = [r for r in runs if r["group"] == 0]
+    assert any(r["session"] == {} and r["static"] == {} for r in first)  # Spark's defaults
+    assert runs[0]["master"] in ("local[2]", STANDALONE, "local[1]")
+
+
+@pytest.mark.parametrize("path", QUIET_PLANS, ids=lambda p: p.stem)
+def test_quiet_plan_measures_every_configuration_twice_after_warmups(path):
+    plan = load_plan(path)
+    runs = planned_runs(plan)
+    if plan.get("framework", "spark") == "spark":
+        assert plan["warmup_runs"] == 3
+    per_config = {}
+    for run in runs:
+        base = run["run_id"].rsplit(":r", 1)[0]
+        per_config.setdefault(base, set()).add(run["repetition"])
+    assert all(reps == {0, 1} for reps in per_config.values())
+    assert plan["out"] == f"data/runs/{plan['name']}.csv.gz"
+    timeout = {"sf1": 300, "sf3": 600, "sf10": 900}.get(plan["sizes"][0])
+    if timeout:   # a run that hangs (an executor waiting for memory) ends as timed out
+        assert plan["timeout_s"] == timeout
+
+
+@pytest.mark.parametrize("scale", ["sf1", "sf3"])
+def test_tpch_sf1_sf3_plans_span_the_knobs_most_informative_first(scale):
+    runs = planned_runs(load_plan(PLANS_DIR / f"tpch-{scale}.toml"))
+    assert {r["workload"] for r in runs} == {f"tpch-q{n}" for n in range(1, 23)}
+    configs = _configs(runs)
+    assert ("local[2]", "{}", "{}") in configs and len(configs) - 1 >= 11
+    queries = {}
+    for run in runs:
+        queries.setdefault(next(iter(_configs([run]))), set()).add(run["workload"])
+    assert all(len(names) == 22 for names in queries.values())   # every query, every config
+
+    def changed(group_runs):
+        names = set()
+        for r in group_runs:
+            names |= set(r["session"]) | set(r["static"]) | ({"master"} if r["master"] != "local[2]" else set())
+        return names
+
+    every = {"spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
+             "spark.sql.autoBroadcastJoinThreshold", "spark.sql.files.maxPartitionBytes",
+             "spark.driver.memory", "spark.io.compression.codec", "master"}
+    assert changed(runs) == every
+    # The groups run in order: the first four alone vary every knob but the 8g driver.
+    assert changed([r for r in runs if r["group"] < 4]) == every
+    assert {r["static"].get("spark.driver.memory", "1g") for r in runs} == {"1g", "4g", "8g"}
+    assert {"local[1]", "local[2]"} == {r["master"] for r in runs}
+    assert any(r["session"].get("spark.sql.autoBroadcastJoinThreshold") == "-1" for r in runs)
+    assert runs[0]["group"] == 0 and runs[0]["session"] == {} and runs[0]["static"] == {}
+
+
+def test_tpch_sf10_and_standalone_plans():
+    sf10 = planned_runs(load_plan(PLANS_DIR / "tpch-sf10.toml"))
+    assert len(_configs(sf10)) >= 4 and ("local[2]", "{}", "{}") in _configs(sf10)
+    assert {r["size"] for r in sf10} == {"sf10"}
+    for scale in ("sf1", "sf3"):
+        plan = load_plan(PLANS_DIR / f"tpch-standalone-{scale}.toml")
+        cluster = cluster_of(plan)
+        assert (cluster.workers, cluster.cores_per_worker) == (2, 1)
+        runs = planned_runs(plan)
+        assert {r["master"] for r in runs} == {STANDALONE}
+        assert len({r["workload"] for r in runs}) >= 8 and {r["size"] for r in runs} == {scale}
+        for run in runs:
+            cluster.check_fits(run["static"])    # no executor waits forever for memory
+
+
+@pytest.mark.parametrize("old", ["tpch-sf0.01", "tpch-sf0.1", "tpch-sf0.3", "hibench-tiny",
+                                 "hibench-medium", "mapreduce-sort", "mapreduce-wordcount"])
+def test_quiet_plans_measure_the_shipped_configurations_again(old):
+    quiet = planned_runs(load_plan(PLANS_DIR / f"quiet-{old}.toml"))
+    shipped = planned_runs(load_plan(PLANS_DIR / f"{old}.toml"))
+    assert _configs(quiet) == _configs(shipped)
+    assert {(r["workload"], r["size"]) for r in quiet} == {(r["workload"], r["size"]) for r in shipped}
+    assert not {r["run_id"] for r in quiet} & {r["run_id"] for r in shipped}
+
+
+def test_listed_sessions_and_cluster_plans_are_checked(tmp_path):
+    path = _plan(tmp_path)
+    text = path.read_text().replace('conf = {}', 'conf = {"spark.driver.memory" = "4g"}\n'
+                                    'sessions = [{}, {"spark.sql.adaptive.enabled" = false}]')
+    path.write_text(text)
+    runs = planned_runs(load_plan(path))
+    assert [r["session"] for r in runs if r["workload"] == "tpch-q6"] == [
+        {}, {"spark.sql.adaptive.enabled": "false"}]
+    assert runs[0]["static"] == {"spark.driver.memory": "4g"}
+    for bad, message in [
+        ('{"spark.sql.adaptive.enabled" = false}', "listed twice"),
+        ('{"spark.sql.shuffle.partitons" = "8"}', "unknown setting"),
+        ('{"spark.sql.shuffle.partitions" = "-1"}', "1 or more"),
+        ('{"spark.driver.memory" = "8g"}', "put it in the group's conf"),
+    ]:
+        path.write_text(text.replace("sessions = [{}, ", f"sessions = [{bad}, ")
+                        if "twice" in message else text.replace('{"spark.sql.adaptive.enabled" = false}', bad))
+        with pytest.raises(ParseError, match=message):
+            load_plan(path)
+    cluster = text.replace('master = "local[2]"\n', "").replace(
+        "warmup_runs = 2", 'warmup_runs = 2\ncluster = {workers = 2, cores_per_worker = 1, '
+        'worker_memory = "2g"}')
+    path.write_text(cluster)
+    runs = planned_runs(load_plan(path))
+    assert {r["master"] for r in runs} == {STANDALONE}
+    path.write_text(cluster.replace('"spark.driver.memory" = "4g"', '"spark.executor.memory" = "3g"'))
+    with pytest.raises(ParseError, match="exceeds the 2g of a worker"):
+        load_plan(path)
+    path.write_text(text.replace("warmup_runs = 2", 'warmup_runs = 2\ncluster = {workers = 2}'))
+    with pytest.raises(ParseError, match="leave out master"):
+        load_plan(path)
+
+
+def _dying_run_batch(dies_on, calls):
+    """A stand-in for runner.run_batch whose application dies (as a JVM out of memory
+    does) when it reaches an item of a workload in ``dies_on`` (workload, warm-up?);
+    it reports that item as failed, as run_batch does, and never runs the rest."""
+    def run_batch(items, *, on_start=None, on_record=None, **_):
+        calls.append([(i["workload"], bool(i.get("warmup"))) for i in items])
+        on_start({"app_id": f"app-{len(calls)}", "spark_version": "4.3.0"})
+        records = []
+        for item in items:
+            dies = (item["workload"], bool(item.get("warmup"))) in dies_on
+            record = {"event": "item", "key": item["key"], "workload": item["workload"],
+                      "warmup": bool(item.get("warmup")),
+                      "status": "failed" if dies else "succeeded",
+                      "error": "application exited with code 52\nOutOfMemoryError" if dies
+                      else None, "runtime_s": None if dies else 0.5, "job_ids": [],
+                      "started_at": None, "ended_at": None}
+            records.append(record)
+            on_record(record)
+            if dies:
+                return {"app": {}, "records": records, "returncode": 52, "killed": False}
+        return {"app": {}, "records": records, "returncode": 0, "killed": False}
+    return run_batch
+
+
+def _journal(work):
+    return [json.loads(line)["run"] for line in (work / "journal.jsonl").read_text().splitlines()]
+
+
+def test_a_dead_application_loses_only_its_run(tmp_path, tpch_data_root, monkeypatch):
+    from jobgauge.profiler import collect as collect_module, runner
+
+    plan = _plan(tmp_path)
+    plan.write_text(plan.read_text().replace("fraction = 0.0\ntimes = 1",
+                                             "fraction = 1.0\ntimes = 2"))
+    calls = []
+    monkeypatch.setattr(runner, "run_batch", _dying_run_batch({("tpch-q14", False)}, calls))
+    summary = collect_module.collect(plan, work_dir=tmp_path / "work", data_root=tpch_data_root,
+                                     progress=False)
+    runs = _journal(tmp_path / "work")
+    assert summary["done"] == summary["planned"] == 8 and len(runs) == 8
+    assert {r["status"] for r in runs if r["workload"] == "tpch-q14"} == {"failed"}
+    assert {r["status"] for r in runs if r["workload"] == "tpch-q6"} == {"succeeded"}
+    assert all("OutOfMemoryError" in r["error"] for r in runs if r["status"] == "failed")
+    # Each of the 4 q14 runs killed its application; the rest went on in a new one, and
+    # no run was measured twice.
+    ran = []
+    for call in calls:
+        measured = [w for w, warm in call if not warm]
+        ran += measured[:measured.index("tpch-q14") + 1] if "tpch-q14" in measured else measured
+    assert len(calls) in (4, 5) and len(ran) == 8
+    assert all(sum(warm for _, warm in call) == 2 for call in calls)   # each warmed up again
+
+
+def test_an_application_dying_while_warming_up_warms_up_on_another(tmp_path, tpch_data_root,
+                                                                    monkeypatch):
+    from jobgauge.profiler import collect as collect_module, runner
+
+    calls = []
+    monkeypatch.setattr(runner, "run_batch", _dying_run_batch(
+        {("tpch-q14", True), ("tpch-q14", False)}, calls))
+    collect_module.collect(_plan(tmp_path), work_dir=tmp_path / "work",
+                           data_root=tpch_data_root, progress=False)
+    runs = _journal(tmp_path / "work")
+    assert len(runs) == 4
+    assert {r["workload"] for r in runs if r["status"] == "failed"} == {"tpch-q14"}
+    warmed = [{w for w, warm in call if warm} for call in calls]
+    assert {"tpch-q6"} in warmed and all(len(w) == 1 for w in warmed)
+    monkeypatch.setattr(runner, "run_batch", _dying_run_batch(
+        {("tpch-q6", True), ("tpch-q14", True)}, calls))
+    collect_module.collect(_plan(tmp_path), work_dir=tmp_path / "other",
+                           data_root=tpch_data_root, progress=False)
+    assert not (tmp_path / "other" / "journal.jsonl").exists() or \
+        not _journal(tmp_path / "other")   # nothing measured, nothing made up: left for later
+
+
+def test_stop_orphans_stops_only_the_daemons_of_clusters_whose_owner_is_gone(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from jobgauge.profiler.cluster import OWNER_FILE, STATE_PREFIX, stop_orphans
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    orphan_pids = tmp_path / f"{STATE_PREFIX}orphan" / "pids"
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)",
+             "org.apache.spark.deploy.worker.Worker"]
+    daemon = subprocess.Popen(sleep, env={**os.environ, "SPARK_PID_DIR": str(orphan_pids)})
+    other = subprocess.Popen(sleep)     # the same command, of another cluster or none
+    try:
+        for name, owner, pids in [("orphan", gone.pid, [daemon.pid, other.pid]),
+                                  ("alive", os.getpid(), [daemon.pid])]:
+            state = tmp_path / f"{STATE_PREFIX}{name}"
+            (state / "pids").mkdir(parents=True)
+            (state / OWNER_FILE).write_text(str(owner))
+            for number, pid in enumerate(pids):
+                (state / "pids" / f"spark-{number}.pid").write_text(str(pid))
+        assert stop_orphans(tmp_path) == [str(tmp_path / f"{STATE_PREFIX}orphan")]
+        assert daemon.wait(timeout=10) is not None          # the orphaned daemon is stopped
+        assert other.poll() is None                         # a recycled pid is left alone
+        assert (tmp_path / f"{STATE_PREFIX}alive").is_dir()  # its owner still runs
+    finally:
+        for process in (daemon, other):
+            if process.poll() is None:
+                process.kill()
+                process.wait()

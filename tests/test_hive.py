@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import signal
 import socket
 import time
 from decimal import Decimal
@@ -31,72 +29,9 @@ from jobgauge.profiler.workloads._tpch_queries import QUERIES, TABLES
 from jobgauge.store import open_store
 
 
-FAST_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def _group(pgid: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry.name))
-    return members
-
-
-@pytest.fixture(scope="session")
-def hive_server(tmp_path_factory):
-    """A Spark Thrift server started with the CLI; stopped with the CLI afterwards."""
-    state_dir = tmp_path_factory.mktemp("hive-state")
-    port = _free_port()
-    started = time.monotonic()
-    # C1-only JIT and the serial GC: on a busy 2-core machine the server answers in
-    # about 55 s instead of 90 s (measured); also checks that driver Java options merge.
-    code = main(["hive", "start", "--port", str(port), "--state-dir", str(state_dir),
-                 "--conf", "spark.sql.shuffle.partitions=8", "--conf", "spark.driver.memory=1g",
-                 "--conf", f"spark.driver.extraJavaOptions={FAST_START}"])
-    state = read_state(state_dir)
-    try:
-        if code != 0 or state is None:
-            pytest.fail(f"jobgauge hive start failed (exit {code}); see the captured stderr")
-        print(f"Thrift server answered after {time.monotonic() - started:.1f} s")
-        yield state
-    finally:
-        pid = state.pid if state is not None else None
-        code = main(["hive", "stop", "--state-dir", str(state_dir)])
-        leftovers = [p for p in ([pid] if pid else []) + (_group(pid) if pid else []) if _alive(p)]
-        for leftover in leftovers:  # only our own server's process group
-            os.kill(leftover, signal.SIGKILL)
-        assert code == 0 and not leftovers, f"stop left processes {leftovers}"
-        assert not (state_dir / "server.json").exists()
-
-
-@pytest.fixture(scope="session")
-def hive(hive_server, tpch_data_root):
-    """A session with TPC-H SF 0.01 loaded and in use."""
-    session = HiveSession(port=hive_server.port)
-    try:
-        loaded = session.load_tpch("sf0.01", tpch_data_root)
-        session.use(loaded["database"])
-        yield session
-    finally:
-        session.close()
+# The Thrift server fixtures (hive_server, hive) live in conftest.py, shared with
+# test_hive_sql.py so one server serves both files.
+from conftest import FAST_START, _alive, _free_port  # noqa: E402
 
 
 # -- with the server ---------------------------------------------------------------
@@ -229,6 +164,27 @@ def test_a_query_past_its_timeout_is_cancelled(hive):
     started = time.monotonic()
     assert hive.run("SELECT count(*) FROM nation", timeout_s=60)["first"] == ["25"]
     assert time.monotonic() - started < 60  # the cancelled query no longer holds the cores
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT " + "(" * 3000 + "1" + ")" * 3000, "nests parentheses 3000 deep"),
+    ("SELECT length(repeat('x', 2000000000))", "asks for 2,000,000,000 elements"),
+    ("SELECT " + "+".join(["1"] * 5000), "too deeply nested or too complex"),   # the server's
+])
+def test_explain_past_the_planning_limits_is_a_usage_error(hive, sql, message):
+    with pytest.raises(UsageError, match=message):
+        hive.explain(sql)
+    assert "Project" in hive.explain("SELECT 1")    # the server still plans
+
+
+def test_statements_on_the_server_have_a_time_limit(hive):
+    # explain() plans with execute(..., timeout_s=PLAN_TIMEOUT_S); planning is too quick
+    # to be caught, so a slow statement shows the limit at work.
+    started = time.monotonic()
+    with pytest.raises(HiveQueryError, match="took longer than 2 s and was cancelled"):
+        hive.execute("SELECT count(*) FROM lineitem a CROSS JOIN lineitem b", timeout_s=2)
+    assert time.monotonic() - started < 10
+    assert hive.execute("SELECT count(*) FROM nation", timeout_s=60) == [(25,)]
 
 
 # -- without a server --------------------------------------------------------------

@@ -78,8 +78,8 @@ def test_predict_one_configuration(tables, tmp_path, capsys):
     (["predict", "--model", "M", "--workload", "x", "--datasize", "s", "--coverage", "1.5"],
      "--coverage must be between 0 and 1"),
     (["train", "--runs", "nonexistent.csv", "--out", "m.jgm"], "nonexistent.csv: no such file"),
-    (["train", "--runs", "TRAIN", "--model", "nosuch", "--out", "m.jgm"], "unknown model 'nosuch'"),
-    (["train", "--runs", "TRAIN", "--model", "fc", "--param", "epochs=0", "--out", "m.jgm"],
+    (["train", "--runs", "TRAIN", "--kind", "nosuch", "--out", "m.jgm"], "unknown model 'nosuch'"),
+    (["train", "--runs", "TRAIN", "--kind", "fc", "--param", "epochs=0", "--out", "m.jgm"],
      "The 'epochs' parameter of FullyConnectedModel must be an int >= 1. Got 0 instead."),
     (["evaluate", "--runs", "TRAIN", "--protocol", "random"], "unknown protocol"),
 ])
@@ -150,8 +150,7 @@ def test_train_with_reference_profiles(tmp_path, capsys):
     repo = Path(__file__).resolve().parent.parent
     runs = sorted((repo / "data" / "runs").glob("tpch-*.csv.gz"))
     profiles = sorted((repo / "data" / "profiles").glob("tpch-*.jsonl.gz"))
-    if not runs or not profiles:
-        pytest.skip("no local TPC-H runs with profiles in data/ yet")
+    assert runs and profiles, "the TPC-H runs and profiles shipped in data/ are missing"
     out = tmp_path / "tpch.jgm"
     assert main(["train", "--runs", *map(str, runs), "--profiles", *map(str, profiles),
                  "--model", "gbm", "--param", "max_iter=20", "--out", str(out)]) == 0

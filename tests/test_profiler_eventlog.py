@@ -760,3 +760,111 @@ def test_no_stray_environment_dependency():
     code = ("import sys; from jobgauge.profiler.eventlog import read_eventlog; "
             "assert 'pyspark' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- a log that is still growing, read by the live tail through the same layer ----------------
+
+def _grow(sources: list[tuple[Path, bytes]], chunk: int, tail_of, on_poll) -> None:
+    """Append ``sources``' bytes to their files ``chunk`` bytes at a time, in order (a
+    part exists only once the one before it is whole), polling the tail after each write."""
+    tail = None
+    for target, data in sources:
+        target.write_bytes(b"")
+        for start in range(0, len(data), chunk):
+            with open(target, "ab") as handle:
+                handle.write(data[start:start + chunk])
+            tail = tail or tail_of()
+            on_poll(tail, tail.poll())
+    return tail
+
+
+def test_tail_reads_a_growing_rolled_zstd_log_as_it_is_written(corpus_dir, tmp_path):
+    import zstandard
+    from jobgauge.profiler.live import EventLogTail, ProgressTracker, read_snapshot
+
+    app = "local-1642039451826"
+    source = corpus_dir / "spark-eventlogs" / "apache-spark" / app
+    lines = source.read_bytes().splitlines(keepends=True)
+    # Spark's rolled layout: three zstd parts, each flushed every few events (a block per
+    # flush), the earlier parts closed (frame ended), the last one still open.
+    parts = []
+    for index, piece in enumerate((lines[:40], lines[40:80], lines[80:]), start=1):
+        writer = zstandard.ZstdCompressor(level=3).compressobj()
+        out = []
+        for at in range(0, len(piece), 7):
+            out.append(writer.compress(b"".join(piece[at:at + 7])))
+            out.append(writer.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK))
+        if index < 3:
+            out.append(writer.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
+        parts.append(b"".join(out))
+    folder = tmp_path / f"eventlog_v2_{app}"
+    folder.mkdir()
+    status = folder / f"appstatus_{app}.inprogress"
+    status.write_bytes(b"")
+    polls = []
+
+    def check(tail, _applied):
+        # after every poll the tail holds exactly the first n events of the log
+        n = tail.tracker.n_events
+        fresh = ProgressTracker().feed_all(json.loads(line) for line in lines[:n])
+        assert tail.snapshot(now=0).counts() == fresh.snapshot(now=0, running=True).counts()
+        assert tail.running() is True
+        polls.append(n)
+
+    tail = _grow([(folder / f"events_{i}_{app}.zstd", data) for i, data in enumerate(parts, 1)],
+                 251, lambda: EventLogTail(folder), check)
+    assert polls == sorted(polls) and len(set(polls)) > 10     # read a little at a time
+    assert polls[0] == 0 and polls[-2] < len(lines)
+    status.rename(folder / f"appstatus_{app}")                  # the application ended
+    tail.finish()
+    assert tail.tracker.n_events == len(lines)
+    finished, whole = tail.snapshot(), read_snapshot(source)
+    assert tail.running() is False and finished.status == whole.status == "succeeded"
+    assert finished.counts() == whole.counts() and finished.ended_s == whole.ended_s
+    assert read_eventlog(folder).n_tasks == read_eventlog(source).n_tasks
+
+
+def test_tail_follows_the_rename_of_an_in_progress_file(corpus_dir, tmp_path):
+    from jobgauge.profiler.live import EventLogTail, read_snapshot
+
+    source = corpus_dir / "spark-eventlogs" / "sparklens" / "local-1532512550423"
+    data = source.read_bytes()
+    growing = tmp_path / "local-1532512550423.inprogress"
+    growing.write_bytes(data[: len(data) // 2])
+    tail = EventLogTail(growing)
+    first = tail.poll()
+    assert first > 0 and tail.running() is True
+    with open(growing, "ab") as handle:
+        handle.write(data[len(data) // 2:])
+    growing.rename(tmp_path / "local-1532512550423")
+    assert tail.poll() > 0 and tail.running() is False
+    tail.finish()
+    assert tail.snapshot().counts() == read_snapshot(source).counts()
+
+
+@pytest.mark.spark
+def test_tail_reads_spark_4_logs_as_they_grow(spark_logs, tmp_path):
+    from jobgauge.profiler.live import EventLogTail, read_snapshot
+
+    for name in ("default", "lz4", "snappy"):
+        original = spark_logs[name]
+        if original.is_dir():                 # rolled zstd parts, in index order
+            target = tmp_path / original.name
+            target.mkdir()
+            parts = sorted(original.glob("events_*.zstd"), key=lambda p: int(p.name.split("_")[1]))
+            assert len(parts) >= 2
+            sources = [(target / p.name, p.read_bytes()) for p in parts]
+        else:
+            target = tmp_path / name / original.name
+            target.parent.mkdir()
+            sources = [(target, original.read_bytes())]
+        seen = []
+        tail = _grow(sources, 1 << 18 if name == "default" else 1 << 10,
+                     lambda target=target: EventLogTail(target),
+                     lambda tail, _applied: seen.append(tail.tracker.n_events))
+        tail.finish()
+        whole = read_snapshot(original)
+        assert seen == sorted(seen) and len(set(seen)) > 2, name
+        assert tail.snapshot().counts() == whole.counts(), name
+        assert tail.tracker.n_events == sum(1 for line in _spark_decoded(original)
+                                            if line.strip()), name

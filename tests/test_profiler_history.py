@@ -8,6 +8,7 @@ over REST must agree with ``read_eventlog`` of the same log.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -17,31 +18,23 @@ import sys
 import textwrap
 import time
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
 from jobgauge.profiler.eventlog import read_eventlog
-from jobgauge.profiler.history import parse_history_url, read_history
+from jobgauge.profiler.history import read_history
+from jobgauge.profiler.sparkrest import SparkRestClient, parse_url
 
 from jobgauge.cli import main
 from jobgauge.errors import GaugeError, ParseError
 
-# Spark 4.3's History Server no longer reads the Spark 1.2 folder layout
-# (local-1426533911241/EVENT_LOG_1), so that one corpus log is left out here.
-CORPUS_LOGS = [
-    "apache-spark/app-20161116163331-0000",
-    "apache-spark/application_1506645932520_24630151",
-    "apache-spark/application_1536831636016_59384_1",
-    "apache-spark/application_1538416563558_0014",
-    "apache-spark/application_1628109047826_1317105",
-    "apache-spark/local-1422981780767",
-    "apache-spark/local-1430917381534",
-    "apache-spark/local-1430917381535_1",
-    "apache-spark/local-1596020211915",
-    "apache-spark/local-1642039451826",
-    "dr-elephant/event_log_1",
-    "sparklens/local-1532512550423",
-]
+
+def _corpus_log_files(corpus_dir: Path) -> list[Path]:
+    """Every corpus event log file.  Spark 4.3's History Server no longer reads the Spark
+    1.2 folder layout (local-1426533911241/EVENT_LOG_1), so that one log is left out here."""
+    return sorted(p for p in (corpus_dir / "spark-eventlogs").glob("*/*") if p.is_file())
+
 
 _WRITE_LOG = textwrap.dedent('''
     import sys
@@ -82,8 +75,8 @@ def history(tmp_path_factory, corpus_dir):
     logs, run_dir = root / "logs", root / "run"
     logs.mkdir()
     run_dir.mkdir()
-    for name in CORPUS_LOGS:
-        shutil.copyfile(corpus_dir / "spark-eventlogs" / name, logs / Path(name).name)
+    for path in _corpus_log_files(corpus_dir):
+        shutil.copyfile(path, logs / path.name)
     script = root / "write_log.py"
     script.write_text(_WRITE_LOG)
     done = subprocess.run([sys.executable, str(script), str(logs)], capture_output=True,
@@ -210,6 +203,27 @@ def test_cli_reads_history_urls(history, capsys):
     assert "no application 'nope'" in err
 
 
+@pytest.mark.spark
+def test_application_filters_of_the_real_server(history):
+    client = SparkRestClient.from_url(history["base"], timeout_s=10)
+    everything = client.applications()
+    assert {app["id"] for app in everything} == set(history["logs"])
+    assert len(client.applications(limit=3)) == 3
+    assert client.applications(status="running") == []
+    assert {app["id"] for app in client.applications(status="completed")} == set(history["logs"])
+    assert client.applications(min_end_date="2100-01-01") == []
+    # ended since 2021: the Spark 3.3 corpus log and the one Spark 4.3 wrote here
+    recent = {app["id"] for app in client.applications(min_end_date="2021-01-01")}
+    assert {"local-1642039451826", history["new_app"]} <= recent
+    assert "local-1422981780767" not in recent
+    sql = client.sql_executions("local-1596020211915", page_size=5)
+    assert [entry["id"] for entry in sql] == list(range(24))
+    archive = client.event_logs(history["new_app"])
+    with zipfile.ZipFile(io.BytesIO(archive)) as logs:
+        assert any(history["new_app"] in name for name in logs.namelist())
+    assert client.event_logs("app-nope") is None
+
+
 def test_unreachable_server_is_a_clear_error():
     port = _free_port()                                 # nothing listens there
     with pytest.raises(ParseError, match=rf"127\.0\.0\.1:{port}/api/v1/applications/app-1: "
@@ -233,5 +247,5 @@ def test_not_a_history_url():
      ("https://gw/proxy/spark/api/v1", "application_1_2", "1")),
     ("http://h:18080/", ("http://h:18080/api/v1", None, None)),
 ])
-def test_parse_history_url(url, expected):
-    assert parse_history_url(url) == expected
+def test_parse_url(url, expected):
+    assert parse_url(url) == expected

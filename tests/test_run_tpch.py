@@ -96,7 +96,7 @@ def test_bad_requests_are_clear(capsys, tmp_path):
     assert "TPC-H query must be 1..22" in capsys.readouterr().err
     assert main(["--store", str(tmp_path / "s.db"), "run", "tpch", "--query", "1",
                  "--conf", "novalue"]) == 1
-    assert "--conf needs key=value" in capsys.readouterr().err
+    assert "--conf 'novalue' must look like KEY=VALUE" in capsys.readouterr().err
     assert main(["--store", str(tmp_path / "s.db"), "run", "tpch", "--query", "1",
                  "--scale", "huge"]) == 1
     assert "TPC-H scale must be a number" in capsys.readouterr().err

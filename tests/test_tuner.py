@@ -13,6 +13,7 @@ import pytest
 from optuna.trial import FixedTrial
 
 from jobgauge.errors import GaugeError, ParseError, StoreError, UsageError
+from jobgauge.knobs import EQUIVALENTS
 from jobgauge.runtable import read_run_tables
 from jobgauge.tuner import (KNOBS, CandidateSet, Goal, InvalidConfiguration, Measurement,
                             Objective, ReplayTable, SearchSpace, UnknownInstanceType,
@@ -20,7 +21,7 @@ from jobgauge.tuner import (KNOBS, CandidateSet, Goal, InvalidConfiguration, Mea
                             hive_set_lines, hive_to_spark, history_frame, history_prior,
                             knob, load_catalog, make_sampler, read_catalog, spark_sql_space,
                             spark_submit_lines, spark_to_hive, tune_measured, tune_replay)
-from jobgauge.tuner._space import Knob
+from jobgauge.knobs import Knob
 
 MiB = 1024 * 1024
 
@@ -50,7 +51,7 @@ def test_knob_table_marks_engine_defaults_inside_their_ranges():
     assert knob("spark.io.compression.codec").default == "lz4"
     assert knob("spark.memory.fraction").default == 0.6
     assert knob("mapreduce.task.io.sort.mb").default == 100
-    assert knob("hive.auto.convert.join").equivalent == "spark.sql.autoBroadcastJoinThreshold"
+    assert EQUIVALENTS["hive.auto.convert.join"][0] == ("spark.sql.autoBroadcastJoinThreshold",)
     for item in KNOBS:
         assert item.level in ("query", "job", "instance")
         if item.default is not None:

@@ -125,7 +125,7 @@ def test_replay_cli_errors(capsys, scout_csv, tmp_path):
     with pytest.raises(InfeasibleTuning, match="meets the deadline of 1 s"):
         main(["--debug", "tune", "--replay", scout_csv, "--workload", "join", "--datasize",
               "huge", "--objective", "time", "--deadline", "1", "--trials", "4"])
-    with pytest.raises(UsageError, match="--where takes KEY=VALUE"):
+    with pytest.raises(UsageError, match="--where 'x' must look like KEY=VALUE"):
         main(["--debug", "tune", "--replay", scout_csv, "--workload", "join", "--where", "x"])
     with pytest.raises(UsageError, match="--trials must be >= 1"):
         main(["--debug", "tune", "--replay", scout_csv, "--workload", "join", "--trials", "0"])

@@ -9,7 +9,8 @@ import pytest
 
 from jobgauge.cli import main
 from jobgauge.errors import UsageError
-from jobgauge.profiler.runner import WarmRunner, needs_restart
+from jobgauge.profiler import WarmRunner
+from jobgauge.profiler.runner import needs_restart
 from jobgauge.store import open_store
 
 pytestmark = pytest.mark.spark

@@ -44,13 +44,20 @@ def app(tmp_path, tpch_data_root, corpus_dir, training_runs, spark):
         "TESTING": True, "STORE_URL": str(tmp_path / "store.db"), "MODEL_KIND": "tree",
         "RUNS_DIR": str(training_runs),
         "TUNE_TRIALS": 4, "MAX_TUNE_TRIALS": 10, "PLAN_DATA_ROOT": str(tpch_data_root),
-        "EVENTLOG_DIRS": (str(corpus_dir / "spark-eventlogs"),)})
+        "EVENTLOG_DIRS": (str(corpus_dir / "spark-eventlogs"),),
+        # runs posted with this token are recorded as the shared dataset's source
+        "API_TOKEN": API_TOKEN, "API_TOKEN_SOURCE": "scout-multinode"})
     return app
+
+
+API_TOKEN = "test-token-0123456789abcdef"
 
 
 @pytest.fixture
 def client(app):
-    return app.test_client()
+    client = app.test_client()
+    client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {API_TOKEN}"   # write access
+    return client
 
 
 def _scout_row(datasets_dir) -> dict:
@@ -154,7 +161,7 @@ def test_models_lists_the_model_trained_at_first_use(client):
     client.post("/api/v1/estimate", json={"workload": "tpch-q1"})
     models = client.get("/api/v1/models").get_json()["models"]
     assert [m["kind"] for m in models] == ["tree"]
-    assert models[0]["metrics"]["trained_on_runs"] > 100
+    assert models[0]["metrics"]["training_rows"] > 100   # train's layout (models._training)
     assert re.match(r"\d{4}-\d\d-\d\dT", models[0]["created_at"])
 
 
@@ -685,3 +692,37 @@ def test_openapi_document_lists_every_api_route(app, client):
     enum = document["components"]["schemas"]["EstimateRequest"]["properties"]["workload"]["enum"]
     assert "tpch-q22" in enum and "wordcount" in enum and "sql" in enum
     assert json.dumps(document)  # plain JSON all the way down
+
+
+def test_a_model_trained_by_jobgauge_train_answers_estimates(tmp_path, capsys):
+    """``jobgauge train --model-name default`` then an estimate: one metrics layout (the
+    service once read train's workload count as a list: ``"tpch-q3" in 12``)."""
+    import shutil
+
+    from jobgauge.cli import main
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copy(REPO / "data" / "runs" / "tpch-sf0.1.csv.gz", runs)
+    store = str(tmp_path / "store.db")
+    assert main(["--store", store, "train", "--runs", str(runs / "tpch-sf0.1.csv.gz"),
+                 "--kind", "tree", "--model-name", "default"]) == 0
+    assert "trained tree on" in capsys.readouterr().out
+    app = create_app({"TESTING": True, "STORE_URL": store, "RUNS_DIR": str(runs),
+                      "PROFILES_DIR": str(tmp_path / "no-profiles")})
+    client = app.test_client()
+    response = client.post("/api/v1/estimate", json={
+        "workload": "tpch-q3", "scale": 0.1, "instance_types": ["local[2]", "m5.xlarge"],
+        "nodes_min": 1, "nodes_max": 4})
+    assert response.status_code == 200, response.get_data(as_text=True)[:500]
+    body = response.get_json()
+    assert (body["workload_seen"], body["datasize_seen"]) == (True, True)
+    assert body["training_datasizes"] == ["sf0.1"]
+    assert body["model"]["kind"] == "tree" and body["model"]["trained_on_runs"] > 100
+    local = [o for o in body["options"] if o["instance_type"] == "local[2]"]
+    assert local[0]["seen_in_training"] is True and local[0]["memory_gib"] == 1.0
+    assert all(o["seen_in_training"] is False for o in body["options"]
+               if o["instance_type"] == "m5.xlarge")
+    [model] = client.get("/api/v1/models").get_json()["models"]
+    assert model["name"] == "default" and model["metrics"]["workloads"][:2] == ["tpch-q1",
+                                                                                 "tpch-q10"]

@@ -1,6 +1,7 @@
 """The tuner: Optuna studies over execution settings and cluster configurations.
 
-Search space (``SearchSpace``, ``KNOBS``, ``build_space``), objective
+Search space (``SearchSpace``, ``KNOBS``, ``build_space``; ``Knob``, ``KNOBS``
+and ``knob`` are the core knob table's, ``jobgauge.knobs``), objective
 (``Objective``, ``Goal``), sampler (``make_sampler``, ``TransferSampler``)
 and storage (``get_storage``) are separate pieces; the modes join them:
 ``tune_with_model`` (a runtime model is the objective), ``tune_measured``
@@ -26,7 +27,7 @@ _EXPORTS = {
     "read_catalog": "_catalog",
     # objectives
     "Goal": "_objective", "Measurement": "_objective", "Objective": "_objective",
-    "cost_usd": "_objective", "OBJECTIVES": "_objective",
+    "cost_usd": "_objective", "OBJECTIVES": "_objective", "Outcome": "_objective",
     # samplers, storage, the loop
     "make_sampler": "_samplers", "TransferSampler": "_samplers",
     "RandomCandidateSampler": "_samplers", "SnappedSampler": "_samplers",

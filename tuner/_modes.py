@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Callable, Mapping
 
 from jobgauge.errors import ModelError, TuneError, UsageError
+from jobgauge.job import Cluster, Job
 from jobgauge.tuner._candidates import CandidateSet
 from jobgauge.tuner._errors import InvalidConfiguration
 from jobgauge.tuner._objective import Goal, Measurement, Objective
@@ -102,55 +103,36 @@ def tune_replay(frame, workload: str, *, framework=None, datasize=None, where=No
 
 # ---------------------------------------------------------------- model-guided
 
-def model_frame(base_row: Mapping, config: Mapping, catalog=None):
-    """A one-row run-table frame for ``config`` on the job described by ``base_row``."""
-    import json
+def as_job(job) -> Job:
+    """A :class:`~jobgauge.job.Job`, or the job of a run-table row (a mapping)."""
+    return job if isinstance(job, Job) else Job.from_row(job)
 
-    import pandas as pd
 
-    from jobgauge.runtable import COLUMNS
-
-    numeric = ("input_bytes", "instance_count", "vcpus", "memory_gib", "hourly_price_usd",
-               "runtime_s")
-    row = {column: base_row.get(column) for column in COLUMNS if column != "config_json"}
-    for column in numeric:
-        if row[column] is None:
-            row[column] = math.nan        # unknown, as read_run_tables leaves it
-    knobs = {k: v for k, v in config.items() if k not in ("instance_type", "instance_count")}
+def model_frame(job, config: Mapping, catalog=None):
+    """The one-row frame the model reads for ``config`` on ``job`` (a Job, or a
+    run-table row describing it).  ``instance_type`` and ``instance_count`` in
+    ``config`` move the job to those nodes of the catalog; the other entries are
+    its settings (on this machine, ``spark.master`` and ``spark.driver.memory``
+    change the machine as local runs record it)."""
+    job = as_job(job)
+    cluster = job.cluster
     if "instance_type" in config:
-        node = _node(catalog, config["instance_type"])
-        row.update(instance_type=node.instance_type, vcpus=node.vcpus,
-                   memory_gib=node.memory_gib, hourly_price_usd=node.hourly_price_usd)
+        cluster = Cluster.from_catalog(config["instance_type"], cluster.instance_count,
+                                       catalog=_need_catalog(catalog))
     if "instance_count" in config:
-        row["instance_count"] = int(config["instance_count"])
-    if str(row.get("instance_type") or "").startswith("local["):
-        row.update(_local_resources(knobs, row))   # local mode: the run's own resources
-    row["config"] = {**dict(base_row.get("config") or {}), **knobs}
-    row["config_json"] = json.dumps(row["config"], sort_keys=True, default=str)
-    return pd.DataFrame([row])
+        cluster = cluster.with_count(int(config["instance_count"]))
+    knobs = {k: v for k, v in config.items() if k not in ("instance_type", "instance_count")}
+    return job.on(cluster).with_settings(knobs).frame()
 
 
-def _local_resources(knobs: Mapping, row: Mapping) -> dict:
-    """instance_type, vcpus and memory_gib of a local-mode run with ``knobs``
-    (``spark.master`` local[N], ``spark.driver.memory``), as runs record them."""
-    from jobgauge.profiler.runner import resources
-
-    master = knobs.get("spark.master", row["instance_type"])
-    static = {}
-    if "spark.driver.memory" in knobs:
-        static["spark.driver.memory"] = format_setting("spark.driver.memory",
-                                                       knobs["spark.driver.memory"])
-    elif row.get("memory_gib") and math.isfinite(row["memory_gib"]):
-        static["spark.driver.memory"] = f"{int(round(row['memory_gib'] * 1024))}m"
-    local = resources(str(master), static)
-    return {"instance_type": local["instance_type"], "vcpus": float(local["vcpus"]),
-            "memory_gib": float(local["memory_gib"])}
+def _need_catalog(catalog):
+    if catalog is None:
+        raise UsageError("tuning the instance type needs an instance catalog")
+    return catalog
 
 
 def _node(catalog, name):
-    if catalog is None:
-        raise UsageError("tuning the instance type needs an instance catalog")
-    return catalog.get(name)
+    return _need_catalog(catalog).get(name)
 
 
 def _first(values) -> float:
@@ -164,14 +146,16 @@ def _first(values) -> float:
     return value
 
 
-def model_evaluator(model, base_row: Mapping, *, catalog=None, coverage: float = 0.8):
-    """``evaluate(config) -> Measurement`` from a model's prediction and interval."""
+def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8):
+    """``evaluate(config) -> Measurement`` from a model's prediction and interval
+    for ``config`` on ``job`` (a Job, or a run-table row describing it)."""
     if not callable(getattr(model, "predict", None)):
         raise ModelError(f"{type(model).__name__} has no predict(frame) method")
     interval = getattr(model, "predict_interval", None)
+    job = as_job(job)
 
     def evaluate(config):
-        frame = model_frame(base_row, config, catalog)
+        frame = model_frame(job, config, catalog)
         runtime = max(_first(model.predict(frame)), 0.0)
         bounds = None
         if callable(interval):
@@ -202,16 +186,19 @@ def config_check(base_row: Mapping, catalog=None):
     return check
 
 
-def tune_with_model(model, space: SearchSpace, base_row: Mapping, *, goal: Goal | None = None,
+def tune_with_model(model, space: SearchSpace, job, *, goal: Goal | None = None,
                     n_trials: int = 50, seed: int | None = 0, sampler: str = "auto",
                     catalog=None, storage=None, study_name=None, strategy: str = "joint",
-                    coverage: float = 0.8, progress: bool = False):
-    """Search ``space`` with the model's predicted runtime (or cost) as the objective."""
-    evaluate = model_evaluator(model, base_row, catalog=catalog, coverage=coverage)
+                    coverage: float = 0.8, importance: bool = True, progress: bool = False):
+    """Search ``space`` for ``job`` (a Job, or a run-table row describing it) with
+    the model's predicted runtime (or cost) as the objective.  ``importance=False``
+    skips the closing fANOVA importance (a forest fit)."""
+    job = as_job(job)
+    evaluate = model_evaluator(model, job, catalog=catalog, coverage=coverage)
     return tune_space(space, evaluate, goal or Goal(), n_trials=n_trials, seed=seed,
                       sampler=sampler, storage=storage, study_name=study_name,
-                      strategy=strategy, check=config_check(base_row, catalog),
-                      mode="model", progress=progress)
+                      strategy=strategy, check=config_check(job.row(), catalog),
+                      mode="model", importance=importance, progress=progress)
 
 
 # -------------------------------------------------------------------- measured
@@ -297,7 +284,7 @@ def tune_measured(run_trial: Callable, space, *, goal: Goal | None = None, n_tri
 def tune_space(space: SearchSpace, evaluate: Callable, goal: Goal, *, n_trials: int,
                seed=0, sampler="auto", storage=None, study_name=None, strategy="joint",
                check=None, mode="model", censoring=False, starts=(), confirm=0,
-               progress=False):
+               importance=True, progress=False):
     """One study over ``space``: the engine defaults are the first trial (the
     baseline), then the ``starts`` (configurations to try early), then the
     sampler's proposals.  ``strategy="hierarchical"``
@@ -305,7 +292,8 @@ def tune_space(space: SearchSpace, evaluate: Callable, goal: Goal, *, n_trials: 
     their defaults) and the rest on the session knobs, the job level fixed
     at its best; each phase tries its part of the ``starts`` first.
     ``confirm`` more runs then re-measure the leading configurations
-    (:func:`confirm_leaders`)."""
+    (:func:`confirm_leaders`).  ``importance`` (joint strategy): the fANOVA
+    importance of the levels in ``result.importance``."""
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; expected joint or hierarchical")
     if n_trials < 1:
@@ -347,7 +335,8 @@ def tune_space(space: SearchSpace, evaluate: Callable, goal: Goal, *, n_trials: 
         study.enqueue_trial({**defaults, **start})
     result = run_trials(study, Objective(space, evaluate, goal, check=check,
                                          censoring=censoring), n_trials, progress=progress)
-    result.importance = level_importance(study, seed=seed or 0, levels=levels)
+    if importance:
+        result.importance = level_importance(study, seed=seed or 0, levels=levels)
     return confirm_leaders(study, space, evaluate, goal, result, confirm, check=check,
                            censoring=censoring, progress=progress)
 

@@ -26,14 +26,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from jobgauge.errors import UsageError
+from jobgauge.job import cost_usd
 from jobgauge.tuner._errors import InvalidConfiguration
 
 OBJECTIVES = ("time", "cost", "both")
-
-
-def cost_usd(runtime_s: float, instance_count: float, hourly_price_usd: float) -> float:
-    """Dollars of a run: runtime x nodes x hourly price of a node / 3600."""
-    return float(runtime_s) * float(instance_count) * float(hourly_price_usd) / 3600.0
 
 
 def _jsonable(value):
@@ -76,6 +72,16 @@ class Measurement:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """What an option came to, as a goal reads it: a runtime, its cost (None:
+    unknown, or free) and whether it completed."""
+
+    runtime_s: float
+    cost_usd: float | None = None
+    completed: bool = True
+
+
+@dataclass(frozen=True)
 class Goal:
     """What to minimise (``time``, ``cost`` or ``both``) and the limits."""
 
@@ -92,6 +98,47 @@ class Goal:
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise UsageError(f"The {name!r} parameter of Goal must be a number > 0. "
                                  f"Got {value!r} instead.")
+
+    @classmethod
+    def for_limits(cls, deadline_s: float | None = None,
+                   budget_usd: float | None = None) -> "Goal":
+        """The goal a deadline and a budget ask for: with a deadline, the cheapest run
+        that meets it (within the budget, if any); with only a budget, the fastest
+        within it; with neither, the fastest."""
+        return cls("cost" if deadline_s is not None else "time", deadline_s=deadline_s,
+                   budget_usd=budget_usd)
+
+    def choose(self, measurements) -> tuple[int, bool]:
+        """(index of the best of ``measurements``, whether it keeps the limits).
+
+        ``measurements``: :class:`Measurement` or :class:`Outcome` objects (a cost of
+        None counts as free).  The best is the lowest value (ties: the lower runtime,
+        then cost) among those that keep the deadline and the budget; when none
+        does, the closest one: the fastest when there is a deadline, else the
+        cheapest."""
+        measurements = list(measurements)
+        if not measurements:
+            raise UsageError("there is nothing to choose from")
+
+        def cost(m):
+            return m.cost_usd if m.cost_usd is not None else 0.0
+
+        measurements = [Outcome(float(m.runtime_s), cost(m), bool(m.completed))
+                        for m in measurements]
+        ranked = [i for i, m in enumerate(measurements)
+                  if all(v <= 0 for v in self.constraints(m).values())]
+        if ranked:
+            best = min(ranked, key=lambda i: (*self.values(measurements[i]),
+                                              measurements[i].runtime_s,
+                                              measurements[i].cost_usd))
+            return best, True
+        if self.deadline_s is not None:
+            def order(i):
+                return measurements[i].runtime_s, measurements[i].cost_usd
+        else:
+            def order(i):
+                return measurements[i].cost_usd, measurements[i].runtime_s
+        return min(range(len(measurements)), key=order), False
 
     @property
     def value_names(self) -> list[str]:

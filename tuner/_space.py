@@ -1,18 +1,16 @@
-"""Search spaces as data: one table row per knob, and the constraints a
-configuration must meet to run at all.
+"""Search spaces: the knob table's tunable rows as Optuna dimensions, and the
+constraints a configuration must meet to run at all.
 
-A :class:`Knob` says what a setting is (``name``, ``kind``, range or
-``choices``, ``log``), what the engine does when it is not set (``default``,
-the engine's documented default) and where it is set (``level``):
+The knobs themselves (type, engine default, valid and search range, restart
+level, equivalents) live in the core table, :mod:`jobgauge.knobs`; ``KNOBS``
+here is its rows marked ``tuner``.  A knob's tuner ``level`` is its restart
+level in the tuner's words:
 
 - ``"query"``: a SQL session setting (``SET key=value`` in a HiveServer2 or
   Spark SQL session, or ``--conf`` before the job starts),
 - ``"job"``: fixed when the application starts (executors, memory,
   serializer, MapReduce job settings),
 - ``"instance"``: the cluster it runs on (``instance_type``, ``instance_count``).
-
-Kinds: ``int``, ``float``, ``bool``, ``choice``, ``memory`` (MiB, written
-``4g``/``512m``), ``bytes`` (a byte count, chosen among ``choices``).
 
 Example::
 
@@ -23,216 +21,20 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping
+from dataclasses import asdict, replace
+from typing import Iterable, Mapping
 
+from jobgauge import knobs as _table
 from jobgauge.errors import UsageError
+from jobgauge.knobs import Knob, knob
 from jobgauge.tuner._errors import InvalidConfiguration
 
-KINDS = ("int", "float", "bool", "choice", "memory", "bytes")
 LEVELS = ("query", "job", "instance")
-ENGINES = ("spark", "hive", "mapreduce", "cluster")
+ENGINES = _table.ENGINES
 MiB = 1024 * 1024
 
-
-@dataclass(frozen=True)
-class Knob:
-    """One tunable setting. ``default`` is the engine's own default (None: it
-    depends on the cluster, e.g. ``spark.default.parallelism``)."""
-
-    name: str
-    kind: str
-    low: float | None = None
-    high: float | None = None
-    choices: tuple = ()
-    log: bool = False
-    default: Any = None
-    level: str = "query"
-    engine: str = "spark"
-    help: str = ""
-    equivalent: str | None = None     # the same setting in the other SQL engine
-
-    def __post_init__(self):
-        def bad(parameter, must, got):
-            raise UsageError(f"The {parameter!r} parameter of Knob {self.name!r} must be "
-                             f"{must}. Got {got!r} instead.")
-
-        if not self.name:
-            bad("name", "a non-empty string", self.name)
-        if self.kind not in KINDS:
-            bad("kind", "one of " + ", ".join(KINDS), self.kind)
-        if self.level not in LEVELS:
-            bad("level", "one of " + ", ".join(LEVELS), self.level)
-        if self.engine not in ENGINES:
-            bad("engine", "one of " + ", ".join(ENGINES), self.engine)
-        if self.kind in ("int", "float", "memory"):
-            if self.low is None or self.high is None or not self.low < self.high:
-                bad("low", f"below 'high' ({self.high!r})", self.low)
-            if self.log and self.low <= 0:
-                bad("low", "> 0 when log=True", self.low)
-            if self.default is not None and not self.low <= self.default <= self.high:
-                bad("default", f"within [{self.low}, {self.high}]", self.default)
-        elif self.kind in ("choice", "bytes"):
-            if len(self.choices) < 1:
-                bad("choices", "a non-empty tuple", self.choices)
-            if self.default is not None and self.default not in self.choices:
-                bad("default", "one of its choices", self.default)
-
-    def distribution(self):
-        """The Optuna distribution of this knob."""
-        from optuna.distributions import (CategoricalDistribution, FloatDistribution,
-                                          IntDistribution)
-
-        if self.kind in ("int", "memory"):
-            return IntDistribution(int(self.low), int(self.high), log=self.log)
-        if self.kind == "float":
-            return FloatDistribution(float(self.low), float(self.high), log=self.log)
-        if self.kind == "bool":
-            return CategoricalDistribution((False, True))
-        return CategoricalDistribution(tuple(self.choices))
-
-    def suggest(self, trial):
-        """Ask ``trial`` (a Trial or FixedTrial) for this knob's value."""
-        if self.kind in ("int", "memory"):
-            return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log)
-        if self.kind == "float":
-            return trial.suggest_float(self.name, float(self.low), float(self.high), log=self.log)
-        if self.kind == "bool":
-            return trial.suggest_categorical(self.name, (False, True))
-        return trial.suggest_categorical(self.name, tuple(self.choices))
-
-    def parse(self, value):
-        """A value as written in a configuration (``"4g"``, ``"true"``, ``"64"``)
-        in this knob's type; values already typed pass through."""
-        if not isinstance(value, str):
-            return value
-        text = value.strip()
-        try:
-            if self.kind == "bool":
-                return {"true": True, "false": False}[text.lower()]
-            if self.kind == "memory":
-                units = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
-                suffix = text[-1].lower()
-                if suffix == "b" and len(text) > 2:
-                    text, suffix = text[:-1], text[-2].lower()
-                if suffix in units:
-                    return int(float(text.rstrip("bBkKmMgGtT")) * units[suffix])
-                return int(text)
-            if self.kind in ("int", "bytes"):
-                return int(float(text))
-            if self.kind == "float":
-                return float(text)
-        except (KeyError, ValueError):
-            raise UsageError(f"{self.name}={value!r} is not a valid {self.kind}") from None
-        return text
-
-    def format(self, value) -> str:
-        """The value as a configuration file or ``--conf`` wants it."""
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if self.kind == "memory":
-            value = int(value)
-            return f"{value // 1024}g" if value % 1024 == 0 else f"{value}m"
-        if self.kind == "float":
-            return f"{float(value):.4g}"
-        return str(value)
-
-
-def _k(name, kind, **fields) -> Knob:
-    return Knob(name=name, kind=kind, **fields)
-
-
-_BROADCAST_CHOICES = (-1, 1 * MiB, 10 * MiB, 32 * MiB, 64 * MiB, 100 * MiB, 128 * MiB,
-                      256 * MiB)
-_SERIALIZERS = ("org.apache.spark.serializer.JavaSerializer",
-                "org.apache.spark.serializer.KryoSerializer")
-
-# The declarative table: every knob the tuner knows, with its engine default.
-KNOBS: tuple[Knob, ...] = (
-    # Spark, job level: fixed when the application starts.
-    _k("spark.executor.instances", "int", low=1, high=64, log=True, default=2, level="job",
-       help="executors of the application (default 2 on YARN and Kubernetes)"),
-    _k("spark.executor.cores", "int", low=1, high=16, default=1, level="job",
-       help="cores per executor (default 1 on YARN; all worker cores in standalone mode)"),
-    _k("spark.executor.memory", "memory", low=512, high=65536, log=True, default=1024,
-       level="job", help="heap per executor, MiB (default 1g)"),
-    _k("spark.driver.memory", "memory", low=512, high=32768, log=True, default=1024,
-       level="job", help="driver heap, MiB (default 1g)"),
-    _k("spark.serializer", "choice", choices=_SERIALIZERS, default=_SERIALIZERS[0], level="job",
-       help="serializer for shuffled and cached data (default JavaSerializer)"),
-    _k("spark.io.compression.codec", "choice", choices=("lz4", "lzf", "snappy", "zstd"),
-       default="lz4", level="job", help="codec of shuffle and broadcast blocks (default lz4)"),
-    _k("spark.memory.fraction", "float", low=0.3, high=0.9, default=0.6, level="job",
-       help="share of heap for execution and storage (default 0.6)"),
-    _k("spark.default.parallelism", "int", low=2, high=2000, log=True, default=None,
-       level="job", help="partitions of RDD shuffles (default: total executor cores)"),
-    # Spark SQL, query level: settable per session.
-    _k("spark.sql.shuffle.partitions", "int", low=1, high=2000, log=True, default=200,
-       equivalent="mapreduce.job.reduces",
-       help="partitions of SQL shuffles (default 200)"),
-    _k("spark.sql.adaptive.enabled", "bool", default=True,
-       help="adaptive query execution (default true since Spark 3.2)"),
-    _k("spark.sql.adaptive.coalescePartitions.enabled", "bool", default=True,
-       help="AQE merges small shuffle partitions (default true)"),
-    _k("spark.sql.adaptive.skewJoin.enabled", "bool", default=True,
-       equivalent="hive.optimize.skewjoin", help="AQE splits skewed join partitions (default true)"),
-    _k("spark.sql.autoBroadcastJoinThreshold", "bytes", choices=_BROADCAST_CHOICES,
-       default=10 * MiB, equivalent="hive.auto.convert.join",
-       help="largest table broadcast to every executor, bytes; -1 disables (default 10 MiB)"),
-    _k("spark.sql.files.maxPartitionBytes", "bytes",
-       choices=(16 * MiB, 32 * MiB, 64 * MiB, 128 * MiB, 256 * MiB, 512 * MiB, 1024 * MiB),
-       default=128 * MiB, help="largest input split of file scans, bytes (default 128 MiB)"),
-    # Hive session knobs (HiveServer2): SET key=value.
-    _k("hive.exec.parallel", "bool", default=False, engine="hive",
-       help="run independent stages at once (default false; Spark always does)"),
-    _k("hive.exec.parallel.thread.number", "int", low=1, high=32, default=8, engine="hive",
-       help="stages run at once when hive.exec.parallel is on (default 8)"),
-    _k("hive.auto.convert.join", "bool", default=True, engine="hive",
-       equivalent="spark.sql.autoBroadcastJoinThreshold",
-       help="map-side (broadcast) joins of small tables (default true)"),
-    _k("hive.auto.convert.join.noconditionaltask.size", "bytes",
-       choices=(1 * MiB, 10000000, 32 * MiB, 64 * MiB, 128 * MiB, 256 * MiB), default=10000000,
-       engine="hive", equivalent="spark.sql.autoBroadcastJoinThreshold",
-       help="largest small-table size for map joins, bytes (default 10 MB)"),
-    _k("hive.exec.reducers.bytes.per.reducer", "int", low=16 * MiB, high=2048 * MiB, log=True,
-       default=256000000, engine="hive",
-       equivalent="spark.sql.adaptive.advisoryPartitionSizeInBytes",
-       help="input bytes per reducer (default 256 MB)"),
-    _k("hive.exec.reducers.max", "int", low=1, high=4096, log=True, default=1009, engine="hive",
-       help="upper bound on reducers (default 1009)"),
-    _k("hive.vectorized.execution.enabled", "bool", default=True, engine="hive",
-       equivalent="spark.sql.parquet.enableVectorizedReader",
-       help="vectorised operators (default true since Hive 2.3)"),
-    _k("hive.optimize.skewjoin", "bool", default=False, engine="hive",
-       equivalent="spark.sql.adaptive.skewJoin.enabled", help="skew-join rewrite (default false)"),
-    _k("hive.exec.compress.intermediate", "bool", default=False, engine="hive",
-       equivalent="spark.shuffle.compress", help="compress data between stages (default false)"),
-    _k("hive.cbo.enable", "bool", default=True, engine="hive", equivalent="spark.sql.cbo.enabled",
-       help="cost-based optimiser (default true)"),
-    # Hadoop MapReduce job settings (-D key=value).
-    _k("mapreduce.job.reduces", "int", low=1, high=512, log=True, default=1, level="job",
-       engine="mapreduce", equivalent="spark.sql.shuffle.partitions",
-       help="reduce tasks (default 1)"),
-    _k("mapreduce.task.io.sort.mb", "int", low=16, high=2047, log=True, default=100,
-       level="job", engine="mapreduce", help="map-side sort buffer, MiB (default 100)"),
-    _k("mapreduce.task.io.sort.factor", "int", low=2, high=200, log=True, default=10,
-       level="job", engine="mapreduce", help="streams merged at once when sorting (default 10)"),
-    _k("mapreduce.map.output.compress", "bool", default=False, level="job", engine="mapreduce",
-       help="compress map output before the shuffle (default false)"),
-    _k("combiner", "bool", default=False, level="job", engine="mapreduce",
-       help="run the job's reducer as combiner on map output "
-            "(sets mapreduce.job.combine.class; default: no combiner)"),
-    _k("mapreduce.local.map.tasks.maximum", "int", low=1, high=16, default=1, level="job",
-       engine="mapreduce", help="map tasks run at once by the local job runner (default 1)"),
-    _k("mapreduce.map.memory.mb", "memory", low=256, high=16384, log=True, default=1024,
-       level="job", engine="mapreduce", help="container memory per map task, MiB (default 1024)"),
-    _k("mapreduce.reduce.memory.mb", "memory", low=256, high=16384, log=True, default=1024,
-       level="job", engine="mapreduce",
-       help="container memory per reduce task, MiB (default 1024)"),
-    # The cluster.
-    _k("instance_count", "int", low=1, high=64, default=None, level="instance", engine="cluster",
-       help="nodes of the cluster"),
-)
+# Every knob the tuner knows: the table's rows marked ``tuner``.
+KNOBS: tuple[Knob, ...] = _table.knobs(tuner=True)
 _BY_NAME = {k.name: k for k in KNOBS}
 
 # Spark in local mode (measured runs on this machine, as the shipped corpus was
@@ -240,15 +42,16 @@ _BY_NAME = {k.name: k for k in KNOBS}
 # picks the worker threads (local[N]); the driver is the executor, so its heap
 # is the memory; executor layout knobs do not apply.
 LOCAL_SPARK_KNOBS: tuple[Knob, ...] = (
-    _k("spark.master", "choice", choices=("local[1]", "local[2]"), default="local[2]",
-       level="job", help="local mode with N worker threads (a new application)"),
-    _k("spark.driver.memory", "memory", low=512, high=4096, log=True, default=1024,
-       level="job", help="driver heap, MiB: all the memory of a local run (default 1g)"),
+    replace(knob("spark.master"), kind="choice", choices=("local[1]", "local[2]"),
+            default=_table.DEFAULT_MASTER, tuner=True,
+            help="local mode with N worker threads (a new application)"),
+    replace(_BY_NAME["spark.driver.memory"], high=4096,
+            help="driver heap, MiB: all the memory of a local run (default 1g)"),
     _BY_NAME["spark.serializer"],
     _BY_NAME["spark.io.compression.codec"],
     _BY_NAME["spark.memory.fraction"],
-    _k("spark.default.parallelism", "int", low=1, high=64, log=True, default=None,
-       level="job", help="partitions of RDD shuffles (default: the local[N] threads)"),
+    replace(_BY_NAME["spark.default.parallelism"], low=1, high=64,
+            help="partitions of RDD shuffles (default: the local[N] threads)"),
 )
 
 SPARK_SQL_KNOBS = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
@@ -257,19 +60,11 @@ SPARK_SQL_KNOBS = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
                    "spark.sql.autoBroadcastJoinThreshold", "spark.sql.files.maxPartitionBytes")
 
 
-def knob(name: str) -> Knob:
-    """The table's knob called ``name``."""
-    try:
-        return _BY_NAME[name]
-    except KeyError:
-        raise UsageError(f"unknown knob {name!r}; known: {', '.join(sorted(_BY_NAME))}") from None
-
-
 def instance_type_knob(names: Iterable[str]) -> Knob:
     """The ``instance_type`` dimension over the given catalog names."""
     names = tuple(names)
-    return Knob("instance_type", "choice", choices=names, level="instance", engine="cluster",
-                help="cloud instance type of every node")
+    return Knob("instance_type", "choice", choices=names, restart="cluster", engine="cluster",
+                tuner=True, help="cloud instance type of every node")
 
 
 class SearchSpace:
@@ -330,23 +125,9 @@ class SearchSpace:
                 for name, value in config.items()}
 
     def contains(self, config: Mapping) -> bool:
-        """Whether every value of ``config`` for a knob of this space is in its range."""
-        for name, value in config.items():
-            item = self._by_name.get(name)
-            if item is None:
-                continue
-            if item.kind in ("int", "float", "memory"):
-                if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                        or not item.low <= value <= item.high:
-                    return False
-                if item.kind != "float" and value != int(value):
-                    return False
-            elif item.kind == "bool":
-                if not isinstance(value, bool):
-                    return False
-            elif value not in item.choices:
-                return False
-        return True
+        """Whether every value of ``config`` for a knob of this space is in its search range."""
+        return all(self._by_name[name].in_search_range(value)
+                   for name, value in config.items() if name in self._by_name)
 
     def table(self) -> list[dict]:
         """The declarative table as plain rows (for ``--json`` and the docs)."""
@@ -354,6 +135,7 @@ class SearchSpace:
         for item in self.knobs:
             row = asdict(item)
             row["choices"] = list(item.choices)
+            row["level"] = item.level
             rows.append(row)
         return rows
 
@@ -382,8 +164,8 @@ def build_space(engine: str = "spark", levels=("query",), *, names=None,
             raise UsageError("tuning the instance level needs instance types from the catalog")
         chosen.append(instance_type_knob(instance_types))
         count = _BY_NAME["instance_count"]
-        chosen.append(Knob(count.name, "int", low=1, high=max(2, int(max_instances)),
-                           level="instance", engine="cluster", help=count.help))
+        high = max(2, int(max_instances))
+        chosen.append(replace(count, high=high, valid_high=max(high, count.valid_high)))
     if not chosen:
         raise UsageError(f"no {engine} knobs at level(s) {', '.join(levels)}")
     return SearchSpace(chosen)
@@ -396,7 +178,6 @@ def local_spark_space(master: str = "local[2]", levels=("query", "job")) -> Sear
     default to its threads, as Spark does), so the first trial is Spark's
     defaults on that master."""
     import re
-    from dataclasses import replace
 
     match = re.fullmatch(r"local\[(\d+)\]", str(master).strip())
     if not match or int(match.group(1)) < 1:
@@ -497,66 +278,17 @@ def check_configuration(config: Mapping, *, instance=None, instance_count: int |
 
 def hive_to_spark(settings: Mapping) -> dict:
     """Hive session settings as Spark SQL settings (for a Spark Thrift/HiveServer2
-    session); settings Spark has no counterpart for are left out."""
-    out = {}
-    for name, value in settings.items():
-        if name.startswith("spark."):
-            out[name] = value
-        elif name == "hive.auto.convert.join":
-            if not value:
-                out["spark.sql.autoBroadcastJoinThreshold"] = -1
-            else:
-                out.setdefault("spark.sql.autoBroadcastJoinThreshold", int(settings.get(
-                    "hive.auto.convert.join.noconditionaltask.size", 10000000)))
-        elif name == "hive.auto.convert.join.noconditionaltask.size":
-            if settings.get("hive.auto.convert.join", True):
-                out["spark.sql.autoBroadcastJoinThreshold"] = int(value)
-        elif name == "hive.optimize.skewjoin":
-            out["spark.sql.adaptive.skewJoin.enabled"] = bool(value)
-        elif name == "hive.exec.reducers.bytes.per.reducer":
-            out["spark.sql.adaptive.advisoryPartitionSizeInBytes"] = int(value)
-        elif name == "mapreduce.job.reduces":
-            out["spark.sql.shuffle.partitions"] = int(value)
-        elif name == "hive.exec.compress.intermediate":
-            out["spark.shuffle.compress"] = bool(value)
-        elif name == "hive.vectorized.execution.enabled":
-            out["spark.sql.parquet.enableVectorizedReader"] = bool(value)
-            out["spark.sql.orc.enableVectorizedReader"] = bool(value)
-        elif name == "hive.cbo.enable":
-            out["spark.sql.cbo.enabled"] = bool(value)
-    return out
+    session); settings Spark has no counterpart for are left out
+    (:data:`jobgauge.knobs.EQUIVALENTS`)."""
+    return _table.translate(settings, "spark")
 
 
 def spark_to_hive(settings: Mapping) -> dict:
     """Spark SQL settings as the Hive session settings that do the same."""
-    out = {}
-    for name, value in settings.items():
-        if name == "spark.sql.autoBroadcastJoinThreshold":
-            out["hive.auto.convert.join"] = int(value) >= 0
-            if int(value) >= 0:
-                out["hive.auto.convert.join.noconditionaltask.size"] = int(value)
-        elif name == "spark.sql.adaptive.skewJoin.enabled":
-            out["hive.optimize.skewjoin"] = bool(value)
-        elif name == "spark.sql.shuffle.partitions":
-            out["mapreduce.job.reduces"] = int(value)
-        elif name == "spark.sql.adaptive.advisoryPartitionSizeInBytes":
-            out["hive.exec.reducers.bytes.per.reducer"] = int(value)
-        elif name == "spark.shuffle.compress":
-            out["hive.exec.compress.intermediate"] = bool(value)
-        elif name == "spark.sql.parquet.enableVectorizedReader":
-            out["hive.vectorized.execution.enabled"] = bool(value)
-        elif name == "spark.sql.cbo.enabled":
-            out["hive.cbo.enable"] = bool(value)
-    return out
+    return _table.translate(settings, "hive")
 
 
-def format_setting(name: str, value) -> str:
-    """``value`` as text for ``--conf``/``SET``; uses the knob's unit when it is known."""
-    if name in _BY_NAME:
-        return _BY_NAME[name].format(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+format_setting = _table.format_value
 
 
 def spark_submit_lines(config: Mapping) -> list[str]:
@@ -578,10 +310,9 @@ def hive_set_lines(config: Mapping) -> list[str]:
 
 
 def level_of(name: str) -> str:
-    """The level of a setting: from the table, ``instance`` for the cluster
+    """The tuner level of a setting: from the table, ``instance`` for the cluster
     columns, ``job`` for anything else (a job parameter of a run table)."""
     if name in ("instance_type", "instance_count"):
         return "instance"
-    item = _BY_NAME.get(name)
+    item = _table.find(name)
     return item.level if item is not None else "job"
-

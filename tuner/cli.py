@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import time
-from pathlib import Path
 
-from jobgauge.errors import ModelError, RunError, UsageError
-
-_DEFAULT_STORE = Path("~/.local/share/jobgauge/jobgauge.db")
+from jobgauge.cli_options import add_datasize_option, add_model_options, parse_key_values
+from jobgauge.errors import UsageError
 
 
 def register(subparsers) -> None:
@@ -29,7 +26,7 @@ def register(subparsers) -> None:
             "(every trial is a real run) and --replay FILE (every trial looks up a "
             "measured run in a run table)."))
     parser.add_argument("--workload", required=True, help="the job to tune, e.g. tpch-q1")
-    parser.add_argument("--datasize", default=None, help="size label, e.g. sf0.1 or huge")
+    add_datasize_option(parser, help="size label, e.g. sf0.1 or huge")
     parser.add_argument("--framework", default=None, help="engine as in run tables (spark, hadoop)")
     mode = parser.add_argument_group("mode")
     mode.add_argument("--replay", metavar="FILE.csv", default=None,
@@ -48,8 +45,8 @@ def register(subparsers) -> None:
                       help="--measure: where workload inputs are generated and cached")
     mode.add_argument("--timeout", type=float, default=600.0,
                       help="seconds before a measured run counts as censored (default 600)")
-    mode.add_argument("--model", metavar="PATH", default=None,
-                      help="model-guided: model file (default: the store's latest model)")
+    add_model_options(mode, file_help="model-guided: model file (default: the store's newest "
+                                      "model)", name_help="model-guided: a model in the store")
     goal = parser.add_argument_group("goal")
     goal.add_argument("--objective", choices=("time", "cost", "both"), default=None,
                       help="minimise runtime, cost (runtime x nodes x hourly price) or both "
@@ -100,21 +97,11 @@ def _positive(value, name):
         raise UsageError(f"--{name} must be a number > 0, got {value:g}")
 
 
-def _where(pairs) -> dict:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--where takes KEY=VALUE, got {pair!r}")
-        out[key] = value
-    return out
-
-
 def _project_url(args) -> str:
-    target = args.store or os.environ.get("JOBGAUGE_STORE") or str(_DEFAULT_STORE)
+    from jobgauge.store import default_url
     from jobgauge.tuner._storage import storage_url
 
-    return storage_url(target)
+    return storage_url(args.store or default_url())
 
 
 def _storage(args, default: str):
@@ -182,7 +169,8 @@ def _tune_replay(args) -> int:
     objective = args.objective or "cost"
     result = tune_replay(
         frame, args.workload, framework=args.framework, datasize=args.datasize,
-        where=_where(args.where), objective=objective, n_trials=args.trials or 10,
+        where=parse_key_values(args.where, "--where"), objective=objective,
+        n_trials=args.trials or 10,
         seed=args.seed, history=history, sampler=args.sampler,
         deadline_s=args.deadline, budget_usd=args.budget,
         storage=_storage(args, "memory"), study_name=args.study_name,
@@ -247,58 +235,44 @@ def _is_local(args) -> bool:
     return str(args.master).strip().startswith("local")
 
 
-def _base_row(args, catalog) -> dict:
-    """What the model is told about the job besides the knobs.
+def _job(args, catalog):
+    """The job being tuned (a :class:`jobgauge.job.Job`), besides the knobs searched.
 
-    Local work (``--master local[N]``, the default, and every ``--measure`` run
-    on it) is described the way local runs record it: instance_type
-    ``local[N]``, N vCPUs, the driver heap as memory (Spark's default 1g unless
-    the search sets ``spark.driver.memory``)."""
-    row = {"source": "jobgauge-tune", "workload": args.workload,
-           "framework": args.framework or ("hadoop" if args.engine == "mapreduce" else "spark"),
-           "datasize": args.datasize or "", "input_bytes": math.nan,
-           "instance_type": "local", "instance_count": args.instance_count or 1,
-           "vcpus": float(os.cpu_count() or 1), "memory_gib": _local_memory_gib(),
-           "hourly_price_usd": math.nan, "runtime_s": math.nan, "completed": True,
-           "run_id": "tune", "config": {}}
-    if args.engine == "spark" and _is_local(args):
-        from jobgauge.profiler.runner import resources
+    Its cluster: ``--instance-type`` (one type of the catalog, ``--instance-count``
+    nodes); else, for Spark on a local master (``--master local[N]``, the default,
+    and every ``--measure`` run), this machine as local runs record it
+    (``Cluster.local_mode``: N vCPUs, the driver heap as memory); else the whole
+    machine (``Cluster.this_machine``)."""
+    from jobgauge.job import Cluster, Job
 
-        local = resources(args.master, {})
-        row.update(instance_type=local["instance_type"], instance_count=1,
-                   vcpus=float(local["vcpus"]), memory_gib=float(local["memory_gib"]))
     if args.instance_type and not args.tune_instances:
         if len(args.instance_type) > 1:
             raise UsageError("give one --instance-type, or add --tune-instances to search several")
-        node = catalog.get(args.instance_type[0])
-        row.update(instance_type=node.instance_type, vcpus=node.vcpus,
-                   memory_gib=node.memory_gib, hourly_price_usd=node.hourly_price_usd)
-    return row
+        cluster = Cluster.from_catalog(args.instance_type[0], args.instance_count or 1,
+                                       catalog=catalog)
+    elif args.engine == "spark" and _is_local(args):
+        cluster = Cluster.local_mode(args.master)
+    else:
+        cluster = Cluster.this_machine(args.instance_count or 1)
+    return Job(args.workload, args.datasize or "", cluster,
+               framework=args.framework or ("hadoop" if args.engine == "mapreduce" else "spark"),
+               source="jobgauge-tune", run_id="tune")
 
 
-def _local_memory_gib() -> float:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
-    except (ValueError, OSError, AttributeError):
-        return math.nan
+def _with_history(args, job):
+    """(job, history): a job key with runs in the store takes the size label (unless
+    --datasize gives one), input bytes and profile of its newest run
+    (``models._default.job_history``), so the model tunes this job, not an average one."""
+    from dataclasses import replace
 
+    from jobgauge.models._default import job_history
+    from jobgauge.store import open_store
 
-def _load_model(args):
-    if args.model:
-        try:
-            from jobgauge.models import load_model
-        except ImportError:
-            raise ModelError("jobgauge.models.load_model is not available in this "
-                             "installation; cannot read --model") from None
-        return load_model(args.model)
-    try:
-        from jobgauge.models import loads_model
-        from jobgauge.store import open_store
-    except ImportError:
-        raise ModelError("no --model given and the model store is not available; "
-                         "train a model first or give --model PATH") from None
-    meta, payload = open_store(args.store).load_model()
-    return loads_model(payload)
+    history = job_history(open_store(args.store), job.workload, job.framework)
+    if history["runs"]:
+        job = replace(job, datasize=job.datasize or history["datasize"],
+                      input_bytes=history["input_bytes"], profile=history["profile"])
+    return job, history
 
 
 def _goal(args, default="time"):
@@ -312,25 +286,34 @@ def _tune_model(args) -> int:
 
     catalog = _catalog(args)
     space = _space(args, catalog)
-    base_row = _base_row(args, catalog)
+    job = _job(args, catalog)
     goal = _goal(args)
-    model = _load_model(args)
-    result = tune_with_model(model, space, base_row, goal=goal, n_trials=args.trials or 50,
+    from jobgauge.models.cli import chosen_model
+
+    model, meta = chosen_model(args, progress=sys.stderr)
+    job, history = _with_history(args, job)
+    result = tune_with_model(model, space, job, goal=goal, n_trials=args.trials or 50,
                              seed=args.seed, sampler=args.sampler, catalog=catalog,
                              storage=_storage(args, "project"),
                              study_name=_study_name(args, "model"),
                              strategy=args.strategy, progress=not args.json)
-    return _report_open(args, result, "model-guided", space)
+    answer = None
+    if goal.objective != "both" and result.best is not None:
+        from jobgauge.tuner._modes import model_evaluator
+        from jobgauge.tuner._recommend import recommend
+
+        answer = recommend(result, space, model_evaluator(model, job, catalog=catalog),
+                           metrics=meta.get("metrics"))
+        answer.history_runs = history["runs"]
+        answer.reason += (f"; learned from {history['runs']} runs of {job.workload} in the "
+                          f"store" if history["runs"] else "")
+    return _report_open(args, result, "model-guided", space, recommendation=answer)
 
 
 def _tune_measured(args) -> int:
     from jobgauge.tuner._modes import tune_measured
 
-    try:
-        from jobgauge.profiler.runner import WarmRunner
-    except ImportError:
-        raise RunError("measured tuning needs jobgauge.profiler.runner, which is not "
-                       "available in this installation") from None
+    from jobgauge.profiler import WarmRunner
     if args.engine != "spark":
         raise UsageError(f"--measure runs Spark workloads; --engine {args.engine} is "
                          "measured by its own runner")
@@ -341,7 +324,7 @@ def _tune_measured(args) -> int:
     _positive(args.timeout, "timeout")
     catalog = _catalog(args)
     space = _space(args, catalog)
-    base_row = _base_row(args, catalog)
+    job = _job(args, catalog)
     history = _read_tables(args.history, label="history") if args.history else None
     from jobgauge.store import open_store
     from jobgauge.tuner._space import format_setting
@@ -361,19 +344,28 @@ def _tune_measured(args) -> int:
                                seed=args.seed, sampler=args.sampler, history=history,
                                workload=args.workload,
                                storage=_storage(args, "project"),
-                               study_name=_study_name(args, "measured"), base_row=base_row,
+                               study_name=_study_name(args, "measured"), base_row=job.row(),
                                catalog=catalog, strategy=args.strategy,
                                confirm=args.confirm, progress=not args.json)
         result.applications = list(runner.applications)
     return _report_open(args, result, "measured", space)
 
 
-def _report_open(args, result, mode: str, space) -> int:
+def _report_open(args, result, mode: str, space, recommendation=None) -> int:
+    """Print the result; a ``recommendation`` (``tuner._recommend``) names the settings
+    worth changing and why (none: Spark's defaults are kept)."""
     from jobgauge.tuner._space import format_setting, hive_set_lines, hive_to_spark, \
         spark_submit_lines
 
     best = result.best
     knobs = {k: v for k, v in best.config.items() if k not in ("instance_type", "instance_count")}
+    heading = "# spark-submit options:"
+    if recommendation is not None:   # the changes with evidence; the other knobs at their defaults
+        defaults = space.defaults()
+        knobs = {k: v if k in recommendation.settings else defaults.get(k, v)
+                 for k, v in knobs.items()}
+        if not recommendation.tuned:
+            heading = "# spark-submit options (Spark's defaults: nothing to change):"
     conf_lines = spark_submit_lines(knobs)
     set_lines = hive_set_lines(knobs)
     hive_knobs = {k: v for k, v in knobs.items() if k.startswith("hive.")}
@@ -389,6 +381,8 @@ def _report_open(args, result, mode: str, space) -> int:
             payload["hadoop_options"] = mapreduce
         payload["importance"] = result.importance
         payload["study"] = {"name": result.study.study_name, "mode": mode}
+        if recommendation is not None:
+            payload["recommendation"] = recommendation.to_dict()
         if result.applications is not None:
             payload["applications"] = result.applications
         _print_json(payload)
@@ -417,8 +411,10 @@ def _report_open(args, result, mode: str, space) -> int:
     if result.importance:
         shares = ", ".join(f"{k} {v:.2f}" for k, v in result.importance["by_level"].items())
         print(f"# which level mattered: {shares} ({result.importance['method']})")
+    if recommendation is not None:
+        print(f"# {recommendation.reason}")
     if conf_lines:
-        print("# spark-submit options:")
+        print(heading)
         for text in conf_lines:
             print(text)
     if set_lines:

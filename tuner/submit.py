@@ -12,8 +12,14 @@ Options of its own, removed before spark-submit sees the command:
 ``--jobgauge-workload NAME``        the workload name to record and predict for
                                     (default: the application file's name)
 ``--jobgauge-datasize LABEL``       its data size label (e.g. sf1, small)
+``--jobgauge-retrain-every N``      retrain the store's model in the background after
+                                    every N new runs (default ``$JOBGAUGE_RETRAIN_EVERY``,
+                                    else 5; 0: never)
 ``--jobgauge-dry-run``              print the final command and exit
 ``--jobgauge-off``                  run the command unchanged, record nothing
+``--store URL``                     the run store, as for ``jobgauge --store`` (default
+                                    ``$JOBGAUGE_STORE``, else the user's store); only
+                                    before the application, so its own arguments pass
 
 If jobgauge fails in any way, the user's command runs unchanged after one
 warning line on stderr.  No shell is involved: the command is a list.
@@ -28,8 +34,13 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-# spark-submit options that take no value; every other option takes one.
-FLAGS = {"--verbose", "-v", "--version", "--help", "-h", "--supervise"}
+# spark-submit options that take no value (the switches of Spark 4.3's
+# SparkSubmitOptionParser); every other option takes one.
+FLAGS = {"--verbose", "-v", "--version", "--help", "-h", "--supervise", "--usage-error",
+         "--load-spark-defaults"}
+# Options that make spark-submit answer a question (print help or its version, kill or ask
+# about a submission) instead of running an application: nothing to tune or record.
+QUESTION_OPTIONS = {"--help", "-h", "--version", "--usage-error", "--kill", "--status"}
 # Dedicated spark-submit flags and the setting each one sets.
 FLAG_SETTINGS = {
     "--executor-memory": "spark.executor.memory", "--executor-cores": "spark.executor.cores",
@@ -38,32 +49,44 @@ FLAG_SETTINGS = {
     "--master": "spark.master", "--deploy-mode": "spark.submit.deployMode",
     "--name": "spark.app.name",
 }
-OWN_VALUE_OPTIONS = ("--jobgauge-objective", "--jobgauge-workload", "--jobgauge-datasize")
+OWN_VALUE_OPTIONS = ("--jobgauge-objective", "--jobgauge-workload", "--jobgauge-datasize",
+                     "--jobgauge-retrain-every")
 OWN_FLAGS = ("--jobgauge-dry-run", "--jobgauge-off")
 
 
 def split_own_options(argv: list[str]) -> tuple[dict, list[str]]:
     """Separate jobgauge's options from the spark-submit arguments (kept in order)."""
     own = {"objective": "time", "workload": None, "datasize": None, "dry_run": False,
-           "off": False}
+           "off": False, "store": None, "retrain_every": None}
     rest, index = [], 0
+    in_application = value_next = False   # past the application / next item is an option's value
     while index < len(argv):
         arg = argv[index]
         name, eq, value = arg.partition("=")
-        if name in OWN_VALUE_OPTIONS:
+        if name in OWN_VALUE_OPTIONS or (name == "--store" and not in_application
+                                         and not value_next):
             if not eq:
                 if index + 1 >= len(argv):
                     raise ValueError(f"{name} needs a value")
                 value = argv[index + 1]
                 index += 1
-            own[name.removeprefix("--jobgauge-")] = value
+            own[name.removeprefix("--jobgauge-").removeprefix("--").replace("-", "_")] = value
         elif arg in OWN_FLAGS:
             own[arg.removeprefix("--jobgauge-").replace("-", "_")] = True
         else:
             rest.append(arg)
+            if value_next:
+                value_next = False
+            elif not arg.startswith("-"):
+                in_application = True
+            elif not in_application:
+                value_next = arg not in FLAGS and not eq
         index += 1
     if own["objective"] not in ("time", "cost"):
         raise ValueError(f"--jobgauge-objective must be time or cost; got {own['objective']!r}")
+    if own["retrain_every"] is not None and not own["retrain_every"].isdigit():
+        raise ValueError(f"--jobgauge-retrain-every must be a whole number >= 0; "
+                         f"got {own['retrain_every']!r}")
     return own, rest
 
 
@@ -79,6 +102,15 @@ def primary_resource_index(args: list[str]) -> int | None:
         else:
             index += 2
     return None
+
+
+def runs_an_application(args: list[str]) -> bool:
+    """Whether spark-submit ``args`` run an application (not ``--help``, ``--version``,
+    ``--kill``, ``--status``, and not a command line without an application)."""
+    end = primary_resource_index(args)
+    if end is None:
+        return False
+    return not any(arg.partition("=")[0] in QUESTION_OPTIONS for arg in args[:end])
 
 
 def user_settings(args: list[str]) -> dict:
@@ -145,35 +177,62 @@ def workload_name(args: list[str]) -> str:
     return Path(args[index]).name.rsplit(".", 1)[0] or "spark-submit"
 
 
-def tuned_settings(own: dict, args: list[str], store, *, trials: int = 40) -> dict:
-    """Tuned settings for the knobs the user did not set (model-guided, instant)."""
-    import math
+def submit_job(own: dict, args: list[str], store):
+    """The job a spark-submit command runs (a :class:`jobgauge.job.Job`): its job key
+    (``--jobgauge-workload``, else the application file's name) on the cluster its
+    master and settings describe, with the user's settings.  A job key with runs in
+    the store takes the size label (unless ``--jobgauge-datasize`` gives one), input
+    bytes and profile of its newest run, so the model predicts this job, not an
+    average one.  Returns (job, history) with history as ``job_history`` gives it."""
+    from jobgauge.job import Cluster, Job
+    from jobgauge.models._default import job_history
 
-    from jobgauge.models import loads_model
-    from jobgauge.profiler.runner import local_cores, memory_gib
-    from jobgauge.tuner import Goal, format_setting, spark_sql_space, tune_with_model
-
-    _meta, payload = store.load_model()
-    model = loads_model(payload)
     mine = user_settings(args)
-    master = mine.get("spark.master", "local[*]")
-    cores = local_cores(master) if master.startswith("local") else int(
-        mine.get("spark.executor.cores", 1))
-    base_row = {"source": "jobgauge-submit", "workload": own["workload"] or workload_name(args),
-                "framework": "spark", "datasize": own["datasize"] or "",
-                "input_bytes": math.nan,
-                "instance_type": f"local[{cores}]" if master.startswith("local") else "cluster",
-                "instance_count": 1, "vcpus": float(cores),
-                "memory_gib": memory_gib(mine.get("spark.driver.memory", "1g")),
-                "hourly_price_usd": math.nan, "runtime_s": math.nan, "completed": True,
-                "run_id": "submit", "config": {}}
+    cluster = Cluster.for_master(mine.get("spark.master", "local[*]"), mine)
+    workload = own["workload"] or workload_name(args)
+    history = job_history(store, workload, "spark")
+    job = Job(workload, own["datasize"] or history["datasize"], cluster, mine,
+              input_bytes=history["input_bytes"], profile=history["profile"],
+              source="jobgauge-submit", run_id="submit")
+    return job, history
+
+
+def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progress=None):
+    """The recommendation (``tuner._recommend.Recommendation``) for the knobs the user
+    did not set: model-guided, with the store's model (on a fresh store, one trained
+    on first need from the shipped runs plus the store's own, ``store_model``).  Its
+    ``history_runs`` says how many runs of the job key the store holds."""
+    from jobgauge.models._default import store_model
+    from jobgauge.tuner import Goal, spark_sql_space, tune_with_model
+    from jobgauge.tuner._modes import model_evaluator
+    from jobgauge.tuner._recommend import Recommendation, recommend
+
+    model, meta = store_model(store, progress=progress)
+    job, history = submit_job(own, args, store)
     space = spark_sql_space()
-    result = tune_with_model(model, space, base_row, goal=Goal(own["objective"]),
-                             n_trials=trials, seed=0)
-    if result.best is None:
-        return {}
-    return {name: format_setting(name, value) for name, value in result.best.config.items()
-            if name not in mine and name.startswith("spark.")}
+    space = type(space)(k for k in space if k.name not in job.settings)
+    if not len(space):
+        return Recommendation(reason="you set every setting the tuner searches",
+                              history_runs=history["runs"])
+    result = tune_with_model(model, space, job, goal=Goal(own["objective"]),
+                             n_trials=trials, seed=0, importance=False)
+    answer = recommend(result, space, model_evaluator(model, job), metrics=meta.get("metrics"))
+    answer.settings = {k: v for k, v in answer.settings.items() if k.startswith("spark.")}
+    answer.history_runs = history["runs"]
+    where = (f"{history['runs']} runs of {job.workload} in the store" if history["runs"]
+             else f"no runs of {job.workload} yet: the shipped runs as the prior")
+    answer.reason = f"{answer.reason}; learned from {where}"
+    return answer
+
+
+def tuned_settings(own: dict, args: list[str], store, *, trials: int = 40) -> dict:
+    """Tuned settings for the knobs the user did not set (model-guided, instant); empty
+    when the model has no evidence that a change helps (see :func:`recommendation`)."""
+    return recommendation(own, args, store, trials=trials).settings
+
+
+def _note(message: str) -> None:
+    print(f"jobgauge-submit: {message}", file=sys.stderr, flush=True)
 
 
 def _warn(message: str) -> None:
@@ -181,23 +240,21 @@ def _warn(message: str) -> None:
 
 
 def _record(own, args, settings, started, ended, returncode, eventlog_dir, store) -> None:
+    from jobgauge.job import Cluster
     from jobgauge.profiler.eventlog import find_eventlogs, read_eventlog
-    from jobgauge.profiler.runner import local_cores, memory_gib
 
     logs = [p for p in find_eventlogs(eventlog_dir)
             if p.stat().st_mtime >= started.timestamp() - 1] if eventlog_dir.is_dir() else []
     profile = read_eventlog(logs[-1]) if logs else None
     master = settings.get("spark.master", "local[*]")
-    cores = local_cores(master) if master.startswith("local") else int(
-        settings.get("spark.executor.cores", 1))
+    cluster = Cluster.for_master(master, settings)
     run = {
         "source": "submit", "run_id": f"submit-{started:%Y%m%dT%H%M%S%f}",
         "workload": own["workload"] or workload_name(args), "framework": "spark",
         "engine_version": profile.engine_version if profile else None,
-        "datasize": own["datasize"] or "", "instance_type": master if master.startswith(
-            "local") else "cluster", "instance_count": 1, "vcpus": cores,
-        "memory_gib": memory_gib(settings.get("spark.driver.memory", "1g")),
-        "master": master, "time_kind": "application", "started_at": started,
+        "datasize": own["datasize"] or "", "instance_type": cluster.instance_type,
+        "instance_count": 1, "vcpus": int(cluster.vcpus),
+        "memory_gib": cluster.memory_gib, "master": master, "time_kind": "application", "started_at": started,
         "ended_at": ended, "runtime_s": (ended - started).total_seconds(),
         "status": "succeeded" if returncode == 0 else "failed",
         "error": None if returncode == 0 else f"spark-submit exited with code {returncode}",
@@ -213,7 +270,10 @@ def main(argv=None) -> int:
         print(f"jobgauge-submit: error: {exc}", file=sys.stderr)
         return 1
     spark_submit = spark_submit_path()
-    if own["off"]:
+    if own["off"] or not runs_an_application(args):   # help, version...: not a run to record
+        if own["dry_run"]:
+            print(shlex.join([spark_submit, *args]))
+            return 0
         return subprocess.call([spark_submit, *args])
     added, store, eventlog_dir = {}, None, None
     mine = user_settings(args)
@@ -222,10 +282,15 @@ def main(argv=None) -> int:
     try:
         from jobgauge.store import open_store
 
-        store = open_store(os.environ.get("JOBGAUGE_STORE"))
-        added = tuned_settings(own, args, store)
+        store = open_store(own["store"])   # None: $JOBGAUGE_STORE, else the user's store
+        answer = recommendation(own, args, store, progress=sys.stderr)
+        added = dict(answer.settings)
+        if not answer.tuned:
+            _note(answer.reason)
         if "spark.eventLog.enabled" not in mine and "spark.eventLog.dir" not in mine:
-            eventlog_dir = Path.home() / ".local" / "share" / "jobgauge" / "eventlogs"
+            from jobgauge.profiler.runner import DEFAULT_EVENTLOG_DIR
+
+            eventlog_dir = DEFAULT_EVENTLOG_DIR
             eventlog_dir.mkdir(parents=True, exist_ok=True)
             added["spark.eventLog.enabled"] = "true"
             added["spark.eventLog.dir"] = str(eventlog_dir)
@@ -247,7 +312,20 @@ def main(argv=None) -> int:
                     eventlog_dir or Path("/nonexistent"), store)
         except Exception as exc:  # noqa: BLE001 - recording must never change the outcome
             _warn(f"run not recorded ({exc.__class__.__name__}: {exc})")
+        else:
+            _retrain(own, store)
     return returncode
+
+
+def _retrain(own: dict, store) -> None:
+    """Start the background retraining when enough new runs are in (never waits)."""
+    try:
+        from jobgauge.models._default import maybe_retrain
+
+        if maybe_retrain(store, every=own["retrain_every"]) is not None:
+            _note("retraining the model on the new runs in the background")
+    except Exception as exc:  # noqa: BLE001 - the job has run; retraining is a bonus
+        _warn(f"retraining not started ({exc.__class__.__name__}: {exc})")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,8 +11,8 @@ Settings (environment variable ``JOBGAUGE_<NAME>``):
 
 =================  ===========================================================
 STORE_URL          run store (None: $JOBGAUGE_STORE or the default SQLite file)
-RUNS_DIR           run tables to train the first model from (default data/runs)
-PROFILES_DIR       profiles of those runs, for job classes (default data/profiles)
+RUNS_DIR           run tables to train the first model from (default: jobgauge.data's runs)
+PROFILES_DIR       profiles of those runs, for job classes (default: jobgauge.data's)
 MODEL_NAME         name of the model in the store (default "default")
 MODEL_KIND         registry name of a model trained at first start (default: models' default)
 TUNE_TRIALS        model-guided trials per tuning (default 60)
@@ -20,12 +20,22 @@ MAX_TUNE_TRIALS    most trials an API call may ask for (default 500)
 MAX_QUERY_CHARS    longest pasted query (default 100000)
 MAX_CONTENT_LENGTH largest request body in bytes (default 1 MiB)
 HIVE_HOST/PORT     a HiveServer2 to draw plans with (default: a local Spark session)
-PLAN_DATA_ROOT     where the local plan session keeps TPC-H SF 0.01 data (default var/plan-data)
+PLAN_DATA_ROOT     where the local plan session keeps TPC-H SF 0.01 data (default ~/.local/share/jobgauge/plan-data)
 CATALOG_PATH       an instance catalog file added to the tuner's (CSV or JSON)
 EVENTLOG_DIRS      folders whose event logs the running-jobs page may read
                    (os.pathsep-separated in the environment; default /tmp/spark-events)
 WARM_UP            load the model and start the plan session in the background at start
+API_TOKEN          bearer token of write endpoints (and API_TOKEN_SOURCE, API_TOKENS)
+ALLOWED_HOSTS      Host header names answered (comma-separated; default loopback names)
+SPARK_UI_ALLOWLIST hosts, host:port or networks ?url= may read (default loopback)
+HISTORY_SERVER     a History Server URL (allowed, and the default ?url=)
+BIND               host:port of ``jobgauge serve`` (default 127.0.0.1:5000)
+SYNC / SYNC_EVERY  History Servers ``jobgauge serve`` keeps importing from, and how often
+                   (default none, 10m; a background thread: :mod:`jobgauge.webapp._sync`)
 =================  ===========================================================
+
+More settings (server threads, timeouts, trial caps) and the settings file:
+:mod:`jobgauge.webapp.settings`.
 """
 
 from __future__ import annotations
@@ -34,55 +44,27 @@ import os
 
 __all__ = ["create_app"]
 
-_INTEGER_SETTINGS = ("TUNE_TRIALS", "MAX_TUNE_TRIALS", "MAX_QUERY_CHARS", "MAX_CONTENT_LENGTH",
-                     "HIVE_PORT")
-_SETTINGS = ("STORE_URL", "RUNS_DIR", "PROFILES_DIR", "MODEL_NAME", "MODEL_KIND", "SECRET_KEY",
-             "HIVE_HOST", "PLAN_DATA_ROOT", "CATALOG_PATH", "EVENTLOG_DIRS", "WARM_UP",
-             *_INTEGER_SETTINGS)
 
-
-def create_app(test_config=None):
+def create_app(test_config=None, *, settings_file=None):
+    """A new app: settings are :data:`jobgauge.webapp.settings.DEFAULTS`, then the instance
+    folder's ``config.py``, then the TOML ``settings_file`` (default ``$JOBGAUGE_CONFIG``),
+    then ``JOBGAUGE_*`` environment variables, then ``test_config``."""
     from flask import Flask
     from jobgauge.webapp.service import Service
-
-    from jobgauge.errors import UsageError
+    from jobgauge.webapp.settings import (
+        DEFAULTS, check_settings, settings_from_environment, settings_from_file,
+    )
 
     app = Flask(__name__, instance_relative_config=True)
-    app.config.from_mapping(
-        STORE_URL=None,
-        RUNS_DIR=None,
-        PROFILES_DIR=None,
-        MODEL_NAME="default",
-        MODEL_KIND=None,
-        TUNE_TRIALS=60,
-        MAX_TUNE_TRIALS=500,
-        MAX_QUERY_CHARS=100_000,
-        MAX_CONTENT_LENGTH=1024 * 1024,
-        HIVE_HOST=None,
-        HIVE_PORT=10000,
-        PLAN_DATA_ROOT=None,
-        CATALOG_PATH=None,
-        EVENTLOG_DIRS=("/tmp/spark-events",),
-        WARM_UP=False,
-        SECRET_KEY="jobgauge-local",
-    )
+    app.config.from_mapping(DEFAULTS)
     app.config.from_pyfile("config.py", silent=True)
-    for key in _SETTINGS:
-        value = os.environ.get(f"JOBGAUGE_{key}")
-        if value is None:
-            continue
-        if key in _INTEGER_SETTINGS:
-            try:
-                value = int(value)
-            except ValueError:
-                raise UsageError(f"JOBGAUGE_{key} must be a whole number; got {value!r}") from None
-        elif key == "EVENTLOG_DIRS":
-            value = tuple(p for p in value.split(os.pathsep) if p)
-        elif key == "WARM_UP":
-            value = value.strip().lower() in ("1", "true", "yes", "on")
-        app.config[key] = value
+    settings_file = settings_file or os.environ.get("JOBGAUGE_CONFIG")
+    if settings_file:
+        app.config.from_mapping(settings_from_file(settings_file))
+    app.config.from_mapping(settings_from_environment())
     if test_config:
         app.config.from_mapping(test_config)
+    check_settings(app.config)
 
     service = Service(
         store_url=app.config["STORE_URL"], runs_dir=app.config["RUNS_DIR"],
@@ -98,8 +80,18 @@ def create_app(test_config=None):
     from jobgauge.webapp.api import api
     from jobgauge.webapp.form import form
 
+    from jobgauge.webapp import _ops
+
+    from jobgauge.webapp.jobs import jobs, jobs_api
+
     app.register_blueprint(form)
     app.register_blueprint(api, url_prefix="/api/v1")
+    app.register_blueprint(jobs)                            # /jobs, /apps/<app id>
+    app.register_blueprint(jobs_api, url_prefix="/api/v1")  # their JSON twins
+    _ops.install(app)
+    from jobgauge.webapp._access import check_host
+
+    app.before_request(check_host)   # a Host header not in ALLOWED_HOSTS is a 400
     register_error_pages(app)
     if app.config["WARM_UP"]:
         app.extensions["jobgauge_warm_up"] = service.warm_up()
@@ -126,6 +118,9 @@ def register_error_pages(app) -> None:
             response.status_code = exc.code or 500
             if exc.code == 405 and getattr(exc, "valid_methods", None):
                 response.headers["Allow"] = ", ".join(sorted(exc.valid_methods))
+            for name, value in exc.get_headers():   # WWW-Authenticate of a 401, ...
+                if name.lower() != "content-type":
+                    response.headers.setdefault(name, value)
             return response
         return render_template("error.html", code=exc.code, name=exc.name,
                                description=description), exc.code

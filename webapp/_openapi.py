@@ -6,8 +6,10 @@ Built per application, so enumerations (workloads, instance types) and limits
 
 from __future__ import annotations
 
+from jobgauge.knobs import knob
 from jobgauge.webapp.requests import (
-    AQE_CHOICES, HIBENCH_SIZES, MAX_INSTANCE_TYPES, MAX_NODES, RUN_FILTERS, SQL_WORKLOAD,
+    AQE_CHOICES, HIBENCH_SIZES, MAX_INSTANCE_TYPES, MAX_NODES, RUN_FILTERS, RUN_LIMITS,
+    SQL_WORKLOAD,
 )
 
 
@@ -16,6 +18,7 @@ def _nullable(schema: dict) -> dict:
 
 
 NUMBER = {"type": "number"}
+_PARTITIONS = knob("spark.sql.shuffle.partitions").valid_range()   # from the knob table
 # What a pasted query must start with (ECMA regex, so no inline flags).
 QUERY_PATTERN = (r"^\s*\(*\s*([Ss][Ee][Ll][Ee][Cc][Tt]|[Ww][Ii][Tt][Hh]|[Ff][Rr][Oo][Mm]|"
                  r"[Ii][Nn][Ss][Ee][Rr][Tt]|[Vv][Aa][Ll][Uu][Ee][Ss]|[Tt][Aa][Bb][Ll][Ee])\s")
@@ -31,6 +34,10 @@ ERROR = {
 
 def _error_responses(*codes) -> dict:
     words = {400: "The request is malformed or a field holds a value that cannot be used.",
+             401: "The operation needs 'Authorization: Bearer <API token>'.",
+             403: "Not allowed here: the server has no API token configured, or the "
+                  "address is not on its allow-list.",
+             503: "The run store cannot be read or written now.",
              404: "No such resource (route, application).",
              405: "The method is not allowed on this route.",
              409: "The resource already exists.",
@@ -83,7 +90,8 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                        "description": "the job must finish within this many seconds"},
         "budget_usd": {"type": "number", "exclusiveMinimum": True, "minimum": 0,
                        "description": "a run may cost at most this many US dollars"},
-        "shuffle_partitions": {"type": "integer", "minimum": 1, "maximum": 100000},
+        "shuffle_partitions": {"type": "integer", "minimum": _PARTITIONS[0],
+                               "maximum": _PARTITIONS[1]},
         "adaptive": {"type": "string", "enum": list(AQE_CHOICES)},
         "broadcast_threshold": {"type": "string", "pattern": r"^(-1|\d{1,12}[kmgKMG]?)$",
                                 "description": "bytes, a size such as 10m, or -1 (off)"},
@@ -167,24 +175,30 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
     }
     run_input = {
         "type": "object", "additionalProperties": False,
-        "required": ["source", "workload", "framework", "instance_type", "instance_count",
+        "required": ["workload", "framework", "instance_type", "instance_count",
                      "vcpus", "memory_gib", "runtime_s", "completed", "run_id"],
         "description": "one run in the run-table schema (see the shared datasets' README)",
         "properties": {
-            "source": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
+            "source": {"type": "string", "maxLength": 200,
+                       "description": "set by the API token (leave it out, or give the "
+                                      "token's source name)"},
             "workload": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
             "framework": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
             "datasize": {"type": "string", "maxLength": 200},
-            "input_bytes": _nullable({"type": "number", "minimum": 0}),
+            "input_bytes": _nullable({"type": "number", "minimum": 0,
+                                      "maximum": RUN_LIMITS["input_bytes"][1]}),
             "instance_type": {"type": "string", "minLength": 1, "maxLength": 200,
                               "pattern": r"\S"},
-            "instance_count": {"type": "integer", "minimum": 1},
-            "vcpus": {"type": "number", "minimum": 1e-9},
-            "memory_gib": {"type": "number", "minimum": 1e-9},
-            "hourly_price_usd": _nullable({"type": "number", "minimum": 0}),
+            "instance_count": {"type": "integer", "minimum": 1,
+                               "maximum": RUN_LIMITS["instance_count"][1]},
+            "vcpus": {"type": "number", "minimum": 1e-9, "maximum": RUN_LIMITS["vcpus"][1]},
+            "memory_gib": {"type": "number", "minimum": 1e-9,
+                           "maximum": RUN_LIMITS["memory_gib"][1]},
+            "hourly_price_usd": _nullable({"type": "number", "minimum": 0,
+                                           "maximum": RUN_LIMITS["hourly_price_usd"][1]}),
             "config": {"type": "object", "additionalProperties": {"type": "string"},
                        "description": "the job's settings (or config_json: its JSON text)"},
-            "runtime_s": {"type": "number", "minimum": 0},
+            "runtime_s": {"type": "number", "minimum": 0, "maximum": RUN_LIMITS["runtime_s"][1]},
             "completed": {"type": "boolean",
                           "description": "false: the run hit a time limit (runtime_s is a "
                                          "lower bound)"},
@@ -223,7 +237,8 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
     }
     url_parameter = {"name": "url", "in": "query", "required": True,
                      "description": "the Spark driver UI (http://host:4040), a History Server "
-                                    "address, or an event log path under a configured folder",
+                                    "address on the server's allow-list, or an event log path under "
+                                    "a configured folder",
                      "schema": {"type": "string", "minLength": 1}}
     paths = {
         "/estimate": {"post": {
@@ -231,14 +246,16 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
             "summary": "Predicted runtime (with its interval) and cost per instance type and "
                        "node count, the recommended option and the job class",
             "requestBody": json_body("EstimateRequest"),
-            "responses": {**ok("Estimate"), **_error_responses(400, 413, 415, 422)},
+            "responses": {**ok("Estimate"), **_error_responses(400, 413, 415, 422, 503)},
         }},
         "/tune": {"post": {
             "operationId": "tune",
             "summary": "The recommended option with Spark SQL settings tuned by the model, as "
                        "spark-submit --conf and Hive SET lines",
+            "description": "More than the server's open trial cap needs the API token.",
+            "security": [{}, {"bearer": []}],
             "requestBody": json_body("TuneRequest"),
-            "responses": {**ok("Tuned"), **_error_responses(400, 413, 415, 422)},
+            "responses": {**ok("Tuned"), **_error_responses(400, 401, 403, 413, 415, 422, 503)},
         }},
         "/runs": {
             "get": {
@@ -252,18 +269,21 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                                                   "default": 0}},
                     *[{"name": name, "in": "query", "schema": {"type": "string"}}
                       for name in RUN_FILTERS]],
-                "responses": {**ok("RunsPage"), **_error_responses(400)},
+                "responses": {**ok("RunsPage"), **_error_responses(400, 503)},
             },
             "post": {
                 "operationId": "addRun", "summary": "Add one measured run (run-table schema)",
+                "description": "Needs the API token; the run is recorded under the source "
+                               "name the token maps to.",
+                "security": [{"bearer": []}],
                 "requestBody": json_body("RunInput"),
                 "responses": {**ok("RunRecord", "Created", "201"),
-                              **_error_responses(400, 409, 413, 415)},
+                              **_error_responses(400, 401, 403, 409, 413, 415, 503)},
             },
         },
         "/models": {"get": {
             "operationId": "listModels", "summary": "Trained models in the store, newest first",
-            "responses": {**ok("ModelsList")},
+            "responses": {**ok("ModelsList"), **_error_responses(503)},
         }},
         "/instance-types": {"get": {
             "operationId": "listInstanceTypes",
@@ -274,21 +294,29 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
             "operationId": "listApps",
             "summary": "Applications a Spark UI or History Server lists",
             "parameters": [url_parameter],
-            "responses": {**ok("AppsList"), **_error_responses(400, 404)},
+            "responses": {**ok("AppsList"), **_error_responses(400, 403, 404)},
         }},
         "/apps/{app_id}/remaining": {"get": {
             "operationId": "remaining",
             "summary": "Progress and time left of a running Spark application",
             "parameters": [{"name": "app_id", "in": "path", "required": True,
                             "schema": {"type": "string", "minLength": 1}}, url_parameter],
-            "responses": {**ok("Remaining"), **_error_responses(400, 404)},
+            "responses": {**ok("Remaining"), **_error_responses(400, 403, 404)},
         }},
+        **_jobs_paths(),
         "/openapi.json": {"get": {
             "operationId": "openapi", "summary": "This document",
             "responses": {"200": {"description": "OpenAPI 3 document",
                                   "content": {"application/json": {"schema": {
                                       "type": "object"}}}}},
         }},
+    }
+    # A run just added can be found again by what the answer says (stateful testing).
+    paths["/runs"]["post"]["responses"]["201"]["links"] = {
+        "ListRunsOfItsSource": {"operationId": "listRuns", "parameters": {
+            "source": "$response.body#/source", "workload": "$response.body#/workload"}},
+        "ListRunsOfItsStatus": {"operationId": "listRuns", "parameters": {
+            "status": "$response.body#/status", "limit": 1}},
     }
     return {
         "openapi": "3.0.3",
@@ -298,7 +326,9 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                 "applications.  Every 4xx answer is an Error object."},
         "servers": [{"url": server_url}],
         "paths": paths,
-        "components": {"schemas": {
+        "components": {"securitySchemes": {"bearer": {
+            "type": "http", "scheme": "bearer",
+            "description": "the server's API token (JOBGAUGE_API_TOKEN)"}}, "schemas": {
             "Error": ERROR, "Option": option, "Estimate": estimate, "Tuned": tuned,
             "EstimateRequest": {"type": "object", "additionalProperties": False,
                                 "properties": estimate_properties, **job_choice},
@@ -326,6 +356,104 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                 "applications": {"type": "array", "items": {"type": "object", "properties": {
                     "id": {"type": "string"}, "name": _nullable({"type": "string"}),
                     "completed": {"type": "boolean"}}}}}},
-            "Remaining": remaining,
+            "Remaining": remaining, **_jobs_schemas(),
         }},
+    }
+
+
+def _jobs_paths() -> dict:
+    """The jobs and application report operations (:mod:`jobgauge.webapp.jobs`)."""
+    key = {"name": "job_key", "in": "path", "required": True,
+           "description": "a job key as /jobs lists it (URL-encoded)",
+           "schema": {"type": "string", "minLength": 1}}
+    app_id = {"name": "app_id", "in": "path", "required": True,
+              "schema": {"type": "string", "minLength": 1}}
+    return {
+        "/jobs": {"get": {
+            "operationId": "listJobs",
+            "summary": "Every job key in the store (runs grouped by workload, all sources), "
+                       "most recently run first",
+            "responses": {**ok("JobsList"), **_error_responses(503)},
+        }},
+        "/jobs/{job_key}": {"get": {
+            "operationId": "job",
+            "summary": "One job's runs oldest first, what changed in the settings between "
+                       "consecutive runs, and the heuristics and recommended settings of its "
+                       "latest run with a Spark profile",
+            "parameters": [key],
+            "responses": {**ok("Job"), **_error_responses(404, 503)},
+        }},
+        "/apps/{app_id}/report": {"get": {
+            "operationId": "applicationReport",
+            "summary": "The report of a Spark application in the store: time split, "
+                       "critical path, wasted core-seconds, what-if, heuristics, --conf",
+            "parameters": [app_id],
+            "responses": {**ok("ApplicationReport"), **_error_responses(404, 503)},
+        }},
+    }
+
+
+def _jobs_schemas() -> dict:
+    text, seconds = {"type": "string"}, _nullable(NUMBER)
+    heuristic = {
+        "type": "object", "required": ["name", "severity", "evidence", "conf"],
+        "additionalProperties": True,
+        "properties": {"name": text, "evidence": text,
+                       "severity": {"type": "string", "enum": [
+                           "none", "low", "moderate", "severe", "critical"]},
+                       "conf": {"type": "object", "additionalProperties": text}}}
+    conf = {"type": "object", "additionalProperties": text,
+            "description": "spark-submit --conf key=value pairs"}
+    job_run = {
+        "type": "object", "required": ["index", "source", "run_id", "status", "runtime_s"],
+        "additionalProperties": True,
+        "properties": {"index": {"type": "integer"}, "source": text, "run_id": text,
+                       "status": text, "runtime_s": seconds, "at": _nullable(text),
+                       "cost_usd": _nullable(NUMBER), "core_hours": _nullable(NUMBER),
+                       "app_id": _nullable(text), "has_report": {"type": "boolean"}}}
+    change = {"type": "object", "required": ["key", "before", "after"], "properties": {
+        "key": text, "before": _nullable(text), "after": _nullable(text)}}
+    return {
+        "JobsList": {"type": "object", "required": ["jobs"], "properties": {"jobs": {
+            "type": "array", "items": {
+                "type": "object", "additionalProperties": True,
+                "required": ["job_key", "runs", "sources", "last_run_at", "median_runtime_s"],
+                "properties": {"job_key": text, "runs": {"type": "integer"},
+                               "failed": {"type": "integer"},
+                               "sources": {"type": "array", "items": text},
+                               "frameworks": {"type": "array", "items": text},
+                               "last_run_at": _nullable(text),
+                               "median_runtime_s": seconds}}}}},
+        "Job": {"type": "object", "additionalProperties": True,
+                "required": ["job_key", "runs", "settings_changes", "heuristics",
+                             "recommended_conf"],
+                "properties": {
+                    "job_key": text, "runs": {"type": "array", "items": job_run},
+                    "median_runtime_s": seconds,
+                    "settings_changes": {"type": "array", "items": {
+                        "type": "object", "required": ["from_run", "to_run", "changes"],
+                        "additionalProperties": True,
+                        "properties": {"from_run": text, "to_run": text,
+                                       "changes": {"type": "array", "items": change}}}},
+                    "report_of": _nullable({"type": "object", "properties": {
+                        "run_id": text, "app_id": _nullable(text)}}),
+                    "heuristics": {"type": "array", "items": heuristic},
+                    "recommended_conf": conf}},
+        "ApplicationReport": {
+            "type": "object", "additionalProperties": True,
+            "required": ["app_id", "job_key", "runtime_s", "driver_s", "executor_s",
+                         "critical_path_s", "wasted_core_s", "what_if", "heuristics",
+                         "recommended_conf"],
+            "properties": {
+                "app_id": _nullable(text), "job_key": _nullable(text), "run_id": text,
+                "source": text, "runtime_s": seconds, "driver_s": seconds,
+                "executor_s": seconds, "critical_path_s": seconds, "wasted_core_s": seconds,
+                "executors": {"type": "integer"}, "executor_cores": {"type": "integer"},
+                "what_if": {"type": "array", "items": {
+                    "type": "object", "required": ["executors", "runtime_s", "utilisation"],
+                    "properties": {"executors": {"type": "integer"}, "share": NUMBER,
+                                   "runtime_s": seconds,
+                                   "utilisation": _nullable(NUMBER)}}},
+                "heuristics": {"type": "array", "items": heuristic},
+                "recommended_conf": conf}},
     }

@@ -11,7 +11,9 @@ schema), so a pasted query over those schemas plans as it would on a cluster.
 Join strategies depend on table sizes.  The TPC-H tables here are at SF 0.01,
 so a plan for scale ``s`` is drawn with the broadcast threshold multiplied by
 ``0.01 / s``: a table that would be too big to broadcast at ``s`` is too big
-here as well (TPC-H tables grow linearly with the scale factor).
+here as well (TPC-H tables grow linearly with the scale factor).  The
+threshold is read and checked by the knob table (``jobgauge.knobs``): a
+threshold it cannot read is an error, never a silent default.
 
 >>> explainer = LocalSparkPlans("var/plan-data")                   # doctest: +SKIP
 >>> dag = explainer.dag("select count(*) from lineitem", scale=1.0)  # doctest: +SKIP
@@ -22,15 +24,18 @@ here as well (TPC-H tables grow linearly with the scale factor).
 from __future__ import annotations
 
 import re
-import tempfile
 import threading
 from pathlib import Path
 
+from jobgauge import knobs
 from jobgauge.errors import ParseError, UsageError
+from jobgauge.profiler._hive_session import PLAN_TIMEOUT_S, check_plan_limits, jvm_limit_error
 
 PLAN_SCALE = 0.01
+NO_CONSTANT_FOLDING = "org.apache.spark.sql.catalyst.optimizer.ConstantFolding"
 PLAN_SCALE_LABEL = "sf0.01"
-DEFAULT_BROADCAST_BYTES = 10 * 1024 * 1024
+BROADCAST = "spark.sql.autoBroadcastJoinThreshold"
+DEFAULT_BROADCAST_BYTES = knobs.knob(BROADCAST).default   # Spark's 10 MiB
 # First words of the statements a plan can be drawn for (queries, not commands).
 QUERY_WORDS = ("select", "with", "insert", "from", "values", "table")
 # Spark settings a user may set that change a plan (others do not, or are unsafe here).
@@ -139,6 +144,8 @@ class LocalSparkPlans:
         session.conf.set("spark.sql.shuffle.partitions", "8")
         session.sparkContext.setLogLevel("ERROR")
         session.conf.set("spark.sql.runSQLOnFiles", "false")  # no `parquet.`/path`` reads
+        # Plans only: constant folding would evaluate repeat('x', 10**9) and the like.
+        session.conf.set("spark.sql.optimizer.excludedRules", NO_CONSTANT_FOLDING)
         _quiet_query_errors()
         tpch = ensure_data(self.data_root, PLAN_SCALE_LABEL)
         for table in TABLES:
@@ -149,10 +156,12 @@ class LocalSparkPlans:
             else:
                 session.sql(f"CREATE OR REPLACE TEMPORARY VIEW {table} ({schema}) USING parquet "
                             f"OPTIONS (path '{path}')")
-        self._empty_dir = Path(tempfile.mkdtemp(prefix="jobgauge-plan-views-"))
+        # Empty folders behind the HiBench views, kept beside the plan data (not in the
+        # temporary directory, where every start used to leave one behind).
+        self._empty_dir = self.data_root / "plan-views"
         for name, schema in _hibench_tables().items():
             folder = self._empty_dir / name
-            folder.mkdir()
+            folder.mkdir(parents=True, exist_ok=True)
             session.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} ({schema}) USING parquet "
                         f"OPTIONS (path '{folder}')")
         self._defaults = {key: session.conf.get(key, None) for key in PLAN_SETTINGS}
@@ -162,35 +171,73 @@ class LocalSparkPlans:
     def explain(self, sql: str, *, scale: float = 1.0, config: dict | None = None) -> str:
         """EXPLAIN FORMATTED text of one query planned for TPC-H scale ``scale``."""
         text = check_statement(sql)
+        check_plan_limits(text)
         if not scale > 0:
             raise UsageError(f"scale must be greater than 0; got {scale!r}")
-        with self._lock:
+        # One query plans at a time, for at most PLAN_TIMEOUT_S: past it the request is
+        # answered, and the planning thread gives the session back when it ends.
+        if not self._lock.acquire(timeout=PLAN_TIMEOUT_S):
+            raise UsageError("the planner is busy with a query that takes long to plan; "
+                             "try again later")
+        handed_over = False
+        try:
             spark = self._spark()
             settings = {k: v for k, v in (config or {}).items() if k in PLAN_SETTINGS}
-            threshold = _bytes(settings.get("spark.sql.autoBroadcastJoinThreshold"),
-                               DEFAULT_BROADCAST_BYTES)
+            threshold = knobs.validate(BROADCAST,
+                                       settings.get(BROADCAST, DEFAULT_BROADCAST_BYTES))
             if threshold > 0:
-                settings["spark.sql.autoBroadcastJoinThreshold"] = str(
+                settings[BROADCAST] = str(
                     max(1, int(threshold * PLAN_SCALE / scale)))
-            try:
-                for key, value in settings.items():
-                    spark.conf.set(key, str(value))
-                return self._explain(spark, text)
-            finally:
-                for key, value in self._defaults.items():
-                    if value is None:
-                        spark.conf.unset(key)
-                    else:
-                        spark.conf.set(key, value)
+            outcome = {}
+
+            def plan():
+                try:
+                    for key, value in settings.items():
+                        spark.conf.set(key, str(value))
+                    outcome["plan"] = self._explain(spark, text)
+                except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                    outcome["error"] = exc
+                finally:
+                    try:
+                        for key, value in self._defaults.items():
+                            if value is None:
+                                spark.conf.unset(key)
+                            else:
+                                spark.conf.set(key, value)
+                    finally:
+                        self._lock.release()
+
+            worker = threading.Thread(target=plan, name="jobgauge-plan", daemon=True)
+            worker.start()
+            handed_over = True
+            worker.join(PLAN_TIMEOUT_S)
+            if worker.is_alive():
+                raise UsageError(f"planning the query took longer than {PLAN_TIMEOUT_S:g} s; "
+                                 f"simplify it")
+            if "error" in outcome:
+                raise outcome["error"]
+            if "plan" not in outcome:
+                raise UsageError("the planner failed on this query")
+            return outcome["plan"]
+        finally:
+            if not handed_over:
+                self._lock.release()
 
     @staticmethod
     def _explain(spark, text: str) -> str:
+        from py4j.protocol import Py4JJavaError
         from pyspark.errors import PySparkException
 
         try:  # the statement starts on line 2, so Spark's positions are one line down
             rows = spark.sql(f"EXPLAIN FORMATTED\n{text}").collect()
         except PySparkException as exc:
-            raise spark_error(str(exc), text, line_offset=1) from None
+            raise jvm_limit_error(str(exc)) or spark_error(str(exc), text, line_offset=1) \
+                from None
+        except Py4JJavaError as exc:   # the JVM's own errors: out of stack or heap
+            limit = jvm_limit_error(str(exc.java_exception))
+            if limit is None:
+                raise
+            raise limit from None
         plan = "\n".join(str(row[0]) for row in rows)
         if plan.lstrip().startswith("Error occurred during query planning"):
             raise spark_error(plan.strip().split("\n", 1)[-1], text, line_offset=1)
@@ -254,15 +301,6 @@ def _quiet_query_errors() -> None:
     from pyspark.logger import PySparkLogger
 
     PySparkLogger.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
-
-
-def _bytes(value, default: int) -> int:
-    if value is None:
-        return default
-    match = re.fullmatch(r"\s*(-?\d+)\s*([kmgt]?)b?\s*", str(value).lower())
-    if not match:
-        return default
-    return int(match.group(1)) * 1024 ** " kmgt".index(match.group(2) or " ")
 
 
 _SHARED: dict[str, LocalSparkPlans] = {}

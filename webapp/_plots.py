@@ -101,9 +101,87 @@ def what_if_png(rows: list[dict], *, recommended: dict | None = None, deadline_s
         axes.set_xticks(counts if len(counts) <= 12 else counts[::max(1, len(counts) // 10)])
     if title:
         figure.suptitle(title, fontsize=11)
+    return _png(figure)
+
+
+def _png(figure) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return buffer.getvalue()
+
+
+def job_runs_png(runs: list[dict]) -> bytes:
+    """PNG of one job's runs, oldest first: runtime, and cost (US dollars where every
+    run's node price is known, else core-hours), failed runs as red crosses.
+
+    ``runs`` are :func:`jobgauge.webapp.jobs.job_history` runs (``index``,
+    ``runtime_s``, ``status``, ``cost_usd``, ``core_hours``).
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(9.6, 3.4), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    runtime_axes, cost_axes = figure.subplots(1, 2)
+    priced = all(r["cost_usd"] is not None for r in runs)
+    cost_key, cost_label = ("cost_usd", "US dollars") if priced else ("core_hours", "core-hours")
+    for axes, key in ((runtime_axes, "runtime_s"), (cost_axes, cost_key)):
+        shown = [r for r in runs if r[key] is not None]
+        axes.plot([r["index"] for r in shown], [r[key] for r in shown], color=_COLORS[0],
+                  marker="o", markersize=4, linewidth=1)
+        failed = [r for r in shown if r["status"] != "succeeded"]
+        if failed:
+            axes.plot([r["index"] for r in failed], [r[key] for r in failed], color="#b00020",
+                      marker="x", markersize=8, linestyle="none", label="failed")
+            axes.legend(fontsize=8, frameon=False)
+        axes.set_xlabel("run (oldest first)")
+        axes.grid(alpha=0.3)
+        axes.set_ylim(bottom=0)
+        indexes = [r["index"] for r in runs]
+        axes.set_xticks(indexes if len(indexes) <= 12 else indexes[::max(1, len(indexes) // 10)])
+    runtime_axes.set_title("Runtime per run", fontsize=10)
+    runtime_axes.set_ylabel("seconds")
+    cost_axes.set_title("Cost per run" if priced else
+                        "Cost per run (core-hours: no node price known)", fontsize=10)
+    cost_axes.set_ylabel(cost_label)
+    return _png(figure)
+
+
+def what_if_executors_png(what_if: list[dict], executors: int) -> bytes:
+    """PNG of an application's replayed runtime and utilisation against its executor count
+    (the report's ``what_if`` rows), the run itself starred."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6.4, 4.4), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.subplots()
+    points = [p for p in what_if if p["runtime_s"] is not None]
+    counts = [p["executors"] for p in points]
+    axes.plot(counts, [p["runtime_s"] for p in points], color=_COLORS[0], marker="o",
+              markersize=4, label="runtime")
+    own = [p for p in points if p["share"] == 1.0]
+    if own:
+        axes.plot([own[0]["executors"]], [own[0]["runtime_s"]], marker="*", markersize=14,
+                  color="#222", linestyle="none", label=f"this run ({executors})", zorder=5)
+    axes.set_xlabel("executors")
+    axes.set_ylabel("seconds")
+    axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+    used = [p for p in points if p["utilisation"] is not None]
+    handles, labels = axes.get_legend_handles_labels()
+    if used:
+        share_axes = axes.twinx()
+        share_axes.plot([p["executors"] for p in used], [100 * p["utilisation"] for p in used],
+                        color=_COLORS[1], linestyle="--", linewidth=1, label="utilisation")
+        share_axes.set_ylabel("utilisation (%)")
+        share_axes.set_ylim(0, 105)
+        more = share_axes.get_legend_handles_labels()
+        handles, labels = handles + more[0], labels + more[1]
+    figure.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=8,
+                  frameon=False)
+    axes.set_title("Runtime on more or fewer executors (replayed)", fontsize=10)
+    return _png(figure)
 
 
 def png_data_uri(png: bytes) -> str:

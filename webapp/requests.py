@@ -2,16 +2,20 @@
 
 Every check raises :class:`InvalidField` naming the field, so the form can
 show the message next to it and the API can return it in ``detail.field``.
+Knob fields (``shuffle_partitions``, ``adaptive``, ``broadcast_threshold``,
+and the table's knobs inside ``config``) are parsed and range-checked by the
+knob table, :mod:`jobgauge.knobs`, so a value outside a knob's valid range is
+refused, never predicted.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
 from dataclasses import dataclass, field
 
+from jobgauge import knobs
 from jobgauge.errors import UsageError
 
 
@@ -24,7 +28,11 @@ class InvalidField(UsageError):
         super().__init__(f"{field}: {message}")
 
 
-_SIZE = re.compile(r"^\s*(-?\d+)\s*([kmg]?)i?b?\s*$", re.IGNORECASE)
+# Form fields that set a knob of the table (jobgauge.knobs), which holds their
+# type, unit and valid range; "adaptive" adds the choice "default" (not set).
+KNOB_FIELDS = {"shuffle_partitions": "spark.sql.shuffle.partitions",
+               "adaptive": "spark.sql.adaptive.enabled",
+               "broadcast_threshold": "spark.sql.autoBroadcastJoinThreshold"}
 AQE_CHOICES = ("default", "true", "false")
 LOCAL_TYPES = ("local[1]", "local[2]")
 HIBENCH_SIZES = ("tiny", "small", "medium", "large", "huge", "gigantic", "bigdata")
@@ -69,12 +77,31 @@ class EstimateRequest:
         return sorted(counts)
 
 
+def _unicode(name, value: str) -> str:
+    """``value`` when it is real Unicode text (a lone surrogate, which JSON escapes
+    allow, cannot be stored, hashed or shown)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidField(name, "must be valid Unicode text; it holds a lone surrogate "
+                                 "(an unpaired \\ud800-\\udfff escape)") from None
+    return value
+
+
+def _whole_number(text: str) -> bool:
+    """Whether ``text`` is a plain decimal whole number (ASCII digits only: '³' and
+    '٣' pass str.isdigit but are not numbers a person types here)."""
+    return text.isascii() and text.isdigit()
+
+
 def _text(data, name) -> str:
     value = data.get(name)
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise InvalidField(name, f"must be a string or number; got {type(value).__name__}")
+    if isinstance(value, str):
+        _unicode(name, value)
     return str(value).strip()
 
 
@@ -84,13 +111,15 @@ def _number(data, name, *, minimum=None, strictly=False, maximum=None, integer=F
     if not text:
         return default
     try:
+        if not text.isascii():  # float() reads other scripts' digits; a person means ASCII
+            raise ValueError(text)
         value = float(text)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise InvalidField(name, f"must be a number{unit and ' of ' + unit}; "
                                  f"got {text[:40]!r}") from None
     if not math.isfinite(value):
         raise InvalidField(name, f"must be a finite number; got {text[:40]!r}")
-    if integer and value != int(value):
+    if integer and value != math.floor(value):
         raise InvalidField(name, f"must be a whole number; got {text[:40]}")
     if minimum is not None and (value <= minimum if strictly else value < minimum):
         relation = "greater than" if strictly else "at least"
@@ -117,7 +146,8 @@ def _bool(data, name) -> bool:
 def _unknown_fields(data: dict, allowed) -> None:
     unknown = sorted(str(k) for k in data if k not in allowed)
     if unknown:
-        raise InvalidField(unknown[0], "is not a field of this request; fields are "
+        raise InvalidField(unknown[0].encode("utf-8", "backslashreplace").decode()[:80],
+                           "is not a field of this request; fields are "
                                        + ", ".join(allowed))
 
 
@@ -128,7 +158,7 @@ def _workload(data: dict, known_workloads, max_query_chars: int, sql_wins: bool)
     raw_sql = data.get("sql")
     if raw_sql is not None and not isinstance(raw_sql, str):
         raise InvalidField("sql", f"must be text; got {type(raw_sql).__name__}")
-    sql = (raw_sql or "").strip()
+    sql = _unicode("sql", raw_sql or "").strip()
     workload = _text(data, "workload")
     query = _text(data, "query")
     if len(sql) > max_query_chars:
@@ -142,12 +172,13 @@ def _workload(data: dict, known_workloads, max_query_chars: int, sql_wins: bool)
         if not sql:
             raise InvalidField("sql", "is empty: paste a HiveQL or Spark SQL query, "
                                       "or pick a TPC-H query or HiBench workload")
-        digest = hashlib.sha1(" ".join(sql.split()).lower().encode()).hexdigest()[:10]
-        return f"sql-{digest}", "your query", sql, True
+        from jobgauge.profiler._hive_record import query_workload
+
+        return query_workload(sql), "your query", sql, True
     if workload and query:
         raise InvalidField("query", "give either query (a TPC-H number) or workload, not both")
     if query:
-        if not query.isdigit() or not 1 <= int(query) <= 22:
+        if not _whole_number(query) or not 1 <= int(query) <= 22:
             raise InvalidField("query", f"must be a TPC-H query number from 1 to 22; got {query[:40]!r}")
         workload = f"tpch-q{int(query)}"
     if not workload:
@@ -170,32 +201,39 @@ def _config(data: dict) -> dict:
                 raise InvalidField("config", f"{str(key)[:80]!r} is not a spark.* setting")
             if isinstance(value, (dict, list)) or value is None:
                 raise InvalidField("config", f"{key} needs a plain value")
-            config[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+            if isinstance(value, str):
+                _unicode("config", value)
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            if knobs.find(str(key)) is not None:   # a knob of the table: in its valid range
+                try:
+                    knobs.validate(str(key), text)
+                except UsageError as exc:
+                    raise InvalidField("config", str(exc)) from None
+            config[str(key)] = text
     partitions = _text(data, "shuffle_partitions")
     if partitions:
-        if not partitions.isdigit() or not 1 <= int(partitions) <= 100_000:
-            raise InvalidField("shuffle_partitions",
-                               f"must be a whole number from 1 to 100000; got {partitions[:40]!r}")
-        config["spark.sql.shuffle.partitions"] = str(int(partitions))
+        config[KNOB_FIELDS["shuffle_partitions"]] = str(_knob_field("shuffle_partitions",
+                                                                    partitions))
     adaptive = (_text(data, "adaptive") or "default").lower()
     if adaptive not in AQE_CHOICES:
         raise InvalidField("adaptive", f"must be one of {', '.join(AQE_CHOICES)}; "
                                        f"got {adaptive[:40]!r}")
     if adaptive != "default":
-        config["spark.sql.adaptive.enabled"] = adaptive
+        config[KNOB_FIELDS["adaptive"]] = knobs.format_value(
+            KNOB_FIELDS["adaptive"], _knob_field("adaptive", adaptive))
     threshold = _text(data, "broadcast_threshold")
     if threshold:
-        match = _SIZE.match(threshold)
-        if not match:
-            raise InvalidField("broadcast_threshold",
-                               "must be bytes (e.g. 10485760), a size such as 10m, or -1; "
-                               f"got {threshold[:40]!r}")
-        number = int(match.group(1)) * {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}[
-            match.group(2).lower()]
-        if number < -1:
-            raise InvalidField("broadcast_threshold", f"must be -1 or more; got {threshold[:40]}")
-        config["spark.sql.autoBroadcastJoinThreshold"] = str(number)
+        config[KNOB_FIELDS["broadcast_threshold"]] = str(_knob_field("broadcast_threshold",
+                                                                     threshold))
     return config
+
+
+def _knob_field(field_name: str, text: str):
+    """The typed value of a form field that sets a knob, validated by the knob table."""
+    try:
+        return knobs.validate(KNOB_FIELDS[field_name], text)
+    except UsageError as exc:
+        raise InvalidField(field_name, str(exc)) from None
 
 
 def _instance_types(data: dict, catalog_names, strict: bool) -> list[str]:
@@ -205,7 +243,7 @@ def _instance_types(data: dict, catalog_names, strict: bool) -> list[str]:
     if isinstance(value, str) and not strict:
         names = [n.strip() for n in value.split(",") if n.strip()]
     elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-        names = [v.strip() for v in value if v.strip()]
+        names = [_unicode("instance_types", v).strip() for v in value if v.strip()]
     else:
         raise InvalidField("instance_types", "must be a list of instance type names")
     if not names:
@@ -282,6 +320,42 @@ RUN_FIELDS = ("source", "workload", "framework", "datasize", "input_bytes", "ins
               "instance_count", "vcpus", "memory_gib", "hourly_price_usd", "config_json",
               "runtime_s", "completed", "run_id")
 RUN_FILTERS = ("source", "workload", "framework", "datasize", "instance_type", "status")
+# What a measured run can physically be: (smallest, largest) per column; a value outside
+# is a typo or an attack on the training data (runtime_s 1e308), never a measurement.
+RUN_LIMITS = {"runtime_s": (0.0, 30 * 24 * 3600.0), "instance_count": (1, 10_000),
+              "vcpus": (1e-9, 1024.0), "memory_gib": (1e-9, 65_536.0),
+              "input_bytes": (0.0, 1e17), "hourly_price_usd": (0.0, 1000.0)}
+MAX_JSON_DEPTH = 32
+
+
+def json_depth(value) -> int:
+    """How deeply a parsed JSON value nests objects and arrays (iterative: no recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def load_json(text, name: str = "body", limit: int = MAX_JSON_DEPTH):
+    """JSON text (str or bytes) parsed, refused as InvalidField when it is not JSON or
+    nests deeper than ``limit`` (Python's parser raises RecursionError at ~1,000 levels)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise InvalidField(name, f"is nested more than {limit} levels deep") from None
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError
+        raise InvalidField(name, "is not valid JSON") from None
+    if json_depth(value) > limit:
+        raise InvalidField(name, f"is nested more than {limit} levels deep")
+    return value
 
 
 def parse_run(data) -> dict:
@@ -306,6 +380,12 @@ def parse_run(data) -> dict:
             if isinstance(value, dict):
                 raw[name] = json.dumps(value)
             elif isinstance(value, str):
+                _unicode(name, value)
+                try:  # refuse deep nesting here; other faults are parse_row's to name
+                    load_json(value.strip() or "{}", name)
+                except InvalidField as exc:
+                    if "nested" in exc.message:
+                        raise
                 raw[name] = value
             else:
                 raise InvalidField(name, "must be an object of settings (or its JSON text)")
@@ -314,7 +394,9 @@ def parse_run(data) -> dict:
         elif isinstance(value, (int, float, str)):
             if isinstance(value, float) and not math.isfinite(value):
                 raise InvalidField(name, "must be a finite number")
-            raw[name] = str(value)
+            if isinstance(value, int) and abs(value) >= 10 ** 30:  # str() of a huge int is slow
+                raise InvalidField(name, "is out of range")
+            raw[name] = _unicode(name, value) if isinstance(value, str) else str(value)
         else:
             raise InvalidField(name, f"must be a string or number; got {type(value).__name__}")
     try:
@@ -325,6 +407,14 @@ def parse_run(data) -> dict:
     for name in ("source", "workload", "framework", "instance_type", "run_id", "datasize"):
         if len(row[name]) > 200:
             raise InvalidField(name, "is longer than 200 characters")
+    # JSON escapes can spell a lone surrogate ("\\ud800") that no store can hold
+    _unicode("config_json", json.dumps(row["config"], ensure_ascii=False))
+    for name, (low, high) in RUN_LIMITS.items():
+        value = row.get(name)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if not low <= value <= high:
+            raise InvalidField(name, f"must be from {low:g} to {high:g}; got {value:g}")
     return row
 
 

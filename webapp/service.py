@@ -1,9 +1,15 @@
 """What the form and the API ask of jobgauge, in one place.
 
-The service owns the store and the current model.  On first use it loads the
-newest model from the store; if there is none it trains one from the run
-tables shipped in ``data/runs`` and saves it to the store, so a fresh machine
-answers without any set-up.
+The service is a thin facade over the rest of jobgauge.  It owns the store and
+the current model.  On first use it loads the newest model from the store; if
+there is none it trains one from the shipped run tables plus the store's own
+runs, as the wrapper and the tuner do (``models._default.train_store_model``,
+``jobgauge train``'s code and metrics layout), and saves it to the store, so a
+fresh machine answers without any set-up.  A model retrained in the background
+after new runs is picked up within ``MODEL_RECHECK_S``.  Every
+question is a :class:`jobgauge.job.Job` (a workload on a
+:class:`~jobgauge.job.Cluster`, with settings); costs, the deadline and budget
+choice and the tuning are the tuner's.
 
 Questions it answers:
 
@@ -25,57 +31,45 @@ import json
 import math
 import re
 import threading
-import urllib.error
-import urllib.parse
-import urllib.request
-from dataclasses import dataclass
+import time
 from pathlib import Path
 
 from jobgauge.errors import GaugeError, ModelError, ParseError, UsageError
+from jobgauge.job import Cluster, Job, executor_layout
+from jobgauge.store import DuplicateRun  # noqa: F401 - the API maps it to 409
 from jobgauge.webapp.requests import LOCAL_TYPES, EstimateRequest, InvalidField
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 # Read-only results shared by every app of the process, keyed by the files they come from.
 _SHARED_FRAMES: dict = {}
 _SHARED_CLASSIFIERS: dict = {}
 _SHARED_LOCK = threading.Lock()
+MODEL_RECHECK_S = 30       # how often the service looks for a retrained model in the store
 UI_TIMEOUT_S = 15          # a Spark UI's first REST answer can take seconds on a busy driver
-LOCAL_MEMORY_GIB = 1.0     # the driver heap of a local[N] run (spark.driver.memory 1g), as recorded
 
 
 def default_runs_dir() -> Path:
-    return REPO_ROOT / "data" / "runs"
+    """The run tables shipped in :mod:`jobgauge.data`."""
+    from jobgauge.data import runs_dir
+
+    return runs_dir()
 
 
 def default_profiles_dir() -> Path:
-    return REPO_ROOT / "data" / "profiles"
+    """The profile records shipped in :mod:`jobgauge.data`."""
+    from jobgauge.data import profiles_dir
+
+    return profiles_dir()
 
 
 def default_plan_data_root() -> Path:
-    return REPO_ROOT / "var" / "plan-data"
+    """``plan-data`` in the user's jobgauge folder (beside the default store)."""
+    from jobgauge.store import DEFAULT_PATH
 
-
-class DuplicateRun(UsageError):
-    """A run with this (source, run_id) is already in the store."""
+    return DEFAULT_PATH.parent / "plan-data"
 
 
 class UnknownApplication(GaugeError, LookupError):
     """No such Spark application where the user pointed."""
-
-
-@dataclass(frozen=True)
-class InstanceOption:
-    """One choosable node type: a catalog entry, or ``local[N]`` on this machine."""
-
-    instance_type: str
-    vcpus: float
-    memory_gib: float
-    hourly_price_usd: float | None
-    source: str
-
-    @property
-    def local(self) -> bool:
-        return self.instance_type.startswith("local[")
 
 
 def _finite(value):
@@ -98,21 +92,6 @@ def jsonable(value):
     return _finite(value)
 
 
-def executor_layout(option: InstanceOption, count: int) -> dict[str, str]:
-    """One executor per node with all its cores and the heap that fits beside
-    Spark's overhead (the layout the runtime models assume when none is given)."""
-    from jobgauge.tuner._space import (
-        MIN_OVERHEAD_MB, OVERHEAD_FRACTION, RESERVED_NODE_MB,
-    )
-
-    usable = option.memory_gib * 1024 - RESERVED_NODE_MB
-    heap = int(min(usable / (1 + OVERHEAD_FRACTION), usable - MIN_OVERHEAD_MB))
-    heap = max(512, heap // 256 * 256)
-    return {"spark.executor.instances": str(int(count)),
-            "spark.executor.cores": str(int(option.vcpus)),
-            "spark.executor.memory": f"{heap}m"}
-
-
 class Service:
     def __init__(self, *, store_url=None, runs_dir=None, profiles_dir=None, model_name="default",
                  model_kind=None, tune_trials=60, plan_data_root=None, hive_host=None,
@@ -130,20 +109,29 @@ class Service:
         self._store = None
         self._model = None
         self._meta = None
+        self._model_checked = 0.0
         self._frame = None
         self._classifier = None
         self._options = None
         self._lock = threading.Lock()
         self._class_lock = threading.Lock()
+        self._store_lock = threading.Lock()
 
     # -- resources ---------------------------------------------------------------
     @property
     def store(self):
-        if self._store is None:
-            from jobgauge.store import open_store
+        with self._store_lock:   # the first requests arrive together: open the store once
+            if self._store is None:
+                from jobgauge.store import open_store
 
-            self._store = open_store(self.store_url)
+                self._store = open_store(self.store_url)
         return self._store
+
+    @property
+    def loaded_model_meta(self) -> dict | None:
+        """The answering model's metadata once loaded (None before): for readiness and
+        metrics, which must not load or train a model themselves."""
+        return self._meta
 
     def _run_files(self) -> list[Path]:
         return sorted(self.runs_dir.glob("*.csv.gz")) + sorted(self.runs_dir.glob("*.csv"))
@@ -188,23 +176,48 @@ class Service:
         return summaries
 
     def ensure_model(self, progress=None):
-        """The current model, loading or (on a fresh store) training it once."""
+        """The current model, loading or (on a fresh store) training it once.  Every
+        ``MODEL_RECHECK_S`` seconds it looks for a newer model of its name in the store
+        (the background retraining saves one after new runs) and answers with that."""
         with self._lock:
             if self._model is not None:
+                if time.monotonic() - self._model_checked >= MODEL_RECHECK_S:
+                    self._load_newer_model()
                 return self._model, self._meta
             from jobgauge.models import loads_model
 
-            from jobgauge.errors import StoreError
+            from jobgauge.store import NoStoredModel
 
-            try:
+            try:  # a store that cannot be read is a StoreError here, not a reason to retrain
                 meta, payload = self.store.load_model(self.model_name)
                 self._model, self._meta = loads_model(payload), meta
-            except StoreError:
+            except NoStoredModel:
                 self._model, self._meta = self._train_from_shipped_runs(progress)
+            self._model_checked = time.monotonic()
             return self._model, self._meta
 
+    def _load_newer_model(self) -> None:
+        """Swap in the store's newest model of this service's name if it is newer than
+        the one answering; a store that cannot be read now keeps the current one."""
+        from jobgauge.models import loads_model
+
+        self._model_checked = time.monotonic()
+        try:
+            newest = next((m for m in self.store.list_models() if m["name"] == self.model_name),
+                          None)
+            if newest is not None and newest["id"] != self._meta.get("id"):
+                meta, payload = self.store.load_model(self.model_name)
+                self._model, self._meta = loads_model(payload), meta
+        except GaugeError:
+            pass  # answered with the model already loaded; the next check tries again
+
     def _train_from_shipped_runs(self, progress=None):
-        from jobgauge.models import DEFAULT_MODEL, dumps_model, make_model
+        """Train the model kind of this service on the shipped runs plus the store's own
+        and save it in the store: the wrapper's and the tuner's first-need training
+        (``models._default.train_store_model``), with the run tables of ``runs_dir``
+        as the prior."""
+        from jobgauge.models import DEFAULT_MODEL
+        from jobgauge.models._default import train_store_model
 
         files = self._run_files()
         if not files:
@@ -214,15 +227,8 @@ class Service:
         if progress is not None:
             print(f"no model in the store yet: training {kind} from "
                   f"{len(files)} run tables in {self.runs_dir} ...", file=progress, flush=True)
-        frame = self.training_frame().drop(columns=["profile"])
-        model = make_model(kind, random_state=0).fit(frame)
-        metrics = {"trained_on_runs": len(frame), "files": [f.name for f in files],
-                   "instance_types": sorted(set(frame["instance_type"])),
-                   "workloads": sorted(set(frame["workload"])),
-                   "datasizes": sorted(set(frame["datasize"]))}
-        self.store.save_model(self.model_name, kind, dumps_model(model), metrics)
-        meta, _ = self.store.load_model(self.model_name)
-        return model, meta
+        return train_store_model(self.store, name=self.model_name, kind=kind,
+                                 prior=self.training_frame().drop(columns=["profile"]))
 
     def classifier(self):
         """A JobClassifier fitted on the shipped runs (None when they cannot teach one);
@@ -254,17 +260,16 @@ class Service:
                                       "datasize": request.datasize}])
         return str(classifier.predict(frame)[0])
 
-    def instance_options(self) -> dict[str, InstanceOption]:
-        """``local[1]``, ``local[2]`` (this machine) and the tuner's instance catalog."""
+    def instance_options(self) -> dict[str, Cluster]:
+        """One node of each choosable type: ``local[1]``, ``local[2]`` (this machine,
+        ``Cluster.local_mode``) and the types of the tuner's instance catalog."""
         if self._options is None:
-            options = {name: InstanceOption(name, float(name[6:-1]), LOCAL_MEMORY_GIB, None,
-                                            "this machine") for name in LOCAL_TYPES}
+            options = {name: Cluster.local_mode(name) for name in LOCAL_TYPES}
             from jobgauge.tuner import load_catalog
 
-            for item in load_catalog(self.catalog_path):
-                options[item.instance_type] = InstanceOption(
-                    item.instance_type, float(item.vcpus), float(item.memory_gib),
-                    float(item.hourly_price_usd), item.source)
+            catalog = load_catalog(self.catalog_path)
+            for name in catalog.names():
+                options[name] = Cluster.from_catalog(name, catalog=catalog)
             self._options = options
         return self._options
 
@@ -314,7 +319,8 @@ class Service:
         given or ``plan`` is False; a query that cannot be planned is an
         InvalidField of ``sql``; a plan source that is down leaves ``dag`` None
         and says why in ``plan_error``."""
-        from jobgauge.models import configuration_frame, predict_frame
+        from jobgauge.job import jobs_frame
+        from jobgauge.models import predict_frame
 
         model, meta = self.ensure_model()
         options = self.instance_options()
@@ -326,49 +332,33 @@ class Service:
                 raise
             except GaugeError as exc:  # the plan source is down: the estimate still stands
                 plan_error = f"no query plan: {exc}"
-        dag_dict = dag.to_dict() if dag is not None else None
-        items, keys = [], []
-        for name in request.instance_types:
-            option = options[name]
-            counts = [1] if option.local else request.node_counts()
-            for count in counts:
-                config = dict(request.config)
-                if option.local:
-                    config.setdefault("spark.master", name)
-                item = {"workload": request.workload, "datasize": request.datasize,
-                        "config": config, "framework": "spark", "instance_type": name,
-                        "instance_count": count, "vcpus": option.vcpus,
-                        "memory_gib": option.memory_gib, "input_bytes": request.input_bytes,
-                        "hourly_price_usd": option.hourly_price_usd}
-                if dag_dict is not None:
-                    item["dag"] = dag_dict
-                items.append(item)
-                keys.append((option, count))
+        jobs = [self.job(request, options[name], count, dag=dag)
+                for name in request.instance_types
+                for count in ([1] if options[name].local else request.node_counts())]
         try:
-            predicted = predict_frame(model, configuration_frame(items))
+            predicted = predict_frame(model, jobs_frame(jobs))
         except ModelError as exc:
             raise ModelError(f"the model cannot answer this question: {exc}") from None
         metrics = meta.get("metrics") or {}
-        seen = set(metrics.get("instance_types") or [])
+        seen = _listed(metrics.get("instance_types"))
         rows = []
-        for (option, count), (_, values) in zip(keys, predicted.iterrows()):
+        for job, (_, values) in zip(jobs, predicted.iterrows()):
+            cluster = job.cluster
             runtime, low, high = (float(values["predicted_runtime_s"]),
                                   float(values["predicted_low_s"]),
                                   float(values["predicted_high_s"]))
-            price = option.hourly_price_usd
-            cost = None if price is None else runtime * count * price / 3600
+            cost = cluster.cost_usd(runtime)
             rows.append({
-                "instance_type": option.instance_type, "instance_count": count,
-                "vcpus": option.vcpus, "memory_gib": option.memory_gib,
-                "hourly_price_usd": price, "runtime_s": runtime, "low_s": low, "high_s": high,
-                "cost_usd": cost,
-                "cost_low_usd": None if price is None else low * count * price / 3600,
-                "cost_high_usd": None if price is None else high * count * price / 3600,
+                "instance_type": cluster.instance_type, "instance_count": cluster.instance_count,
+                "vcpus": cluster.vcpus, "memory_gib": cluster.memory_gib,
+                "hourly_price_usd": cluster.hourly_price_usd, "runtime_s": runtime,
+                "low_s": low, "high_s": high, "cost_usd": cost,
+                "cost_low_usd": cluster.cost_usd(low), "cost_high_usd": cluster.cost_usd(high),
                 "meets_deadline": None if request.deadline_s is None
                 else runtime <= request.deadline_s,
                 "within_budget": None if request.budget_usd is None
                 else (cost or 0.0) <= request.budget_usd,
-                "seen_in_training": (option.instance_type in seen) if seen else None,
+                "seen_in_training": (cluster.instance_type in seen) if seen else None,
             })
         recommended, reason = recommend(rows, request)
         return {
@@ -377,18 +367,35 @@ class Service:
             "config": dict(request.config), "job_class": self.job_class(request),
             "workload_seen": _seen(request.workload, metrics.get("workloads")),
             "datasize_seen": _seen(request.datasize, metrics.get("datasizes")),
-            "training_datasizes": metrics.get("datasizes"),
+            "training_datasizes": _listed(metrics.get("datasizes")),
             "model": {"name": meta["name"], "kind": meta["kind"], "id": meta["id"],
-                      "trained_on_runs": meta.get("metrics", {}).get("trained_on_runs")},
+                      "trained_on_runs": metrics.get("training_rows")},
             "options": rows, "best_per_type": best_per_type(rows, request),
             "recommended": recommended, "recommendation": reason,
             "dag": dag, "plan_error": plan_error,
         }
 
+    def job(self, request: EstimateRequest, option: Cluster, count: int = 1, *,
+            settings=None, dag=None) -> Job:
+        """The job the request asks about on ``count`` nodes of ``option`` (on this
+        machine: ``local[N]`` with the driver memory the request sets), with the
+        request's settings and ``settings`` added."""
+        config = {**request.config, **dict(settings or {})}
+        if option.local:
+            config.setdefault("spark.master", option.instance_type)
+            cluster = Cluster.local_mode(option.instance_type, config)
+        else:
+            cluster = option.with_count(count)
+        return Job(request.workload, request.datasize, cluster, config,
+                   input_bytes=request.input_bytes, dag=dag, source="jobgauge-web")
+
     def tune(self, request: EstimateRequest, *, trials: int | None = None, seed: int = 0,
              estimate: dict | None = None) -> dict:
-        """The recommended cluster with Spark SQL settings tuned by the model."""
-        from jobgauge.tuner import spark_sql_space
+        """The recommended cluster with Spark SQL settings tuned by the model
+        (``jobgauge.tuner.tune_with_model``, goal: time; the engine defaults are the
+        first trial, then TPE proposals).  The tuner's closing fANOVA importance is
+        skipped: the page does not show it and it costs a forest fit per request."""
+        from jobgauge.tuner import Goal, spark_sql_space, tune_with_model
 
         model, _ = self.ensure_model()
         estimate = estimate or self.estimate(request)
@@ -396,24 +403,14 @@ class Service:
         option = self.instance_options()[best["instance_type"]]
         count = int(best["instance_count"])
         fixed = {} if option.local else executor_layout(option, count)
-        base_config = {**request.config, **fixed}
-        if option.local:
-            base_config.setdefault("spark.master", option.instance_type)
-        base_row = {"source": "jobgauge-web", "workload": request.workload, "framework": "spark",
-                    "datasize": request.datasize,
-                    "input_bytes": math.nan if request.input_bytes is None else request.input_bytes,
-                    "instance_type": option.instance_type, "instance_count": count,
-                    "vcpus": option.vcpus, "memory_gib": option.memory_gib,
-                    "hourly_price_usd": math.nan if option.hourly_price_usd is None
-                    else option.hourly_price_usd,
-                    "runtime_s": math.nan, "completed": True, "run_id": "web-tune",
-                    "config": base_config}
         space = spark_sql_space()
         # The knobs the user set are kept as given; the tuner searches the others.
         space = type(space)(k for k in space if k.name not in request.config)
         n_trials = int(trials or self.tune_trials)
         if len(space):
-            result = tune_knobs(model, space, base_row, n_trials=n_trials, seed=seed)
+            job = self.job(request, option, count, settings=fixed)
+            result = tune_with_model(model, space, job, goal=Goal("time"), n_trials=n_trials,
+                                     seed=seed, sampler="tpe", importance=False)
             chosen, runtime_s = result.best.config, result.best.runtime_s
             interval = result.best.runtime_interval_s or [runtime_s, runtime_s]
             baseline = next((t.runtime_s for t in result.trials if t.number == 0), None)
@@ -430,9 +427,12 @@ class Service:
             raise InvalidField("url", "give the Spark UI address (http://driver:4040), a "
                                       "History Server address, or an event log path")
         if re.match(r"^https?://", text, re.IGNORECASE):
-            parts = urllib.parse.urlsplit(text)
-            if not parts.hostname:
-                raise InvalidField("url", f"has no host name: {text[:80]!r}")
+            from jobgauge.profiler.sparkrest import SparkUrlError, parse_url
+
+            try:
+                parse_url(text)
+            except SparkUrlError as exc:
+                raise InvalidField("url", exc.reason[:200]) from None
             return text
         if re.match(r"^[a-z][a-z0-9+.-]*://", text, re.IGNORECASE):
             raise InvalidField("url", f"must be an http(s) address or an event log path; "
@@ -471,24 +471,13 @@ class Service:
                 raise UnknownApplication(str(exc)) from None
             return [{"id": snapshot.app_id, "name": snapshot.app_name,
                      "completed": snapshot.status != "running"}]
-        parts = urllib.parse.urlsplit(source)
-        path = parts.path.split("/api/v1", 1)[0].rstrip("/")
-        listing = f"{parts.scheme}://{parts.netloc}{path}/api/v1/applications"
+        from jobgauge.profiler.sparkrest import SparkRestClient, SparkRestError
+
         try:
-            with urllib.request.urlopen(urllib.request.Request(
-                    listing, headers={"Accept": "application/json"}),
-                    timeout=UI_TIMEOUT_S) as response:
-                apps = json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            raise UnknownApplication(f"{listing} answered HTTP {exc.code}: not a Spark UI "
-                                     "or History Server") from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise UnknownApplication(f"cannot reach a Spark UI at {listing}: "
-                                     f"{getattr(exc, 'reason', exc)}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise UnknownApplication(f"{listing} did not answer JSON: not a Spark UI") from None
-        if not isinstance(apps, list):
-            raise UnknownApplication(f"{listing} did not answer a list of applications")
+            apps = SparkRestClient.from_url(source, timeout_s=UI_TIMEOUT_S,
+                                            server="Spark UI").applications()
+        except SparkRestError as exc:
+            raise UnknownApplication(str(exc)) from None
         out = []
         for app in apps:
             if isinstance(app, dict) and app.get("id"):
@@ -505,60 +494,34 @@ class Service:
 
     def add_run(self, row: dict) -> dict:
         store = self.store
-        if store.has_run(row["source"], row["run_id"]):
-            raise DuplicateRun(f"run {row['run_id']!r} of source {row['source']!r} is already "
-                               "in the store")
         run = dict(row)
         run["status"] = "succeeded" if row["completed"] else "timed_out"
-        key = store.add_run(run, row.get("config") or {})
+        try:  # the store's unique constraint decides, so concurrent posts cannot both insert
+            key = store.add_run(run, row.get("config") or {})
+        except DuplicateRun:
+            raise DuplicateRun(f"run {row['run_id']!r} of source {row['source']!r} is already "
+                               "in the store") from None
         return jsonable(store.runs_list(limit=1, id=key)[0])
 
     def models(self) -> list[dict]:
         return [jsonable(m) for m in self.store.list_models()]
 
 
-def tune_knobs(model, space, base_row: dict, *, n_trials: int, seed: int = 0):
-    """Model-guided tuning of ``space`` on the job of ``base_row``: the engine
-    defaults first, then TPE proposals; the fastest predicted runtime wins.
-
-    This is ``jobgauge.tuner.tune_with_model`` (goal: time) built from the
-    tuner's own pieces, without its closing fANOVA importance: the page does
-    not show it, it costs a forest fit per request, and it fails when every
-    trial predicts the same runtime (a tree model often does).
-    """
-    from jobgauge.tuner import (
-        Goal, Objective, create_study, make_sampler, model_evaluator, run_trials,
-    )
-
-    goal = Goal("time")
-    study = create_study(goal, make_sampler("tpe", seed=seed))
-    study.enqueue_trial(space.defaults())
-    return run_trials(study, Objective(space, model_evaluator(model, base_row), goal), n_trials)
-
-
 def recommend(rows: list[dict], request: EstimateRequest) -> tuple[dict, str]:
     """The option that best meets the request, and why (in words).
 
-    Deadline: the cheapest option whose predicted runtime meets it (this
-    machine counts as free).  Budget: the fastest option within it.  Both:
-    the cheapest that meets the deadline within the budget.  Neither: the
-    fastest.  When no option qualifies, the closest one, and the reason says so.
+    The choice is the tuner's (``Goal.for_limits(deadline, budget).choose``):
+    deadline: the cheapest option whose predicted runtime meets it (this
+    machine counts as free); budget: the fastest option within it; both: the
+    cheapest that meets the deadline within the budget; neither: the fastest.
+    When no option qualifies, the closest one, and the reason says so.
     """
-    def cost(row):
-        return row["cost_usd"] or 0.0
+    from jobgauge.tuner import Goal, Outcome
 
     deadline, budget = request.deadline_s, request.budget_usd
-    feasible = [r for r in rows if (deadline is None or r["runtime_s"] <= deadline)
-                and (budget is None or cost(r) <= budget)]
-    if deadline is not None:
-        pool = feasible or rows
-        best = min(pool, key=lambda r: (cost(r), r["runtime_s"])) if feasible \
-            else min(rows, key=lambda r: (r["runtime_s"], cost(r)))
-    elif budget is not None:
-        best = min(feasible, key=lambda r: (r["runtime_s"], cost(r))) if feasible \
-            else min(rows, key=lambda r: (cost(r), r["runtime_s"]))
-    else:
-        best = min(rows, key=lambda r: (r["runtime_s"], cost(r)))
+    index, feasible = Goal.for_limits(deadline, budget).choose(
+        Outcome(r["runtime_s"], r["cost_usd"]) for r in rows)
+    best = rows[index]
     where = _where(best)
     if deadline is not None and budget is not None:
         reason = (f"cheapest option that meets the {deadline:g} s deadline within "
@@ -585,9 +548,16 @@ def best_per_type(rows: list[dict], request: EstimateRequest) -> list[dict]:
     return out
 
 
+def _listed(known) -> list | None:
+    """A list of what the model has seen (None: its metrics do not list it; a model
+    saved by an older jobgauge may give a count instead)."""
+    return list(known) if isinstance(known, (list, tuple)) and known else None
+
+
 def _seen(value, known) -> bool | None:
     """Whether the model's training runs include ``value`` (None: the model does not say)."""
-    return None if not known else value in known
+    known = _listed(known)
+    return None if known is None else value in known
 
 
 def _where(row) -> str:
@@ -595,7 +565,7 @@ def _where(row) -> str:
     return f"{nodes}{row['instance_type']}"
 
 
-def tuned_answer(option: InstanceOption, count: int, user_config: dict, layout: dict,
+def tuned_answer(option: Cluster, count: int, user_config: dict, layout: dict,
                  chosen: dict, runtime_s: float, interval, baseline, trials: int) -> dict:
     """The tuned configuration in the user's terms, with copyable lines."""
     from jobgauge.tuner import format_setting, hive_set_lines
@@ -605,13 +575,13 @@ def tuned_answer(option: InstanceOption, count: int, user_config: dict, layout: 
     submit = [f"--master {option.instance_type}"] if option.local else []
     submit += [f"--conf {k}={v}" for k, v in {**layout, **settings}.items()
                if k.startswith("spark.") and k != "spark.master"]
-    price = option.hourly_price_usd
+    cost = option.with_count(count).cost_usd(float(runtime_s))
     return {
         "instance_type": option.instance_type, "instance_count": count,
         "config": settings, "cluster_config": layout,
         "predicted_runtime_s": float(runtime_s),
         "predicted_low_s": float(interval[0]), "predicted_high_s": float(interval[1]),
-        "cost_usd": None if price is None else float(runtime_s) * count * price / 3600,
+        "cost_usd": cost,
         "baseline_runtime_s": None if baseline is None else float(baseline),
         "trials": trials,
         "spark_submit": submit,

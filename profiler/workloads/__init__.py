@@ -10,13 +10,9 @@ __all__ = ["Workload", "TpchQuery", "directory_bytes", "get_workload", "workload
 
 
 def _all() -> dict:
-    workloads = dict(TPCH_WORKLOADS)
-    try:
-        from jobgauge.profiler.workloads.hibench import HIBENCH_WORKLOADS
-    except ImportError:  # pragma: no cover - only while the HiBench module is absent
-        HIBENCH_WORKLOADS = {}
-    workloads.update(HIBENCH_WORKLOADS)
-    return workloads
+    from jobgauge.profiler.workloads.hibench import HIBENCH_WORKLOADS
+
+    return {**TPCH_WORKLOADS, **HIBENCH_WORKLOADS}
 
 
 def workload_names() -> list[str]:

@@ -5,7 +5,8 @@ and is generated once (written to a temporary folder, then renamed, so a
 killed generation never leaves a half-written scale behind).
 
 Each query is one workload named ``tpch-q1`` ... ``tpch-q22``; sizes are the
-scale labels ``sf0.1``, ``sf0.3``, ``sf1`` and ``sf3``.
+scale labels ``sf0.01`` (the tests' size), ``sf0.1``, ``sf0.3``, ``sf1``, ``sf3`` and
+``sf10``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from jobgauge.errors import RunError, UsageError
 from jobgauge.profiler.workloads._tpch_queries import QUERIES, TABLES
 from jobgauge.profiler.workloads.base import directory_bytes
 
-SIZES = ("sf0.01", "sf0.1", "sf0.3", "sf1", "sf3")  # sf0.01 is the tests' size
+SIZES = ("sf0.01", "sf0.1", "sf0.3", "sf1", "sf3", "sf10")  # sf0.01 is the tests' size
 
 
 def scale_label(scale) -> str:

@@ -1,0 +1,39 @@
+"""Measured runs and their profiles, shipped with jobgauge (installed as ``jobgauge.data``).
+
+``runs/NAME.csv.gz`` are run tables in the shared schema and
+``profiles/NAME.jsonl.gz`` the profile records of those runs (see README.md in
+this folder).  The web service trains its first model from them, and
+``jobgauge evaluate`` scores models on them.  They are found through this
+package, so an installed wheel has them as well as a source checkout.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+__all__ = ["profile_files", "profiles_dir", "run_tables", "runs_dir"]
+
+
+def _folder(name: str) -> Path:
+    return Path(str(files(__name__).joinpath(name)))
+
+
+def runs_dir() -> Path:
+    """The folder of the shipped run tables."""
+    return _folder("runs")
+
+
+def profiles_dir() -> Path:
+    """The folder of the shipped profile records."""
+    return _folder("profiles")
+
+
+def run_tables() -> list[Path]:
+    """The shipped run tables, sorted by name."""
+    return sorted(runs_dir().glob("*.csv.gz"))
+
+
+def profile_files() -> list[Path]:
+    """The shipped profile records, sorted by name."""
+    return sorted(profiles_dir().glob("*.jsonl*"))

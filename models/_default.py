@@ -1,0 +1,290 @@
+"""The model a store answers with, and keeping it up to date with the store's runs.
+
+The wrapper (``jobgauge-submit``), ``jobgauge tune``, ``jobgauge predict`` and the
+web service all ask :func:`store_model` for the model of a store: its newest
+model, or, on a fresh store, one trained on first need from the *prior* plus
+the store's own runs and saved in the store (so the next call loads it).
+
+The prior (:func:`prior_run_tables`) is what a fresh store learns from: the
+run tables shipped in :mod:`jobgauge.data`, and the public run tables (Scout,
+C3O) of the folder ``$JOBGAUGE_SHARED_DATASETS`` names, when it is set.  The
+store's runs (:func:`store_run_frame`: every run with a runtime that did not
+fail) are added to it (:func:`learning_frame`), so a job's own runs teach the
+model about that job.
+
+Retraining happens by itself: :func:`maybe_retrain` counts the store's runs
+added since the newest model was trained (the model's metrics keep
+``store_runs``, the count it saw) and, after every ``retrain_every`` new runs
+(default :data:`DEFAULT_RETRAIN_EVERY`, ``$JOBGAUGE_RETRAIN_EVERY``, 0: never),
+starts ``jobgauge train --with-prior --lock FILE`` as a detached process.  The
+lock file (:func:`retrain_lock_path`, beside an SQLite store) makes sure two
+trainings never run at once; nothing waits for the training to finish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from jobgauge.errors import UsageError
+
+__all__ = ["DEFAULT_MODEL_NAME", "DEFAULT_RETRAIN_EVERY", "MODEL_KIND_ENV", "RETRAIN_EVERY_ENV",
+           "job_history",
+           "learning_frame", "maybe_retrain", "prior_run_tables", "retrain_every",
+           "retrain_lock_path", "runs_since_training", "store_model", "store_run_frame",
+           "train_store_model", "training_lock"]
+
+#: The name the model trained on first need (and by the background retraining) is saved as.
+DEFAULT_MODEL_NAME = "default"
+#: New runs in the store after which the model is retrained in the background.
+DEFAULT_RETRAIN_EVERY = 5
+RETRAIN_EVERY_ENV = "JOBGAUGE_RETRAIN_EVERY"
+#: The model kind a store trains on first need (the web service's MODEL_KIND setting).
+MODEL_KIND_ENV = "JOBGAUGE_MODEL_KIND"
+
+
+# ------------------------------------------------------------------ what it learns from
+
+def prior_run_tables(runs_dir=None) -> list[Path]:
+    """The run tables a fresh store learns from: those in ``runs_dir`` (default: the
+    ones shipped in :mod:`jobgauge.data`) plus the public Scout and C3O tables of
+    ``$JOBGAUGE_SHARED_DATASETS`` when that folder is set."""
+    from jobgauge.models.evaluation import SHARED_DATASETS_ENV
+
+    if runs_dir is None:
+        from jobgauge.data import runs_dir as shipped_runs_dir
+
+        runs_dir = shipped_runs_dir()
+    runs_dir = Path(runs_dir)
+    paths = sorted(runs_dir.glob("*.csv.gz")) + sorted(runs_dir.glob("*.csv"))
+    shared = os.environ.get(SHARED_DATASETS_ENV)
+    if shared:
+        paths += [p for p in (Path(shared) / "scout_multinode.csv", Path(shared) / "c3o_emr.csv")
+                  if p.is_file()]
+    return paths
+
+
+def store_run_frame(store) -> tuple:
+    """(frame, notes): the store's runs a model may learn from, as a run-table frame:
+    failed runs (an error, not a time limit) and runs without a runtime are left out,
+    and ``notes`` say how many."""
+    frame = store.run_frame()
+    notes = []
+    if len(frame) and "status" in frame.columns:
+        failed = frame["status"].astype(str) == "failed"
+        if failed.any():
+            notes.append(f"left out {int(failed.sum())} failed runs (an error, not a time limit)")
+            frame = frame[~failed]
+    if len(frame):
+        missing = ~(frame["runtime_s"].astype(float) > 0)
+        if missing.any():
+            notes.append(f"left out {int(missing.sum())} runs without a runtime")
+            frame = frame[~missing]
+    return frame.reset_index(drop=True), notes
+
+
+def learning_frame(store, *, runs_dir=None, prior=None) -> tuple:
+    """(frame, origin, notes): the prior (``prior``: a run-table frame, default the
+    tables of :func:`prior_run_tables`) plus the store's own runs
+    (:func:`store_run_frame`); a store run with the source and run id of a prior
+    run replaces it.  ``origin`` says where the runs came from."""
+    import pandas as pd
+
+    from jobgauge.runtable import COLUMNS, read_run_tables
+
+    tables = []
+    if prior is None:
+        tables = prior_run_tables(runs_dir)
+        prior = read_run_tables(tables) if tables else pd.DataFrame(columns=[*COLUMNS, "config"])
+    own, notes = store_run_frame(store)
+    columns = list(dict.fromkeys([*prior.columns, "config", "config_json"]))
+    if len(own):
+        own = own.reindex(columns=columns)
+        keys = set(zip(own["source"].astype(str), own["run_id"].astype(str)))
+        kept = [(s, r) not in keys for s, r in zip(prior["source"].astype(str),
+                                                  prior["run_id"].astype(str))]
+        frames = [f for f in (prior[kept], own) if len(f)]
+        frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    else:
+        frame = prior
+    if len(frame) == 0:
+        raise UsageError("no runs to train on: the store has no runs with a runtime and no "
+                         "run tables were found to learn from; import runs with "
+                         "'jobgauge import'")
+    where = (f"{len(tables)} run tables ({', '.join(sorted({str(p.parent) for p in tables}))})"
+             if tables else "the prior run tables")
+    origin = f"{where} + {len(own)} runs of {store.display_url}"
+    return frame.reset_index(drop=True), origin, notes
+
+
+def job_history(store, workload: str, framework: str | None = None) -> dict:
+    """What the store knows of a job key: ``runs`` (how many, with a runtime or not),
+    and of its newest run ``datasize``, ``input_bytes`` (None: unknown), ``profile``
+    (its profile summary, None without one) and ``run_id``."""
+    filters = {"workload": workload}
+    if framework:
+        filters["framework"] = framework
+    count = store.count_runs(**filters)
+    if not count:
+        return {"runs": 0, "datasize": "", "input_bytes": None, "profile": None, "run_id": None}
+    last = store.runs_list(limit=1, **filters)[0]
+    profile = None
+    records = store.profiles_for(last["id"])
+    if records:
+        from jobgauge.errors import GaugeError
+        from jobgauge.profiler.profile import Profile
+
+        try:
+            profile = Profile.from_dict(records[-1]).summary()
+        except (GaugeError, KeyError, TypeError, ValueError):
+            profile = None      # a stored record of another layout: predict without it
+    size = last.get("input_bytes")
+    return {"runs": int(count), "datasize": last.get("datasize") or "",
+            "input_bytes": None if size is None or size != size else float(size),
+            "profile": profile, "run_id": last.get("run_id")}
+
+
+# ------------------------------------------------------------------ the store's model
+
+def train_store_model(store, *, name: str = DEFAULT_MODEL_NAME, kind: str | None = None,
+                      runs_dir=None, prior=None, seed: int = 0, progress=None):
+    """Train a ``kind`` model (default: the registry's) on :func:`learning_frame` with
+    ``jobgauge train``'s code (``models._training.train_model``), save it in the store
+    as ``name`` and return (model, meta).  Its metrics add ``store_runs``: how many
+    runs the store held, which :func:`runs_since_training` counts from."""
+    from jobgauge.models import dumps_model
+    from jobgauge.models._training import train_model
+
+    store_runs = store.count_runs()
+    frame, origin, notes = learning_frame(store, runs_dir=runs_dir, prior=prior)
+    model, summary = train_model(frame, kind=kind, seed=seed, origin=origin, notes=notes,
+                                 progress=progress)
+    summary["store_runs"] = int(store_runs)
+    store.save_model(name, summary["model"], dumps_model(model), summary)
+    meta, _ = store.load_model(name)
+    return model, meta
+
+
+def store_model(store, *, name: str | None = None, kind: str | None = None, runs_dir=None,
+                prior=None, progress=None):
+    """(model, meta): the store's newest model (of ``name`` when given); on a store
+    without one, a model trained on first need by :func:`train_store_model` (the prior
+    plus the store's runs) and saved as ``name`` (default :data:`DEFAULT_MODEL_NAME`).
+    ``kind`` defaults to ``$JOBGAUGE_MODEL_KIND`` (the web service's ``MODEL_KIND``
+    setting), else the registry's default.  A store that cannot be read is its
+    StoreError, never a reason to train."""
+    from jobgauge.models import loads_model
+    from jobgauge.store import NoStoredModel
+
+    try:
+        meta, payload = store.load_model(name)
+        return loads_model(payload), meta
+    except NoStoredModel:
+        if progress is not None:
+            print(f"no model in the store yet: training one from the shipped runs and the "
+                  f"store's own ({store.count_runs()} runs) ...", file=progress, flush=True)
+        kind = kind or os.environ.get(MODEL_KIND_ENV) or None
+        return train_store_model(store, name=name or DEFAULT_MODEL_NAME, kind=kind,
+                                 runs_dir=runs_dir, prior=prior, progress=progress)
+
+
+# ------------------------------------------------------------------ retraining
+
+def retrain_every(value=None) -> int:
+    """The retraining interval: ``value`` if given, else ``$JOBGAUGE_RETRAIN_EVERY``,
+    else :data:`DEFAULT_RETRAIN_EVERY`; 0 switches retraining off."""
+    source = "retrain_every"
+    if value is None:
+        value = os.environ.get(RETRAIN_EVERY_ENV)
+        source = RETRAIN_EVERY_ENV
+    if value is None or value == "":
+        return DEFAULT_RETRAIN_EVERY
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{source} must be a whole number >= 0, got {value!r}") from None
+    if number < 0:
+        raise UsageError(f"{source} must be a whole number >= 0, got {number}")
+    return number
+
+
+def runs_since_training(store, meta: dict | None = None) -> int:
+    """Runs added to the store since the newest model (``meta``) was trained: the
+    store's count minus the ``store_runs`` its metrics keep (a model trained elsewhere
+    counts from none)."""
+    if meta is None:
+        models = store.list_models()
+        if not models:
+            return store.count_runs()
+        meta = models[0]
+    seen = (meta.get("metrics") or {}).get("store_runs") or 0
+    return max(0, store.count_runs() - int(seen))
+
+
+def retrain_lock_path(store) -> Path:
+    """The lock file of a store's retraining: beside an SQLite store's file, else in
+    the user's jobgauge folder, named after the store."""
+    url = str(store.url)
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        path = Path(url.removeprefix("sqlite:///"))
+        return path.with_name(path.name + ".retrain.lock")
+    from jobgauge.store import DEFAULT_PATH
+
+    digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+    return DEFAULT_PATH.parent / f"retrain-{digest}.lock"
+
+
+@contextlib.contextmanager
+def training_lock(path):
+    """Hold the lock file ``path`` (an exclusive ``flock``) for the block; yields True,
+    or False at once when another process holds it."""
+    import fcntl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def maybe_retrain(store, *, every=None, name: str = DEFAULT_MODEL_NAME, kind: str | None = None,
+                  lock_path=None):
+    """Start retraining in the background when the store holds ``every`` (see
+    :func:`retrain_every`) or more runs the newest model has not seen: a detached
+    ``jobgauge train --with-prior --model-name NAME --lock FILE`` of the newest model's
+    kind (or ``kind``), the store's URL in its environment, its output in ``FILE.log``.  Returns the started process, or
+    None (retraining off, too few new runs, no model yet, or a training running)."""
+    every = retrain_every(every)
+    if every == 0:
+        return None
+    models = store.list_models()
+    if not models or runs_since_training(store, models[0]) < every:
+        return None
+    lock_path = Path(lock_path) if lock_path else retrain_lock_path(store)
+    with training_lock(lock_path) as free:
+        if not free:
+            return None                   # a training is running: it will see these runs
+    command = [sys.executable, "-m", "jobgauge.cli", "train", "--with-prior",
+               "--model-name", name, "--lock", str(lock_path)]
+    kind = kind or models[0].get("kind")       # the kind answering now, retrained
+    if kind:
+        command += ["--kind", kind]
+    env = dict(os.environ, JOBGAUGE_STORE=str(store.url))
+    with open(lock_path.with_name(lock_path.name + ".log"), "ab") as log:
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                env=env, start_new_session=True, close_fds=True)

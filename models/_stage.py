@@ -1,0 +1,652 @@
+"""A profile-driven, stage-level runtime model (:class:`StagePredictor`, registry name ``stage``).
+
+From one profiling run of a job (its stages: input, shuffle read and write bytes,
+task count, summed task run time, the stage DAG) the model predicts the job at
+another data size, with other settings and on other slots:
+
+1. **Scale** each stage's data volume by ``(asked bytes / profiled bytes) ** e``, with
+   ``e`` per stage kind (:data:`STAGE_EXPONENTS`, measured on the shipped profiles by
+   :func:`measure_stage_exponents`).  A stage's data work (its task time minus the
+   per-task overhead) grows with its volume.
+2. **Derive task counts** from the settings: scans split by
+   ``spark.sql.files.maxPartitionBytes`` (at least one split per slot while a split
+   stays above the 4 MiB open cost, as Spark does); shuffle stages get
+   ``spark.sql.shuffle.partitions`` tasks, coalesced by AQE to
+   ``spark.sql.adaptive.advisoryPartitionSizeInBytes`` (but no fewer than one per slot
+   while a partition stays above 1 MiB); a broadcast side that outgrows
+   ``spark.sql.autoBroadcastJoinThreshold`` (or with the threshold off) becomes a
+   shuffle join: one more stage.  MapReduce: map splits of 128 MiB, reduce tasks from
+   ``mapreduce.job.reduces``.  Settings are read and range-checked with
+   :mod:`jobgauge.knobs` (a value outside a knob's valid range is a UsageError).
+3. **Replay** the stages in stage order on ``slots`` = executors x cores (capped by the
+   cluster's vCPUs): a stage of ``n`` tasks takes ``ceil(n / slots)`` waves of
+   ``data work / n + per-task overhead``, times a spill factor when a task's share of
+   the data exceeds its share of execution memory; the driver adds a fixed time and a
+   time per stage.  The shipped profiles show the stages of one query running one
+   after another (broadcast dependencies are not stage edges), so the replay is
+   sequential and the stage DAG's longest path is reported as the critical path.
+4. **Learn** in ``fit`` the per-byte rate of each instance type (a speed factor on the
+   profile's measured work), the per-task overhead and the driver times, by least
+   squares on log runtime (censored runs count only when predicted below their bound).
+
+Physically plausible by construction: the task count is a clipped linear function of
+the volume, so a task's share of the work never shrinks when the data grows, and every
+term of the replay is non-decreasing in the data size and non-increasing in the slots.
+Predictions are positive and finite; more data is never faster; more nodes never slower.
+
+Rows without a stage profile fall back to the measured runs of the same workload,
+scaled to the asked size and slots (``prediction_method`` and ``explain`` say so).
+
+What the shipped corpus limits: its runs are at SF <= 0.3 and HiBench tiny/medium,
+measured under heavy load (issue 13), so the learned rates describe a machine where
+fixed costs dominate; and the event logs' input byte counters of Parquet scans grow
+slower than the data (Q3 reads 0.2 MB at SF 0.01 and 2 MB at SF 0.3 by the counters),
+which the measured exponents carry over.
+
+Example::
+
+    >>> model = make_model("stage").fit(frame)                   # doctest: +SKIP
+    >>> model.explain(frame.iloc[[0]])["dominating_stage"]       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+
+from jobgauge.errors import ModelError
+from jobgauge.models._base import RuntimeModel, _pooled_slope, join_columns
+from jobgauge.models._params import Interval
+from jobgauge.models.features import KNOB_DEFAULTS, RunFeatures, _as_summary, parse_knob, \
+    row_configs
+
+#: Stage kinds, derived from what a profiled stage read and wrote.
+STAGE_KINDS = ("scan", "broadcast", "exchange", "join", "aggregate", "map", "reduce", "other")
+#: A stage whose volume is below this share of the job's input is "small" (a dimension
+#: table, a final aggregate of a few groups): its volume hardly grows with the input.
+SMALL_STAGE_SHARE = 0.01
+#: Exponent of a stage's data volume in the job's input size, per kind and size class,
+#: measured with :func:`measure_stage_exponents` on data/profiles (runs of one workload
+#: and configuration at two sizes, TPC-H SF 0.01/0.1/0.3 and HiBench tiny/medium; the
+#: median over stage pairs; pairs counted in the comment).  MapReduce map and reduce
+#: phases take the job counters' input and shuffle bytes.
+STAGE_EXPONENTS = {
+    "scan:large": 0.84, "scan:small": 0.37,                # 90, 3 pairs
+    "broadcast:large": 0.02, "broadcast:small": 0.0,       # 95, 8
+    "exchange:large": 0.69, "exchange:small": 0.01,        # 21, 11
+    "aggregate:large": 0.82, "aggregate:small": 0.02,      # 51, 63
+    "join:large": 1.44, "join:small": 1.44,                # 21 (HiBench join only), 0
+    "map:large": 1.0, "map:small": 1.0, "reduce:large": 1.0, "reduce:small": 1.0,  # 60, 0
+    "other:large": 0.0, "other:small": 0.0,
+}
+#: Engine values the task-count derivation needs that the knob table does not list.
+FILE_OPEN_COST_BYTES = 4 * 2 ** 20          # spark.sql.files.openCostInBytes
+MIN_COALESCED_PARTITION_BYTES = 2 ** 20     # spark.sql.adaptive.coalescePartitions.minPartitionSize
+MAPREDUCE_SPLIT_BYTES = 128 * 2 ** 20       # dfs block size / max split size
+#: Stages of these kinds share one learned rate (seconds per MiB per slot).
+RATE_GROUPS = {"scan": 0, "broadcast": 0, "other": 0, "exchange": 1, "join": 1, "aggregate": 1,
+               "map": 2, "reduce": 3}
+RATE_GROUP_NAMES = ("scan", "shuffle", "map", "reduce")
+#: A spilled byte is written to disk and read back once: up to this much extra work.
+SPILL_COST = 1.0
+#: Work of the shuffle join that replaces a broadcast join, as a share of the build and
+#: probe stages' data work (both sides are shuffled and sorted once more).
+SHUFFLE_JOIN_WORK_SHARE = 0.5
+
+
+# ------------------------------------------------------------ profile stages
+def stage_kind(stage: dict, parents: int, is_last: bool) -> str:
+    """The kind of one profiled stage (see :data:`STAGE_KINDS`) from its byte counters."""
+    name = str(stage.get("name") or "").strip().lower()
+    if name in ("map", "reduce"):
+        return name
+    read = stage.get("input_bytes") or 0
+    shuffle_read = stage.get("shuffle_read_bytes") or 0
+    shuffle_write = stage.get("shuffle_write_bytes") or 0
+    if shuffle_read > 0:
+        if parents >= 2:
+            return "join"
+        return "exchange" if shuffle_write > 0 else "aggregate"
+    if read > 0:
+        return "scan" if shuffle_write > 0 or is_last else "broadcast"
+    return "other"
+
+
+def profile_stages(dag=None, summary=None) -> list[dict]:
+    """The stages of a profile as plain dicts, in stage order.
+
+    ``dag`` is a DAG dict (``QueryDag.to_dict()``; plan operators beside event-log
+    stages, as ``models.evaluation`` builds them) or a list of stage dicts as
+    ``data/profiles`` records hold them; without stages, a summary
+    (``Profile.summary()``) is one stage.  Each stage: ``stage_id``, ``kind``,
+    ``n_tasks``, ``volume_bytes``, ``run_s`` (summed task time), ``parents``,
+    ``size_class`` (``"small"`` below :data:`SMALL_STAGE_SHARE` of the job's input).
+    """
+    raw = []
+    if hasattr(dag, "to_dict"):
+        dag = dag.to_dict()
+    if isinstance(dag, dict):
+        ids = {}
+        for node in dag.get("nodes") or []:
+            if isinstance(node, dict) and node.get("stage_id") is not None:
+                stage = dict(node.get("metrics") or {})
+                stage.update(stage_id=node["stage_id"], name=node.get("name"),
+                             n_tasks=node.get("n_tasks"), parent_ids=[])
+                ids[node.get("id")] = stage
+                raw.append(stage)
+        for edge in dag.get("edges") or []:
+            if edge.get("source") in ids and edge.get("target") in ids:
+                ids[edge["target"]]["parent_ids"].append(ids[edge["source"]]["stage_id"])
+    elif isinstance(dag, (list, tuple)):
+        raw = [dict(s) for s in dag if isinstance(s, dict) and s.get("stage_id") is not None]
+    raw.sort(key=lambda s: s["stage_id"])
+    if not raw:
+        summary = _as_summary(summary)
+        if not summary or not _positive(summary.get("executor_run_time_ms") or
+                                        summary.get("runtime_s")):
+            return []
+        run_ms = summary.get("executor_run_time_ms")
+        raw = [{"stage_id": 0, "name": "job", "n_tasks": summary.get("n_tasks") or 1,
+                "input_bytes": summary.get("input_bytes"), "parent_ids": [],
+                "shuffle_read_bytes": 0, "shuffle_write_bytes": summary.get(
+                    "shuffle_write_bytes") or 0,
+                "executor_run_time_ms": run_ms if _positive(run_ms)
+                else 1000.0 * float(summary["runtime_s"])}]
+    summary = _as_summary(summary) or {}
+    job_read = sum(float(stage.get("input_bytes") or 0.0) for stage in raw) or \
+        float(summary.get("input_bytes") or 0.0)
+    stages = []
+    for index, stage in enumerate(raw):
+        if str(stage.get("name") or "").lower() in ("map", "reduce") and \
+                not stage.get("input_bytes") and not stage.get("shuffle_read_bytes"):
+            key = "input_bytes" if str(stage["name"]).lower() == "map" else "shuffle_read_bytes"
+            stage = {**stage, key: summary.get(key) or 0.0}   # MapReduce counters: per job
+        run_ms = stage.get("executor_run_time_ms")
+        run_s = float(run_ms) / 1000.0 if _positive(run_ms) else \
+            float(stage.get("duration_s") or 0.0)   # MapReduce: tasks of a phase in turn
+        volume = sum(float(stage.get(k) or 0.0) for k in
+                     ("input_bytes", "shuffle_read_bytes", "shuffle_write_bytes"))
+        parents = list(stage.get("parent_ids") or [])
+        stages.append({"stage_id": int(stage["stage_id"]),
+                       "kind": stage_kind(stage, len(parents), index == len(raw) - 1),
+                       "n_tasks": max(int(stage.get("n_tasks") or 1), 1),
+                       "volume_bytes": volume, "run_s": max(run_s, 0.0),
+                       "size_class": "large" if job_read and volume >= SMALL_STAGE_SHARE
+                       * job_read else "small",
+                       "input_bytes": float(stage.get("input_bytes") or 0.0),
+                       "parents": parents})
+    return stages
+
+
+def _positive(value) -> bool:
+    try:
+        return value is not None and math.isfinite(float(value)) and float(value) > 0
+    except (TypeError, ValueError):
+        return False
+
+
+def measure_stage_exponents(runs, records) -> dict:
+    """{"kind:size_class": (median exponent, number of stage pairs)}: how a stage's data
+    volume grows with the job's input bytes, from profiles of one workload and
+    configuration at two sizes with the same stage kinds.  Within a kind, stages are
+    paired by volume rank (concurrent broadcast jobs number their stages in any order);
+    the class is the smaller run's.
+
+    ``runs`` is a run table (read_run_tables), ``records`` the
+    ``read_profile_records`` of its profiles.
+    """
+    by_group = {}
+    keys = join_columns(runs, ["workload", "framework", "instance_type", "config_json"])
+    for i, key in enumerate(keys):
+        record = records.get((str(runs["source"].iat[i]), str(runs["run_id"].iat[i])))
+        size = runs["input_bytes"].iat[i]
+        if record is None or not record.get("stages") or not _positive(size):
+            continue
+        by_group.setdefault(key, {}).setdefault(float(size), record)
+    slopes = {}
+    for sizes in by_group.values():
+        ordered = sorted(sizes)
+        for small, large in zip(ordered, ordered[1:]):
+            first, second = (profile_stages(sizes[s]["stages"], sizes[s].get("summary"))
+                             for s in (small, large))
+            if sorted(s["kind"] for s in first) != sorted(s["kind"] for s in second):
+                continue
+            step = math.log(large / small)
+            for kind in {s["kind"] for s in first}:
+                before = sorted((s["volume_bytes"], s["size_class"]) for s in first
+                                if s["kind"] == kind)
+                after = sorted(s["volume_bytes"] for s in second if s["kind"] == kind)
+                for (volume, size_class), grown in zip(before, after):
+                    if volume > 0 and grown > 0:
+                        slopes.setdefault(f"{kind}:{size_class}", []).append(
+                            math.log(grown / volume) / step)
+    return {key: (float(np.median(values)), len(values)) for key, values in slopes.items()}
+
+
+# ------------------------------------------------------------------ settings
+def _setting(config: dict, key: str, fallback=None) -> float:
+    """A knob's value as a float: the row's setting checked against the knob table
+    (:mod:`jobgauge.knobs`: UsageError outside its valid range), else the engine's
+    default; a knob the table does not list is parsed with ``fallback`` as default."""
+    from jobgauge import knobs
+
+    item = knobs.find(key)
+    if item is not None:
+        return float(item.validate(config[key]) if key in config else item.default)
+    value = parse_knob(config.get(key, KNOB_DEFAULTS.get(key, fallback)))
+    if not isinstance(value, float) or not math.isfinite(value):
+        raise ModelError(f"setting {key} must be a number or size, got {config.get(key)!r}")
+    return value
+
+
+def task_count(kind, volume, slots, config, framework):
+    """(fractional, whole) task count of a stage of ``volume`` bytes.
+
+    The fractional count is a clipped linear function of the volume, so the bytes per
+    task never shrink when the volume grows; the whole count sets the waves.
+    """
+    if framework == "hadoop":
+        if kind == "reduce":
+            count = max(_setting(config, "mapreduce.job.reduces"), 1.0)
+        else:
+            count = max(volume / MAPREDUCE_SPLIT_BYTES, 1.0)
+    elif kind in ("scan", "broadcast", "map", "other"):
+        split = _setting(config, "spark.sql.files.maxPartitionBytes")
+        count = max(1.0, volume / split, min(volume / FILE_OPEN_COST_BYTES, slots))
+    else:
+        partitions = _setting(config, "spark.sql.shuffle.partitions")
+        adaptive = _setting(config, "spark.sql.adaptive.enabled") > 0 and _setting(
+            config, "spark.sql.adaptive.coalescePartitions.enabled") > 0
+        count = partitions
+        if adaptive:
+            advisory = _setting(config, "spark.sql.adaptive.advisoryPartitionSizeInBytes")
+            coalesced = max(volume / advisory,
+                            min(volume / MIN_COALESCED_PARTITION_BYTES, slots), 1.0)
+            count = min(coalesced, partitions)
+    return count, math.ceil(count - 1e-9)
+
+
+# --------------------------------------------------------------------- model
+class StagePredictor(RuntimeModel):
+    """Stage-level replay of a profiled job at the asked size, settings and slots
+    (see the module docstring).  Rows without a profile fall back to the measured
+    runs of their workload, scaled to the asked size and slots.
+
+    ``overhead_prior_s``: starting value of the per-task overhead; ``speed_regularization``:
+    how strongly an instance type's learned speed is shrunk to 1; ``max_iterations``:
+    function evaluations of the least-squares fit; ``random_state`` and
+    ``calibration_size``: the held-out split of the conformal intervals.  Censored runs
+    (``completed=False``) count only where the prediction is below their bound.
+    """
+
+    # job classes and a size exponent are other models' features: the replay has neither
+    _parameter_constraints: ClassVar[dict] = {
+        **{name: allowed for name, allowed in RuntimeModel._parameter_constraints.items()
+           if name not in ("with_classes", "size_exponent", "censored_iterations")},
+        "overhead_prior_s": [Interval(float, 0.0, None, closed="neither")],
+        "speed_regularization": [Interval(float, 0.0, None)],
+        "max_iterations": [Interval(int, 1, None)],
+    }
+
+    def __init__(self, *, overhead_prior_s=0.01, speed_regularization=1.0,
+                 max_iterations=200, random_state=0, calibration_size=0.2):
+        self.overhead_prior_s = overhead_prior_s
+        self.speed_regularization = speed_regularization
+        self.max_iterations = max_iterations
+        self.random_state = random_state
+        self.calibration_size = calibration_size
+
+    # ------------------------------------------------------------ rows
+    def _rows(self, X):
+        """One dict per row (``stages``: the profile's stages, None without a usable
+        profile; ``config``, ``framework``, ``slots``, ``task_memory`` in bytes and
+        ``ratio``: asked input bytes over the profiled input bytes) and the feature
+        matrix."""
+        names = list(self.features_.get_feature_names_out())
+        matrix = self.features_.transform(X)
+        slots = np.exp(matrix[:, names.index("log_parallel_slots")])
+        memory = matrix[:, names.index("executor_memory_gib")] * 2 ** 30
+        cores = np.maximum(matrix[:, names.index("executor_cores")], 1.0)
+        size = np.expm1(matrix[:, names.index("log_input_bytes")])
+        configs = row_configs(X)
+        dags = X["dag"].tolist() if "dag" in X.columns else [None] * len(X)
+        summaries = X["profile"].tolist() if "profile" in X.columns else [None] * len(X)
+        workloads = X["workload"].astype(str).tolist()
+        rows = []
+        for i in range(len(X)):
+            dag = None if _missing(dags[i]) else dags[i]
+            summary = None if _missing(summaries[i]) else _as_summary(summaries[i])
+            stages = profile_stages(dag, summary) if (dag is not None or summary) else []
+            ratio = None
+            if stages:
+                profiled = self._profiled_size(workloads[i], stages, summary)
+                ratio = max(size[i], 1.0) / profiled if profiled else None
+            fraction = _setting(configs[i], "spark.memory.fraction")
+            rows.append({"stages": stages if ratio else None, "config": configs[i],
+                         "framework": str(X["framework"].iat[i]), "slots": slots[i],
+                         "task_memory": memory[i] * fraction / cores[i], "ratio": ratio})
+        return rows, matrix
+
+    def _profiled_size(self, workload, stages, summary):
+        """Input bytes of the job's data set when it was profiled."""
+        read = _profile_read_bytes(stages, summary)
+        known = self.profile_sizes_.get(workload)
+        if known and read and abs(known[0] - read) <= 1e-6 * max(read, 1.0):
+            return known[1]
+        if not read:
+            return known[1] if known else None
+        return read / self.read_fractions_.get(workload, self.read_fraction_)
+
+    def _fit_profile_sizes(self, X, size):
+        """Learn which data-set size each workload's profile was taken at (the run marked
+        ``profile_reference``, else the smallest input of the rows that carry it)."""
+        self.profile_sizes_, fractions = {}, {}
+        dags = X["dag"].tolist() if "dag" in X.columns else [None] * len(X)
+        summaries = X["profile"].tolist() if "profile" in X.columns else [None] * len(X)
+        marked = X["profile_reference"].fillna(False).astype(bool).to_numpy() \
+            if "profile_reference" in X.columns else np.zeros(len(X), dtype=bool)
+        workloads = X["workload"].astype(str).to_numpy()
+        for workload in np.unique(workloads):
+            rows = np.flatnonzero(workloads == workload)
+            with_profile = [i for i in rows if not _missing(dags[i]) or not _missing(summaries[i])]
+            if not with_profile:
+                continue
+            first = with_profile[0]
+            summary = None if _missing(summaries[first]) else _as_summary(summaries[first])
+            stages = profile_stages(None if _missing(dags[first]) else dags[first], summary)
+            read = _profile_read_bytes(stages, summary)
+            chosen = [i for i in with_profile if marked[i]] or with_profile
+            dataset = float(min(size[i] for i in chosen))
+            if read and dataset > 0:
+                self.profile_sizes_[workload] = (read, dataset)
+                fractions[workload] = read / dataset
+        self.read_fractions_ = fractions
+        self.read_fraction_ = float(np.median(list(fractions.values()))) if fractions else 1.0
+
+    # ------------------------------------------------------- stage table
+    def _stage_table(self, rows):
+        """Flat per-stage arrays of the rows with stages (everything but the learned
+        rates): row index, rate group, waves, data MiB per slot (waves x MiB per task x
+        spill factor), profiled task time, whole task count, kind and stage id."""
+        table = {k: [] for k in ("row", "group", "waves", "slot_mib", "run_s", "tasks",
+                                 "kind", "stage_id")}
+        for index, row in enumerate(rows):
+            if row["stages"] is None:
+                continue
+            for stage in self._target_stages(row):
+                for key in table:
+                    table[key].append(index if key == "row" else stage[key])
+        return {k: np.array(v) if k != "kind" else v for k, v in table.items()}
+
+    def _target_stages(self, row):
+        """The profiled stages at the asked size and settings, a shuffle join added
+        where a broadcast side outgrows the threshold."""
+        config, ratio = row["config"], row["ratio"]
+        threshold = _setting(config, "spark.sql.autoBroadcastJoinThreshold")
+        stages = row["stages"]
+        out = []
+        for position, stage in enumerate(stages):
+            growth = ratio ** self._exponent(stage)
+            volume = stage["volume_bytes"] * growth
+            out.append(self._replayed(stage, stage["kind"], volume, stage["run_s"], row))
+            # Spark decides from the plan's size estimate, which grows with the table's
+            # files (in proportion to the input), not with the bytes a scan reads
+            if stage["kind"] == "broadcast" and row["framework"] != "hadoop" and (
+                    threshold < 0 or stage["input_bytes"] * ratio > threshold):
+                probe = stages[position + 1] if position + 1 < len(stages) else stage
+                volume = volume + probe["volume_bytes"] * ratio ** self._exponent(probe)
+                joined = SHUFFLE_JOIN_WORK_SHARE * (stage["run_s"] + probe["run_s"])
+                out.append(self._replayed({"stage_id": stage["stage_id"] + 0.5}, "join",
+                                          volume, joined, row))
+        return out
+
+    def _exponent(self, stage):
+        return self.exponents_.get(f"{stage['kind']}:{stage['size_class']}", 1.0)
+
+    def _replayed(self, stage, kind, volume, run_s, row):
+        """One stage on the asked slots: its waves and the data MiB one slot processes."""
+        fractional, whole = task_count(kind, volume, row["slots"], row["config"],
+                                       row["framework"])
+        per_task = volume / fractional
+        spill = 1.0 + SPILL_COST * max(0.0, 1.0 - row["task_memory"] / per_task) \
+            if per_task > 0 and row["task_memory"] > 0 else 1.0
+        waves = math.ceil(whole / max(row["slots"], 1.0) - 1e-9)
+        return {"stage_id": stage["stage_id"], "kind": kind, "group": RATE_GROUPS[kind],
+                "tasks": whole, "waves": waves, "slot_mib": waves * per_task * spill / 2 ** 20,
+                "run_s": run_s}
+
+    @staticmethod
+    def _stage_seconds(table, params, rates, speed):
+        """Predicted seconds of every stage in ``table``: the profiled stage time's fixed
+        share, the per-task overhead per wave, and the data on one slot at the stage
+        kind's rate (``rates``: seconds per MiB per group) over the instance ``speed``."""
+        return (params["fixed_share"] * table["run_s"]
+                + params["task_overhead_s"] * table["waves"]
+                + rates[table["group"]] * table["slot_mib"] / speed)
+
+    def _row_seconds(self, table, params, rates, speeds, n_rows):
+        stage = self._stage_seconds(table, params, rates, speeds[table["row"]])
+        total = np.bincount(table["row"], weights=stage, minlength=n_rows)
+        count = np.bincount(table["row"], minlength=n_rows)
+        return total + params["driver_s"] + params["driver_per_stage_s"] * count
+
+    def _rates(self):
+        return np.array([self.rates_[g] for g in RATE_GROUP_NAMES])
+
+    # ---------------------------------------------------------------- fit
+    def _fit_log(self, X, log_y, censored):
+        self.features_ = RunFeatures(workload_onehot=False, framework_onehot=False,
+                                     family_onehot=False, knobs=False, profile=False).fit(X)
+        self.exponents_ = dict(STAGE_EXPONENTS)
+        names = list(self.features_.get_feature_names_out())
+        matrix = self.features_.transform(X)
+        self._fit_profile_sizes(X, np.expm1(matrix[:, names.index("log_input_bytes")]))
+        rows, matrix = self._rows(X)
+        self._fit_fallback(X, matrix, log_y, censored)
+        staged = np.array([r["stages"] is not None for r in rows])
+        types = X["instance_type"].astype(str).to_numpy()
+        self.instance_types_ = sorted(set(types[staged]))
+        self.params_ = {"fixed_share": 0.5, "task_overhead_s": self.overhead_prior_s,
+                        "driver_s": 0.5, "driver_per_stage_s": 0.05}
+        self.rates_ = dict.fromkeys(RATE_GROUP_NAMES, 0.01)
+        self.instance_speeds_ = {}
+        if staged.any():
+            self._fit_rates(rows, types, log_y, censored, staged)
+        self.n_profiled_rows_ = int(staged.sum())
+
+    def _fit_rates(self, rows, types, log_y, censored, staged):
+        """Least squares on log runtime of the profiled rows: per-byte rates per group,
+        per-task overhead, fixed share, driver times and each instance type's speed (a
+        log offset, shrunk to 0 by ``speed_regularization``)."""
+        from scipy.optimize import least_squares
+
+        table = self._stage_table(rows)
+        type_index = np.array([self.instance_types_.index(t) if s else 0
+                               for t, s in zip(types, staged)])
+        n_types, n_rows, n_groups = len(self.instance_types_), len(rows), len(RATE_GROUP_NAMES)
+        keep = np.flatnonzero(staged)
+        weight = math.sqrt(self.speed_regularization)
+        names = ("fixed_share", "task_overhead_s", "driver_s", "driver_per_stage_s")
+
+        def unpack(theta):
+            params = dict(zip(names, np.exp(theta[:4])))
+            return params, np.exp(theta[4:4 + n_groups]), theta[4 + n_groups:]
+
+        def residuals(theta):
+            params, rates, offsets = unpack(theta)
+            speeds = np.exp(offsets[type_index])
+            predicted = np.log(self._row_seconds(table, params, rates, speeds, n_rows))[keep]
+            error = predicted - log_y[keep]
+            error = np.where(censored[keep], np.minimum(error, 0.0), error)
+            return np.concatenate([error, weight * offsets])
+
+        start = np.log([0.5, self.overhead_prior_s, 0.5, 0.05] + [0.01] * n_groups
+                       + [1.0] * n_types)
+        low = np.log([1e-3, 1e-4, 1e-3, 1e-4] + [1e-6] * n_groups + [np.exp(-5.0)] * n_types)
+        high = np.log([1.0, 5.0, 300.0, 30.0] + [100.0] * n_groups + [np.exp(5.0)] * n_types)
+        result = least_squares(residuals, start, bounds=(low, high), loss="soft_l1",
+                               f_scale=0.3, max_nfev=self.max_iterations)
+        params, rates, offsets = unpack(result.x)
+        self.params_ = {k: float(v) for k, v in params.items()}
+        self.rates_ = {g: float(r) for g, r in zip(RATE_GROUP_NAMES, rates)}
+        self.instance_speeds_ = {t: float(math.exp(o))
+                                 for t, o in zip(self.instance_types_, offsets)}
+
+    def _fit_fallback(self, X, matrix, log_y, censored):
+        """Measured anchors for rows without a profile: median log runtime per workload,
+        cluster, settings and size; exponents of size and slots pooled over workloads."""
+        names = list(self.features_.get_feature_names_out())
+        size = matrix[:, names.index("log_input_bytes")]
+        slots = matrix[:, names.index("log_parallel_slots")]
+        done = ~censored
+        groups = join_columns(X, ["workload", "framework", "instance_type", "instance_count",
+                                  "config_json"], missing="{}")
+        slope = _pooled_slope(size, log_y, done, groups)
+        self.fallback_size_exponent_ = float(np.clip(1.0 if slope is None else slope, 0.0, 1.5))
+        across = join_columns(X, ["workload", "framework", "instance_type", "config_json"],
+                              missing="{}") + "|" + np.round(size, 3).astype(str).astype(object)
+        slope = _pooled_slope(slots, log_y, done, across)
+        self.fallback_slot_exponent_ = float(np.clip(0.5 if slope is None else -slope, 0.0, 1.0))
+        anchors = {}
+        for level, columns in enumerate(self._FALLBACK_LEVELS):
+            keys = join_columns(X, list(columns), missing="{}") if columns else \
+                np.array([""] * len(X), dtype=object)
+            table = {}
+            for key in np.unique(keys[done]):
+                rows = np.flatnonzero(done & (keys == key))
+                points = {}
+                for i in rows:
+                    points.setdefault((round(size[i], 3), round(slots[i], 3)), []).append(
+                        log_y[i])
+                table[key] = np.array([(s, c, float(np.median(v)))
+                                       for (s, c), v in sorted(points.items())])
+            anchors[level] = table
+        self.fallback_anchors_ = anchors
+
+    _FALLBACK_LEVELS = (("workload", "framework", "instance_type", "instance_count",
+                         "config_json"),
+                        ("workload", "framework", "instance_type", "instance_count"),
+                        ("workload", "framework", "instance_type"),
+                        ("workload", "framework"),
+                        ())
+
+    def _fallback_log(self, X, matrix, rows):
+        """Log runtime of rows from measured anchors (median of the anchors' runtimes,
+        each scaled to the asked size and slots: non-decreasing in size,
+        non-increasing in slots); and the level used."""
+        names = list(self.features_.get_feature_names_out())
+        size = matrix[:, names.index("log_input_bytes")]
+        slots = matrix[:, names.index("log_parallel_slots")]
+        out = np.full(len(rows), np.nan)
+        level_used = [None] * len(rows)
+        for level, columns in enumerate(self._FALLBACK_LEVELS):
+            keys = join_columns(X, list(columns), missing="{}") if columns else \
+                np.array([""] * len(X), dtype=object)
+            table = self.fallback_anchors_[level]
+            for i in rows:
+                if np.isfinite(out[i]) or keys[i] not in table:
+                    continue
+                points = table[keys[i]]
+                scaled = points[:, 2] + self.fallback_size_exponent_ * (size[i] - points[:, 0]) \
+                    - self.fallback_slot_exponent_ * (slots[i] - points[:, 1])
+                out[i] = float(np.median(scaled))
+                level_used[i] = columns
+        return out, level_used
+
+    # ------------------------------------------------------------ predict
+    def _speeds(self, X):
+        """Relative speed of each row's instance type (1 for a type not seen in training)."""
+        return np.array([self.instance_speeds_.get(t, 1.0)
+                         for t in X["instance_type"].astype(str)])
+
+    def _predict_log(self, X):
+        rows, matrix = self._rows(X)
+        staged = [i for i, r in enumerate(rows) if r["stages"] is not None]
+        out = np.full(len(rows), np.nan)
+        if staged:
+            table = self._stage_table(rows)
+            seconds = self._row_seconds(table, self.params_, self._rates(), self._speeds(X),
+                                        len(rows))
+            out[staged] = np.log(seconds[staged])
+        rest = sorted(set(range(len(rows))) - set(staged))
+        if rest:
+            out[rest] = self._fallback_log(X, matrix, rest)[0][rest]
+        return out
+
+    def prediction_method(self, X) -> list[str]:
+        """Per row, how it is predicted: ``"stages"`` (replay of its profile) or
+        ``"fallback: ..."`` (scaled from measured runs, naming what they share)."""
+        self._check_fitted()
+        X = X.reset_index(drop=True)
+        rows, matrix = self._rows(X)
+        rest = [i for i, r in enumerate(rows) if r["stages"] is None]
+        levels = self._fallback_log(X, matrix, rest)[1] if rest else [None] * len(rows)
+        out = []
+        for i, row in enumerate(rows):
+            if row["stages"] is not None:
+                out.append("stages")
+            elif levels[i]:
+                out.append("fallback: no profile; scaled from measured runs with the same "
+                           + ", ".join(levels[i]))
+            else:
+                out.append("fallback: no profile and no measured run of this workload; "
+                           "scaled from all measured runs")
+        return out
+
+    def explain(self, row) -> dict:
+        """How one run's prediction is made: ``runtime_s``, ``method``, and for a profiled
+        row ``driver_s``, ``stages`` (per stage: id, kind, tasks, waves, seconds),
+        ``critical_path`` (stage ids of the stage DAG's longest path),
+        ``critical_path_s`` and ``dominating_stage``."""
+        import pandas as pd
+
+        self._check_fitted()
+        if isinstance(row, pd.Series):
+            row = row.to_frame().T
+        if not isinstance(row, pd.DataFrame) or len(row) != 1:
+            raise ModelError("explain takes one run-table row (a one-row DataFrame or a Series)")
+        row = row.reset_index(drop=True)
+        runtime = float(np.exp(self._predict_log(row))[0])
+        method = self.prediction_method(row)[0]
+        result = {"runtime_s": runtime, "method": method}
+        rows, _ = self._rows(row)
+        if rows[0]["stages"] is None:
+            return result
+        table = self._stage_table(rows)
+        seconds = self._stage_seconds(table, self.params_, self._rates(), self._speeds(row)[0])
+        stages = [{"stage_id": int(sid) if float(sid).is_integer() else float(sid),
+                   "kind": kind, "tasks": int(tasks), "waves": int(waves),
+                   "seconds": float(s)}
+                  for sid, kind, tasks, waves, s in zip(table["stage_id"], table["kind"],
+                                                         table["tasks"], table["waves"],
+                                                         seconds)]
+        parents = {s["stage_id"]: s["parents"] for s in rows[0]["stages"]}
+        finish, via = {}, {}
+        for stage in stages:  # stage order is a topological order of the stage DAG
+            before = [p for p in parents.get(stage["stage_id"], []) if p in finish]
+            best = max(before, key=lambda p: finish[p]) if before else None
+            finish[stage["stage_id"]] = stage["seconds"] + (finish[best] if best is not None
+                                                            else 0.0)
+            via[stage["stage_id"]] = best
+        end = max(finish, key=finish.get)
+        path = [end]
+        while via[path[-1]] is not None:
+            path.append(via[path[-1]])
+        dominating = max(stages, key=lambda s: s["seconds"])
+        result.update(driver_s=runtime - float(sum(s["seconds"] for s in stages)),
+                      stages=stages, critical_path=path[::-1], critical_path_s=finish[end],
+                      dominating_stage=dominating["stage_id"])
+        return result
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _profile_read_bytes(stages, summary):
+    if summary and _positive(summary.get("input_bytes")):
+        return float(summary["input_bytes"])
+    read = sum(s["input_bytes"] for s in stages)
+    return read if read > 0 else None

@@ -1,0 +1,111 @@
+"""Training a runtime model, the one way ``jobgauge train`` and the web service do it.
+
+:func:`train_model` fits a registry model on a run-table frame and returns it
+with its summary, the one metrics layout the store keeps with every model::
+
+    {"model": "fc", "training_rows": 1372, "censored_rows": 4,
+     "sources": {"local": 1372}, "workloads": ["join", "tpch-q1", ...],
+     "datasizes": ["huge", "sf0.1", ...], "instance_types": ["local[2]", ...],
+     "settings_varied": ["spark.sql.shuffle.partitions", ...],
+     "error_estimate_from": "...", "calibration_rows": 274,
+     "calibration_mdape": 0.12, "calibration_p90_ape": 0.4,
+     "interval_80_factors": [0.8, 1.3], "trained_from": "data/runs/...", "notes": [...]}
+
+``workloads``, ``datasizes`` and ``instance_types`` are what the model has
+seen, so an estimate can say when it extrapolates; ``settings_varied`` the
+settings whose effect the runs can show (a recommendation changes no other).
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def settings_varied(frame) -> list[str]:
+    """The settings that take more than one value across the runs of ``frame`` (a
+    setting a run leaves out counts as its default): the only ones the runs can
+    show an effect of."""
+    import json
+
+    if "config" in frame.columns:
+        configs = [c if isinstance(c, dict) else {} for c in frame["config"]]
+    elif "config_json" in frame.columns:
+        configs = [json.loads(c) if isinstance(c, str) and c else {} for c in frame["config_json"]]
+    else:
+        return []
+    values: dict = {}
+    for config in configs:
+        for key, value in config.items():
+            values.setdefault(key, set()).add(str(value))
+    return sorted(k for k, v in values.items()
+                  if len(v) > 1 or any(k not in c for c in configs))
+
+
+def training_summary(model, frame) -> dict:
+    """Counts, what the model has seen, and held-out error figures of a freshly
+    trained ``model`` on ``frame``."""
+    import numpy as np
+
+    from jobgauge.models._base import conformal_offsets
+    from jobgauge.models._registry import model_name
+
+    residuals = model.calibration_residuals_
+    relative = np.abs(np.expm1(residuals))
+    low, high = conformal_offsets(residuals, 0.8)
+
+    def seen(column):
+        return sorted({str(v) for v in frame[column].dropna()})
+
+    return {
+        "model": model_name(model),
+        "training_rows": len(frame),
+        "censored_rows": int(model.n_censored_),
+        "sources": {str(k): int(v) for k, v in frame["source"].value_counts().sort_index().items()},
+        "workloads": seen("workload"),
+        "datasizes": seen("datasize"),
+        "instance_types": seen("instance_type"),
+        "settings_varied": settings_varied(frame),
+        "error_estimate_from": model.interval_source_,
+        "calibration_rows": len(residuals),
+        "calibration_mdape": float(np.median(relative)),
+        "calibration_p90_ape": float(np.quantile(relative, 0.9)),
+        "interval_80_factors": [float(math.exp(low)), float(math.exp(high))],
+    }
+
+
+def train_model(frame, *, kind: str | None = None, params: dict | None = None,
+                profiles: dict | None = None, seed: int = 0, origin: str = "",
+                notes=(), progress=None):
+    """Fit the registry model ``kind`` (default ``DEFAULT_MODEL``) with ``params``
+    (``random_state`` defaults to ``seed``) on the run-table ``frame``.
+
+    ``profiles``: profile records keyed by (source, run_id) (``read_profile_records``);
+    each workload then gets the profile and plan DAG of one reference run.
+    ``origin`` says where the runs came from, ``notes`` what was left out of them;
+    ``progress`` (a stream) gets one line before the fit.  Returns ``(model,
+    summary)``; the summary is the layout of the module docstring.  A bad
+    parameter fails before any work."""
+    from jobgauge.models._params import validate_params
+    from jobgauge.models._registry import DEFAULT_MODEL, make_model
+
+    notes = list(notes)
+    if profiles is not None:
+        from jobgauge.models.evaluation import attach_reference_profiles
+
+        frame = attach_reference_profiles(frame, profiles)
+        profiled = frame.loc[frame["profile"].notna(), "workload"].nunique()
+        notes.append(f"reference profiles for {profiled} of {frame['workload'].nunique()} "
+                     f"workloads")
+    kind = kind or DEFAULT_MODEL
+    params = dict(params or {})
+    params.setdefault("random_state", seed)
+    model = make_model(kind, **params)
+    validate_params(model)
+    if progress is not None:
+        print(f"training {kind} on {len(frame)} runs from {origin or 'a run table'} ...",
+              file=progress, flush=True)
+    model.fit(frame)
+    summary = training_summary(model, frame)
+    summary["trained_from"] = origin
+    summary["notes"] = notes
+    return model, summary

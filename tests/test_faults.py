@@ -1,0 +1,289 @@
+"""Faults of the collector: a killed collection leaves no orphan and no glued journal line."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jobgauge.cli import main
+from jobgauge.profiler.collect import Journal, load_plan, planned_runs
+from jobgauge.store import open_store
+
+PLAN = """
+name = "faults"
+workloads = ["tpch-q1", "tpch-q6", "tpch-q14"]
+sizes = ["sf0.01"]
+timeout_s = 120
+seed = 5
+warmup_runs = 10
+out = "{out}"
+load_threshold = 1000.0
+
+[design]
+kind = "lhs"
+configs_per_group = 40
+include_defaults = true
+
+[[groups]]
+master = "local[2]"
+conf = {{}}
+
+[space]
+"spark.sql.shuffle.partitions" = {{low = 2, high = 64, log = true, type = "int"}}
+"""
+
+
+def _plan(tmp_path, **replace) -> Path:
+    text = PLAN.format(out=tmp_path / "runs" / "faults.csv.gz")
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    path = tmp_path / "faults.toml"
+    path.write_text(text)
+    return path
+
+
+def _processes() -> dict:
+    """pid -> (process group, command line) of every process now alive."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        if fields[0] == "Z":
+            continue
+        out[int(entry.name)] = (int(fields[2]), cmdline)
+    return out
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_kill_9_of_collect_leaves_no_driver_or_jvm(tmp_path, tpch_data_root):
+    plan = _plan(tmp_path)
+    work = tmp_path / "work"
+    collector = subprocess.Popen(
+        [sys.executable, "-m", "jobgauge.cli", "--store", str(tmp_path / "s.db"), "collect",
+         str(plan), "--work-dir", str(work), "--data-root", str(tpch_data_root)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        # Wait until the driver child runs and its JVM (same process group) is up.
+        deadline = time.monotonic() + 180
+        group = None
+        while time.monotonic() < deadline and collector.poll() is None:
+            procs = _processes()
+            drivers = [pid for pid, (_, cmd) in procs.items()
+                       if "jobgauge.profiler.driver" in cmd and str(work) in cmd]
+            if drivers:
+                group = procs[drivers[0]][0]
+                members = [cmd for g, cmd in procs.values() if g == group]
+                if any("java" in cmd.split(" ")[0] for cmd in members):
+                    break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the collector's driver and JVM did not start")
+        assert group is not None
+        time.sleep(2.0)   # the application is now measuring
+        os.kill(collector.pid, signal.SIGKILL)
+        collector.wait()
+        # An orphan would go on through all 120 runs (a minute or more); the children of
+        # a killed collector are gone within a second.
+        deadline = time.monotonic() + 10
+        left = None
+        while time.monotonic() < deadline:
+            left = [cmd for g, cmd in _processes().values() if g == group]
+            if not left:
+                break
+            time.sleep(0.2)
+        assert not left, f"orphans left after kill -9 of collect: {left}"
+    finally:
+        if collector.poll() is None:
+            collector.kill()
+            collector.wait()
+
+
+def _entry(run_id: str, runtime_s: float) -> dict:
+    return {"run": {"run_id": run_id, "source": "local", "workload": "tpch-q6",
+                    "framework": "spark", "datasize": "sf0.01", "instance_type": "local[2]",
+                    "instance_count": 1, "vcpus": 2, "memory_gib": 1.0, "runtime_s": runtime_s,
+                    "status": "succeeded", "completed": True, "config": {}},
+            "job_ids": [], "app_id": None, "plan": "faults", "repetition": 0, "result": None}
+
+
+def test_torn_journal_line_is_dropped_with_a_note_not_glued(tmp_path, capsys):
+    path = tmp_path / "journal.jsonl"
+    whole = [json.dumps(_entry(f"faults:q:{n}", 1.0 + n)) for n in range(3)]
+    torn = json.dumps(_entry("faults:q:torn", 9.0))[:57]       # cut by a kill mid-write
+    path.write_text("\n".join(whole) + "\n" + torn)
+    journal = Journal(path)
+    assert sorted(journal.entries) == [f"faults:q:{n}" for n in range(3)]
+    assert any("torn" in note or "cut" in note for note in journal.notes)
+    assert "line 4" in " ".join(journal.notes)
+    journal.add(_entry("faults:q:next", 2.5))
+    # The next entry starts on a line of its own: every line now reads back.
+    again = Journal(path)
+    assert sorted(again.entries) == sorted([f"faults:q:{n}" for n in range(3)] + ["faults:q:next"])
+    assert again.notes == []
+    lines = path.read_text().splitlines()
+    assert all(json.loads(line)["run"]["run_id"] for line in lines)
+    # A line that is JSON but not a journal entry is refused as well, not half-read.
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write('{"run": {"no_id": 1}}\n')
+    assert len(Journal(path).entries) == 4 and Journal(path).notes
+
+
+def test_resume_after_torn_line_store_matches_journal(tmp_path, capsys):
+    """Counts in the store equal the journal's after resuming over a torn line."""
+    from jobgauge.profiler.collect import _store_row
+
+    path = tmp_path / "work" / "journal.jsonl"
+    path.parent.mkdir()
+    whole = [json.dumps(_entry(f"faults:q:{n}", 1.0 + n)) for n in range(16)]
+    path.write_text("\n".join(whole) + "\n" + json.dumps(_entry("faults:q:16", 3.0))[:40])
+    journal = Journal(path)
+    journal.add(_entry("faults:q:16", 3.0))     # redone on resume
+    store = open_store(str(tmp_path / "s.db"))
+    store.add_runs([_store_row(e["run"]) for e in Journal(path).entries.values()],
+                   skip_existing=True)
+    assert store.count_runs() == len(Journal(path).entries) == 17
+    assert len([line for line in path.read_text().splitlines() if line.strip()]) == 17
+
+
+def test_plan_load_threshold_settings(tmp_path):
+    plan = load_plan(_plan(tmp_path))
+    assert plan["load_threshold"] == 1000.0
+    assert plan["load_wait_s"] >= 0 and plan["remeasure_ratio"] > 1
+    broken = _plan(tmp_path, **{"load_threshold = 1000.0": "load_threshold = -1"})
+    with pytest.raises(Exception, match="load_threshold"):
+        load_plan(broken)
+    assert len(planned_runs(plan)) == 120
+
+
+class _FakeMachine:
+    """A clock, a sleep and load readers for LoadGuard, without waiting for real load."""
+
+    def __init__(self, loads, own_cpu_rate=0.0):
+        self.now, self.loads, self.own_cpu_rate = 0.0, list(loads), own_cpu_rate
+        self.slept = []
+
+    def clock(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+    def load(self):
+        return self.loads.pop(0) if len(self.loads) > 1 else self.loads[0]
+
+    def own_cpu(self):
+        return self.own_cpu_rate * self.now
+
+
+def _guard(machine, **settings):
+    from jobgauge.profiler.driver import LoadGuard
+
+    return LoadGuard(read_load=machine.load, read_own_cpu=machine.own_cpu, clock=machine.clock,
+                     sleep=machine.sleep, **{"threshold": 0.5, "max_wait_s": 60, "poll_s": 5,
+                                             **settings})
+
+
+def test_guard_waits_for_other_processes_load_to_drop():
+    machine = _FakeMachine([3.0, 2.0, 0.4])
+    start = _guard(machine).wait_quiet()
+    assert machine.slept == [5, 5]
+    assert start == {"load_1min": 0.4, "load_at_start": 0.4, "load_waited_s": 10.0,
+                     "quiet_start": True}
+
+
+def test_guard_runs_anyway_after_the_maximum_wait_and_marks_the_run():
+    machine = _FakeMachine([4.0])
+    start = _guard(machine, max_wait_s=12).wait_quiet()
+    assert sum(machine.slept) == 12 and start["load_waited_s"] == 12
+    assert start["quiet_start"] is False and start["load_at_start"] == 4.0
+
+
+def test_guard_subtracts_what_its_own_application_adds():
+    # The application itself kept 1.5 cores busy for two minutes: the load average of 1.6
+    # is mostly its own, so other processes' load is low and nothing is waited for.
+    machine = _FakeMachine([1.6], own_cpu_rate=1.5)
+    guard = _guard(machine, threshold=0.5)
+    machine.now = 120.0
+    start = guard.wait_quiet()
+    assert machine.slept == [] and start["quiet_start"] is True
+    assert start["load_at_start"] < 0.5 < start["load_1min"]
+
+
+def test_guard_remeasures_runs_far_above_their_cpu_share():
+    guard = _guard(_FakeMachine([0.0]), remeasure_ratio=3.0, slots=2)
+    assert guard.needs_remeasure(runtime_s=12.0, cpu_time_s=4.0)       # share 2 s, 6x
+    assert not guard.needs_remeasure(runtime_s=3.0, cpu_time_s=4.0)    # 1.5x
+    assert not guard.needs_remeasure(runtime_s=0.9, cpu_time_s=0.1)    # under a second: noise
+    assert not guard.needs_remeasure(runtime_s=None, cpu_time_s=1.0)
+    assert not _guard(_FakeMachine([0.0]), remeasure_ratio=None).needs_remeasure(50.0, 1.0)
+
+
+def test_process_group_cpu_counts_this_process():
+    from jobgauge.profiler.driver import process_group_cpu_s
+
+    before = process_group_cpu_s(os.getpgrp())
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    assert process_group_cpu_s(os.getpgrp()) - before >= 0.25
+
+
+@pytest.mark.spark
+def test_guarded_runs_record_load_and_cpu_time_and_remeasure_once(tmp_path, tpch_data_root):
+    from jobgauge.profiler.runner import run_batch
+    from jobgauge.profiler.workloads import get_workload
+
+    data = get_workload("tpch-q6").prepare(tpch_data_root, "sf0.01")
+    items = [{"key": "warm", "workload": "tpch-q6", "data_path": str(data), "sql_conf": {},
+              "timeout_s": 120, "warmup": True},
+             {"key": "measured", "workload": "tpch-q6", "data_path": str(data), "sql_conf": {},
+              "timeout_s": 120}]
+    # A ratio so small that every run looks suspicious: it is measured again, once.
+    outcome = run_batch(items, master="local[2]", work_dir=tmp_path,
+                        load_guard={"threshold": 1000.0, "max_wait_s": 0,
+                                    "remeasure_ratio": 1e-6, "min_excess_s": 0.0, "slots": 2})
+    warm, measured = outcome["records"]
+    assert "load_1min" not in warm and "remeasured" not in warm     # warm-ups wait for nothing
+    assert measured["status"] == "succeeded" and measured["quiet_start"] is True
+    assert measured["remeasured"] is True and measured["first_runtime_s"] > 0
+    assert measured["cpu_time_s"] > 0 and measured["load_1min"] >= 0
+    assert measured["job_ids"]
+
+
+@pytest.mark.spark
+def test_collect_keeps_load_and_cpu_time_in_the_run_table(tmp_path, tpch_data_root, capsys):
+    from jobgauge.runtable import read_run_table
+
+    plan = _plan(tmp_path, **{"configs_per_group = 40": "configs_per_group = 1",
+                              "warmup_runs = 10": "warmup_runs = 1",
+                              "load_threshold = 1000.0": "load_threshold = 0.0001"})
+    code = main(["--store", str(tmp_path / "s.db"), "collect", str(plan), "--work-dir",
+                 str(tmp_path / "work"), "--data-root", str(tpch_data_root), "--limit", "1",
+                 "--load-threshold", "1000", "--max-load-wait", "5"])
+    assert code == 0
+    rows = read_run_table(tmp_path / "runs" / "faults.csv.gz")
+    assert len(rows) == 1
+    assert rows[0]["cpu_time_s"] > 0 and rows[0]["quiet_start"] is True
+    assert rows[0]["load_at_start"] is not None
+
+
+def test_cluster_runs_are_not_remeasured_by_the_driver_cpu_rule(tmp_path):
+    from jobgauge.profiler.collect import load_guard_for
+
+    plan = load_plan(_plan(tmp_path))
+    assert load_guard_for(plan, 2, "local[2]")["remeasure_ratio"] == 3.0
+    assert load_guard_for(plan, 2, "spark://127.0.0.1:7077")["remeasure_ratio"] is None
+    assert load_guard_for(plan, 2)["threshold"] == 1000.0

@@ -1,0 +1,288 @@
+"""The learning loop: a fresh store tunes from the shipped runs, a job's own runs feed
+its next recommendation, and the model retrains itself in the background.
+
+Every run here was measured: the run tables shipped in jobgauge.data (the prior),
+Scout's runs on EC2 (shared datasets: a user's own history that the prior has not
+seen) and, in the Spark test, real spark-submit runs through the wrapper.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jobgauge.cli import main
+from jobgauge.errors import UsageError
+from jobgauge.models._default import (
+    job_history, learning_frame, maybe_retrain, retrain_every, retrain_lock_path,
+    runs_since_training, store_model, train_store_model, training_lock)
+from jobgauge.runtable import read_run_table
+from jobgauge.store import open_store
+from jobgauge.tuner import submit
+from jobgauge.tuner._recommend import KEPT_DEFAULTS
+from test_submit import JOB      # a tiny PySpark job (prints SUM 499500)
+
+
+@pytest.fixture(autouse=True)
+def _fast_model(monkeypatch):
+    """A quick model kind for first-need training, and no public tables in the prior."""
+    monkeypatch.setenv("JOBGAUGE_MODEL_KIND", "tree")
+    monkeypatch.delenv("JOBGAUGE_SHARED_DATASETS", raising=False)
+    monkeypatch.delenv("JOBGAUGE_RETRAIN_EVERY", raising=False)
+
+
+@pytest.fixture(scope="module")
+def scout_join(datasets_dir):
+    """Scout's measured, completed runs of ``join`` (spark, EC2): the user's own job's
+    history."""
+    rows = [r for r in read_run_table(datasets_dir / "scout_multinode.csv")
+            if r["workload"] == "join" and r["completed"]]
+    assert len(rows) > 50
+    return rows
+
+
+def _dry_run(argv, capsys):
+    assert submit.main(["--jobgauge-dry-run", *argv]) == 0
+    captured = capsys.readouterr()
+    command = submit.shlex.split(captured.out.strip())
+    app = next(i for i, a in enumerate(command) if a.endswith(".py"))
+    added = dict(command[i + 1].split("=", 1) for i in range(1, app) if command[i] == "--conf")
+    return added, captured.err
+
+
+# ------------------------------------------------------------------ a fresh store tunes
+
+def test_a_fresh_store_tunes_from_the_shipped_runs(tmp_path, monkeypatch, capsys):
+    store_path = tmp_path / "fresh.db"
+    monkeypatch.setenv("JOBGAUGE_STORE", str(store_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    added, err = _dry_run(["--master", "local[2]", "--jobgauge-workload", "tpch-q3",
+                           "--jobgauge-datasize", "sf0.1", "job.py"], capsys)
+    assert "tuning skipped" not in err and "no model in the store yet" in err
+    assert any(k.startswith("spark.sql.") for k in added), added
+    assert added["spark.eventLog.enabled"] == "true"
+    meta = open_store(store_path).list_models()[0]
+    assert meta["name"] == "default" and meta["kind"] == "tree"
+    assert meta["metrics"]["store_runs"] == 0 and "tpch-q3" in meta["metrics"]["workloads"]
+    # the second call loads the cached model instead of training again
+    _dry_run(["--master", "local[2]", "--jobgauge-workload", "tpch-q3", "job.py"], capsys)
+    assert len(open_store(store_path).list_models()) == 1
+
+
+def test_the_recommendation_says_where_it_learned(tmp_path):
+    store = open_store(tmp_path / "s.db")
+    own, args = submit.split_own_options(["--master", "local[2]", "--jobgauge-workload",
+                                          "tpch-q3", "--jobgauge-datasize", "sf0.1", "q3.py"])
+    answer = submit.recommendation(own, args, store)
+    assert answer.tuned and answer.history_runs == 0
+    assert answer.predicted_runtime_s < answer.baseline_runtime_s
+    assert "no runs of tpch-q3 yet: the shipped runs as the prior" in answer.reason
+    assert submit.tuned_settings(own, args, store) == answer.settings
+
+
+# ------------------------------------------------------------------ a job's own history
+
+def test_a_jobs_own_runs_feed_its_next_recommendation(tmp_path, scout_join):
+    store = open_store(tmp_path / "s.db")
+    train_store_model(store, kind="tree")                 # before the job has any runs
+    before, _, _ = learning_frame(store)
+    assert "scout-multinode" not in set(before["source"])     # the prior has not seen them
+    store.add_runs(scout_join)
+    frame, origin, _ = learning_frame(store)
+    ids = set(zip(frame["source"], frame["run_id"]))
+    assert {(r["source"], r["run_id"]) for r in scout_join} <= ids
+    assert len(frame) == len(before) + len(scout_join)
+    assert f"{len(scout_join)} runs of" in origin
+    # the job's newest run sizes the job the wrapper asks about
+    history = job_history(store, "join", "spark")
+    newest = store.runs_list(limit=1, workload="join")[0]
+    assert history["runs"] == len(scout_join) and history["datasize"] == newest["datasize"]
+    assert history["input_bytes"] == pytest.approx(newest["input_bytes"])
+    own, args = submit.split_own_options(["--master", "local[2]", "--jobgauge-workload", "join",
+                                          "join.py"])
+    job, _ = submit.submit_job(own, args, store)
+    assert job.input_bytes == pytest.approx(newest["input_bytes"])
+    _, meta = train_store_model(store, kind="tree")       # what the retraining does
+    assert "join" in meta["metrics"]["workloads"]
+    assert meta["metrics"]["sources"]["scout-multinode"] == len(scout_join)
+    assert meta["metrics"]["store_runs"] == len(scout_join)
+    answer = submit.recommendation(own, args, store)
+    assert f"learned from {len(scout_join)} runs of join in the store" in answer.reason
+
+
+def test_a_model_of_the_users_runs_alone_keeps_the_defaults_and_says_why(
+        tmp_path, scout_join, monkeypatch, capsys):
+    """Scout's runs set no Spark SQL setting: a model of them alone has no evidence that
+    any setting helps, so nothing is written out as if tuned."""
+    store_path = tmp_path / "s.db"
+    open_store(store_path).add_runs(scout_join)
+    assert main(["--store", str(store_path), "train", "--kind", "tree"]) == 0
+    capsys.readouterr()
+    meta = open_store(store_path).list_models()[0]
+    assert not any(k.startswith("spark.sql.") for k in meta["metrics"]["settings_varied"])
+    monkeypatch.setenv("JOBGAUGE_STORE", str(store_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    added, err = _dry_run(["--master", "local[2]", "--jobgauge-workload", "join", "join.py"],
+                          capsys)
+    assert not any(k.startswith("spark.sql.") for k in added)
+    assert f"jobgauge-submit: {KEPT_DEFAULTS}" in err and "never changed" in err
+    assert main(["--store", str(store_path), "tune", "--workload", "join", "--datasize",
+                 "bigdata", "--trials", "8", "--study-storage", "memory"]) == 0
+    out = capsys.readouterr().out
+    assert f"# {KEPT_DEFAULTS}" in out and "Spark's defaults: nothing to change" in out
+    assert f"learned from {len(scout_join)} runs of join in the store" in out
+    assert main(["--store", str(store_path), "tune", "--workload", "join", "--datasize",
+                 "bigdata", "--trials", "8", "--study-storage", "memory", "--json"]) == 0
+    recommendation = json.loads(capsys.readouterr().out)["recommendation"]
+    assert recommendation["tuned"] is False and recommendation["settings"] == {}
+
+
+# ------------------------------------------------------------------ no size label
+
+def test_a_job_without_a_size_label_is_predicted_from_its_input_bytes(tmp_path, scout_join,
+                                                                      capsys):
+    store_path = str(tmp_path / "s.db")
+    store = open_store(store_path)
+    store.add_runs(scout_join)
+    train_store_model(store, kind="tree")
+    where = ["--instance-type", "c4.xlarge", "--instance-count", "4", "--json"]
+    assert main(["--store", store_path, "predict", "--workload", "join", *where]) == 0
+    from_history = json.loads(capsys.readouterr().out)
+    newest = store.runs_list(limit=1, workload="join")[0]
+    assert from_history["input_bytes"] == pytest.approx(newest["input_bytes"])
+    assert from_history["history_runs"] == len(scout_join) and from_history["runtime_s"] > 0
+    # a job the store has never seen: its input bytes size it
+    small = ["--store", store_path, "predict", "--workload", "myjob", "--input-bytes"]
+    assert main([*small, "1e8", *where]) == 0
+    little = json.loads(capsys.readouterr().out)
+    assert main([*small, "1e12", *where]) == 0
+    large = json.loads(capsys.readouterr().out)
+    assert little["datasize"] == "" and large["runtime_s"] > little["runtime_s"]
+    assert main(["--store", store_path, "predict", "--workload", "myjob"]) == 1
+    err = capsys.readouterr().err
+    assert "--workload needs --datasize" in err and "--input-bytes" in err and "'myjob'" in err
+
+
+# ------------------------------------------------------------------ retraining
+
+def _wait(process, limit_s=120):
+    try:
+        return process.wait(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+
+
+def test_retraining_starts_in_the_background_after_n_new_runs(tmp_path, scout_join):
+    store = open_store(tmp_path / "s.db")
+    train_store_model(store, kind="tree")
+    store.add_runs(scout_join[:2])
+    assert maybe_retrain(store, every=3) is None                    # 2 new runs < 3
+    store.add_runs(scout_join[2:3])
+    assert runs_since_training(store) == 3
+    started = time.monotonic()
+    process = maybe_retrain(store, every=3)
+    assert process is not None and time.monotonic() - started < 5   # never waits for it
+    lock = retrain_lock_path(store)
+    assert lock.parent == tmp_path
+    log = lock.with_name(lock.name + ".log")
+    try:
+        deadline = time.monotonic() + 60    # it says "training ..." once it holds the lock
+        while time.monotonic() < deadline and process.poll() is None and \
+                "training tree on" not in log.read_text():
+            time.sleep(0.05)
+        if process.poll() is None:
+            assert maybe_retrain(store, every=3) is None             # one training at a time
+    finally:
+        assert _wait(process) == 0, log.read_text()[-2000:]
+    models = store.list_models()
+    assert len(models) == 2 and models[0]["name"] == "default" and models[0]["kind"] == "tree"
+    assert models[0]["metrics"]["store_runs"] == 3
+    assert models[0]["metrics"]["sources"]["scout-multinode"] == 3
+    assert runs_since_training(store) == 0 and maybe_retrain(store, every=3) is None
+    assert maybe_retrain(store, every=0) is None
+
+
+def test_a_held_lock_makes_a_second_training_skip(tmp_path, scout_join, capsys):
+    store_path = tmp_path / "s.db"
+    open_store(store_path).add_runs(scout_join[:5])
+    lock = tmp_path / "train.lock"
+    with training_lock(lock) as free:
+        assert free
+        assert main(["--store", str(store_path), "train", "--with-prior", "--kind", "tree",
+                     "--lock", str(lock)]) == 0
+        assert "another training holds" in capsys.readouterr().err
+        assert open_store(store_path).list_models() == []
+    assert main(["--store", str(store_path), "train", "--with-prior", "--kind", "tree",
+                 "--lock", str(lock)]) == 0
+    assert "trained tree on" in capsys.readouterr().out
+    assert open_store(store_path).list_models()[0]["metrics"]["store_runs"] == 5
+
+
+def test_retrain_interval_is_checked(monkeypatch):
+    assert retrain_every() == 5
+    monkeypatch.setenv("JOBGAUGE_RETRAIN_EVERY", "2")
+    assert retrain_every() == 2 and retrain_every(0) == 0
+    monkeypatch.setenv("JOBGAUGE_RETRAIN_EVERY", "often")
+    with pytest.raises(UsageError, match="JOBGAUGE_RETRAIN_EVERY must be a whole number"):
+        retrain_every()
+    with pytest.raises(ValueError, match="--jobgauge-retrain-every must be a whole number"):
+        submit.split_own_options(["--jobgauge-retrain-every", "-1", "app.py"])
+
+
+def test_the_web_service_and_the_wrapper_train_the_same_way(tmp_path):
+    """The service's first-need model comes from the shared function: the prior plus the
+    store's runs, with the store count the retraining counts from."""
+    from jobgauge.webapp import create_app
+
+    app = create_app({"TESTING": True, "STORE_URL": str(tmp_path / "s.db"),
+                      "MODEL_KIND": "tree"})
+    service = app.extensions["jobgauge"]
+    _, meta = service.ensure_model()
+    assert meta["metrics"]["store_runs"] == 0 and meta["kind"] == "tree"
+    # a retrained model saved under the service's name is picked up without a restart
+    model, newer = store_model(service.store, name="default")
+    train_store_model(service.store, kind="tree")
+    service._model_checked = -1e9            # as if the recheck interval had passed
+    assert service.ensure_model()[1]["id"] == newer["id"] + 1
+
+
+# ------------------------------------------------------------------ with Spark
+
+@pytest.mark.spark
+def test_wrapped_runs_land_in_the_store_and_retrain_the_model(tmp_path, monkeypatch):
+    job = tmp_path / "nightly.py"
+    job.write_text(JOB)
+    store_path = tmp_path / "s.db"
+    train_store_model(open_store(store_path), kind="tree")      # the prior's model
+    env = dict(os.environ, JOBGAUGE_STORE=str(store_path), HOME=str(tmp_path),
+               PYSPARK_PYTHON=sys.executable)
+    command = [sys.executable, "-m", "jobgauge.tuner.submit", "--jobgauge-retrain-every", "2",
+               "--master", "local[1]", "--conf", "spark.ui.enabled=false", str(job)]
+    outputs = []
+    for _ in range(2):
+        result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert "SUM 499500" in result.stdout
+        outputs.append(result.stderr)
+    assert "retraining the model" not in outputs[0] and "retraining the model" in outputs[1]
+    store = open_store(store_path)
+    runs = store.runs_list(workload="nightly")
+    assert len(runs) == 2 and all(r["status"] == "succeeded" for r in runs)
+    lock = retrain_lock_path(store)
+    deadline = time.monotonic() + 120
+    while len(store.list_models()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    newest = store.list_models()[0]
+    assert newest["metrics"]["store_runs"] == 2, lock.with_name(lock.name + ".log").read_text()
+    assert "nightly" in newest["metrics"]["workloads"]
+    assert newest["metrics"]["sources"]["submit"] == 2
+    # the next recommendation for the job reads its own runs
+    own, args = submit.split_own_options(["--master", "local[1]", str(job)])
+    assert "learned from 2 runs of nightly in the store" in \
+        submit.recommendation(own, args, store).reason
