@@ -6,41 +6,29 @@ import json
 import sys
 from pathlib import Path
 
+from jobgauge.cli_options import add_command, read_input_file
 from jobgauge.errors import UsageError
 
 
 def register(subparsers) -> None:
     """Add this area's subcommands to the jobgauge parser."""
-    parser = subparsers.add_parser(
-        "dag", help="read a Hive or Spark plan and print its DAG",
-        description=(
-            "Read Hive EXPLAIN output (a .q.out file may hold several plans) or a Spark "
-            "physical plan (EXPLAIN FORMATTED, explain.txt, simplified.txt, EXPLAIN text) "
-            "and print each plan's DAG: an outline, or with --json one JSON object per plan "
-            "and line: {\"nodes\": [...], \"edges\": [[src, dst], ...], ...}."))
+    parser = add_command(subparsers, "dag", run_dag,
+                         help="read a Hive or Spark plan and print its DAG",
+                         json="one object per plan, one per line")
     parser.add_argument("file", metavar="FILE", help="plan text file ('-' reads stdin)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per plan, one per line")
     parser.add_argument("--svg", metavar="OUT",
                         help="write an SVG drawing to OUT (several plans: OUT-1.svg, OUT-2.svg, ...)")
     parser.add_argument("--plan", metavar="N", type=int, default=None,
                         help="only the N-th plan of the file (1-based)")
-    parser.set_defaults(handler=run_dag)
 
 
 def _read(file: str) -> str:
     if file == "-":
         return sys.stdin.read()
-    path = Path(file)
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"no such file: {file}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{file} is a directory, not a plan file") from None
+        return read_input_file(file, "plan file").decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UsageError(f"{file} is not UTF-8 text: {exc.reason}") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {file}: {exc.strerror}") from None
 
 
 def plan_json(dag) -> dict:
@@ -101,6 +89,11 @@ def outline(dag, index: int, total: int) -> str:
 
 
 def run_dag(args) -> int:
+    """Read Hive EXPLAIN output (a .q.out file may hold several plans) or a Spark physical plan
+    (EXPLAIN FORMATTED, explain.txt, simplified.txt, EXPLAIN text) and print each plan's
+    DAG: an outline, or with --json one JSON object per plan and line: {"nodes": [...],
+    "edges": [[src, dst], ...], ...}."""
+
     from jobgauge.dag import QueryDag
 
     path = None if args.file == "-" else args.file

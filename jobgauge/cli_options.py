@@ -8,7 +8,14 @@ One spelling per idea, in every subcommand:
                             ``--scale SF`` is the same option
 ``--model PATH``            a model file
 ``--model-name NAME``       a model saved in the store
+``--json``                  print JSON instead of text lines
+``--timeout SECONDS``       how long before giving up (a run, a request)
+``--master URL``            the Spark master (``local[N]``, ``spark://...``)
+``--data-root DIR``         where generated inputs are cached
 ==========================  ==================================================
+
+Each subcommand is made by :func:`add_command` (its parser and handler) and
+ends with :func:`print_result`, or :func:`finish_run` for a measured run.
 
 Older spellings (``--knob``, ``--set``, ``--size``, ``--name``, ``--model NAME``
 on ``train``) are added with :func:`add_deprecated_alias`: they still work for
@@ -20,13 +27,18 @@ library, so ``--help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
+import textwrap
+from pathlib import Path
 
 from jobgauge.errors import UsageError
 
-__all__ = ["SETTING_NAME", "DeprecatedAlias", "add_conf_option", "add_datasize_option",
-           "add_deprecated_alias", "add_model_options", "parse_key_values"]
+__all__ = ["SETTING_NAME", "DeprecatedAlias", "add_command", "add_command_group", "add_conf_option",
+           "add_data_root_option", "add_datasize_option", "add_deprecated_alias",
+           "add_json_option", "add_master_option", "add_model_options", "add_timeout_option",
+           "finish_run", "parse_key_values", "print_result", "read_input_file"]
 
 #: What a setting name looks like (``spark.sql.shuffle.partitions``, ``hive.exec.parallel``).
 SETTING_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
@@ -106,3 +118,91 @@ def add_model_options(parser, *, file_help: str = "model file (default: the stor
     the store, ``args.model_name``)."""
     parser.add_argument("--model", metavar="PATH", default=None, help=file_help)
     parser.add_argument("--model-name", metavar="NAME", default=None, help=name_help)
+
+
+class _ParagraphFormatter(argparse.HelpFormatter):
+    """argparse's help layout, keeping the blank-line paragraphs of a description."""
+
+    def _fill_text(self, text, width, indent):
+        paragraphs = textwrap.dedent(text).strip().split("\n\n")
+        return "\n\n".join(super(_ParagraphFormatter, self)._fill_text(p, width, indent)
+                             for p in paragraphs)
+
+
+def add_command(subparsers, name: str, handler, *, help: str,  # noqa: A002 - argparse's word
+                json: str | None = None) -> argparse.ArgumentParser:
+    """The parser of the subcommand ``name``, which runs ``handler(args)``.  ``help`` is its
+    line in the list of commands; its own ``--help`` shows the handler's docstring.  With
+    ``json`` (what the JSON output is), the command has ``--json`` (:func:`add_json_option`)."""
+    parser = subparsers.add_parser(name, help=help, description=handler.__doc__,
+                                   formatter_class=_ParagraphFormatter)
+    parser.set_defaults(handler=handler)
+    if json:
+        add_json_option(parser, json)
+    return parser
+
+
+def add_command_group(subparsers, name: str, *, help: str,  # noqa: A002 - argparse's word
+                      description: str, metavar: str = "COMMAND"):
+    """A command made of subcommands (``jobgauge hive start``): the subparsers to add them
+    to with :func:`add_command`; one of them must be given."""
+    parser = subparsers.add_parser(name, help=help, description=description)
+    return parser.add_subparsers(dest=f"{name}_command", metavar=metavar, required=True)
+
+
+def add_json_option(parser, what: str = "one object") -> None:
+    """``--json`` (``args.json``): print JSON (``what`` says its shape) instead of text lines."""
+    parser.add_argument("--json", action="store_true", help=f"print JSON: {what}")
+
+
+def add_timeout_option(parser, *, default: float, what: str = "cancel the run") -> None:
+    """``--timeout SECONDS`` (``args.timeout``): ``what`` happens after that many seconds."""
+    parser.add_argument("--timeout", type=float, default=default, metavar="SECONDS",
+                        help=f"{what} after SECONDS (default {default:g})")
+
+
+def add_master_option(parser, *,
+                      help: str = "Spark master: local[N] (default local[2])"  # noqa: A002
+                      ) -> None:
+    """``--master URL`` (``args.master``), the Spark master, ``local[2]`` by default."""
+    parser.add_argument("--master", default="local[2]", metavar="URL", help=help)
+
+
+def add_data_root_option(parser, *, what: str = "inputs") -> None:
+    """``--data-root DIR`` (``args.data_root``): where generated ``what`` are cached."""
+    parser.add_argument("--data-root", metavar="DIR", default=None,
+                        help=f"where generated {what} are cached")
+
+
+def print_result(as_json: bool, payload, lines) -> None:
+    """A command's output: ``payload`` as one JSON line with ``--json``, else ``lines``
+    (one text or a list of them)."""
+    if as_json:
+        print(json.dumps(payload, default=str))
+    else:
+        print(lines if isinstance(lines, str) else "\n".join(lines))
+
+
+def finish_run(as_json: bool, payload: dict, lines: list[str], *, status: str,
+               error: str | None = None) -> int:
+    """The end of a command that measured one run: print it (:func:`print_result`; the
+    text ends with the first line of ``error``) and return its exit code, 0 when the
+    run succeeded, else 1."""
+    if error:
+        lines = [*lines, "  error: " + error.splitlines()[0]]
+    print_result(as_json, payload, lines)
+    return 0 if status == "succeeded" else 1
+
+
+def read_input_file(path, what: str = "file") -> bytes:
+    """The bytes of a file the user named; a missing, unreadable or folder path raises
+    :class:`UsageError` naming ``what``: ``plan file x.txt does not exist (no such file)``."""
+    path = Path(path)
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{what} {path} does not exist (no such file)") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} {path} is a directory") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc.strerror}") from None

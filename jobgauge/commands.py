@@ -5,19 +5,15 @@ from __future__ import annotations
 import json
 import sys
 
+from jobgauge.cli_options import add_command, print_result
+
 
 def register(subparsers) -> None:
     """Add the core subcommands."""
-    parser = subparsers.add_parser(
-        "import", help="import run tables (CSV) and job history (event logs, History "
-                       "Servers, MapReduce .jhist) into the store",
-        description="Read run tables in the shared schema into the store. Each file is "
-                    "validated whole first; a malformed file is rejected with its line and "
-                    "column and nothing from it is imported. Any other input is job history "
-                    "(jobgauge.history_import): Spark event logs and folders of them, "
-                    "Spark History Server URLs and MapReduce job-history folders; each "
-                    "application becomes one run, an unreadable one is skipped with the "
-                    "reason on one line.")
+    parser = add_command(subparsers, "import", import_command,
+                         help="import run tables (CSV) and job history (event logs, History "
+                              "Servers, MapReduce .jhist) into the store",
+                         json="the counts")
     parser.add_argument("files", nargs="+", metavar="INPUT",
                         help="FILE.csv[.gz], event log file or folder, "
                              "http://host:18080 (History Server) or .jhist folder")
@@ -26,30 +22,20 @@ def register(subparsers) -> None:
                              "DIR/runs/NAME.csv.gz, DIR/profiles/NAME.jsonl.gz when it exists)")
     parser.add_argument("--no-profiles", action="store_true",
                         help="import the runs only")
-    parser.add_argument("--json", action="store_true", help="print the counts as JSON")
     parser.add_argument("--since", metavar="DATE",
                         help="job history: only applications that ended after DATE "
                              "(2024-05-01 or 2024-05-01T12:00, UTC)")
     parser.add_argument("--progress", action="store_true",
                         help="job history: show a progress bar even when stderr is no terminal")
-    parser.set_defaults(handler=import_command)
 
-    parser = subparsers.add_parser("runs", help="list runs in the store")
+    parser = add_command(subparsers, "runs", runs_command,
+                         help="list runs in the store", json="one object per run, one per line")
     parser.add_argument("--workload")
     parser.add_argument("--source")
     parser.add_argument("--limit", type=int, default=20)
-    parser.add_argument("--json", action="store_true")
-    parser.set_defaults(handler=runs_command)
 
-    parser = subparsers.add_parser(
-        "serve", help="start the web service (production server; 127.0.0.1:5000)",
-        description="Start the estimation web form and JSON API on a production WSGI "
-                    "server (waitress), with /healthz, /readyz and /metrics. If the store "
-                    "has no trained model, one is trained first from the shipped runs. "
-                    "Settings: --config FILE (TOML) or $JOBGAUGE_CONFIG, and JOBGAUGE_* "
-                    "environment variables (JOBGAUGE_API_TOKEN for write access). Without "
-                    "a token it listens only on a loopback address. With --debug, Flask's "
-                    "development server runs instead.")
+    parser = add_command(subparsers, "serve", serve_command,
+                         help="start the web service (production server; 127.0.0.1:5000)")
     parser.add_argument("--host", default=None,
                         help="address to listen on (default: the bind setting, 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None,
@@ -65,7 +51,6 @@ def register(subparsers) -> None:
     parser.add_argument("--sync-every", metavar="DURATION", default=None,
                         help="time between sync rounds: 30s, 10m, 1h (default: the "
                              "sync_every setting, 10m)")
-    parser.set_defaults(handler=serve_command)
 
 
 def _profiles_beside(path) -> list:
@@ -83,6 +68,12 @@ def _profiles_beside(path) -> list:
 
 
 def import_command(args) -> int:
+    """Read run tables in the shared schema into the store. Each file is validated whole first;
+    a malformed file is rejected with its line and column and nothing from it is imported.
+    Any other input is job history (jobgauge.history_import): Spark event logs and folders
+    of them, Spark History Server URLs and MapReduce job-history folders; each application
+    becomes one run, an unreadable one is skipped with the reason on one line."""
+
     from jobgauge.errors import UsageError
     from jobgauge.history_import import history_import_command, is_history_input
     from jobgauge.runtable import read_profile_records, read_run_table
@@ -111,19 +102,20 @@ def import_command(args) -> int:
         report[str(path)] = {"rows": len(rows), "added": added, "already_present": skipped,
                              "with_profile": with_profile, "per_source": sources}
     totals = store.counts_by_source()
-    if args.json:
-        print(json.dumps({"files": report, "store_totals": totals}, indent=None))
-        return 0
+    lines = []
     for path, info in report.items():
         per_source = ", ".join(f"{s}: {n}" for s, n in info["per_source"].items())
         profiled = f", {info['with_profile']} with a profile" if info["with_profile"] else ""
-        print(f"{path}: {info['rows']} rows ({per_source}{profiled}); {info['added']} added, "
-              f"{info['already_present']} already in the store")
-    print("store now holds: " + ", ".join(f"{s}: {n}" for s, n in totals.items()))
+        lines.append(f"{path}: {info['rows']} rows ({per_source}{profiled}); {info['added']} "
+                     f"added, {info['already_present']} already in the store")
+    lines.append("store now holds: " + ", ".join(f"{s}: {n}" for s, n in totals.items()))
+    print_result(args.json, {"files": report, "store_totals": totals}, lines)
     return 0
 
 
 def runs_command(args) -> int:
+    """List the newest runs in the store (--limit of them), optionally only those of one
+    workload or one source."""
     from jobgauge.store import open_store
 
     store = open_store(args.store)
@@ -146,8 +138,14 @@ def runs_command(args) -> int:
 
 
 def serve_command(args) -> int:
-    """Check the settings, the bind address and the store, load (or train) the model,
-    then serve until SIGTERM."""
+    """Start the estimation web form and JSON API on a production WSGI server (waitress), with
+    /healthz, /readyz and /metrics. If the store has no trained model, one is trained first
+    from the shipped runs. Settings: --config FILE (TOML) or $JOBGAUGE_CONFIG, and
+    JOBGAUGE_* environment variables (JOBGAUGE_API_TOKEN for write access). Without a token
+    it listens only on a loopback address. With --debug, Flask's development server runs
+    instead."""
+    # the settings, the bind address and the store are checked before the model is loaded
+    # (or trained); then it serves until SIGTERM
     from jobgauge.errors import UsageError
     from jobgauge.webapp import create_app
     from jobgauge.webapp.server import bind_address, check_bind, serve

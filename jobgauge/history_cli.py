@@ -16,11 +16,11 @@ History Server URL naming one application.  ``--json`` prints the dict of
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 
+from jobgauge.cli_options import add_command, add_timeout_option, print_result
 from jobgauge.errors import UsageError
 
 FIRST_RETRY_S = 5.0
@@ -28,12 +28,9 @@ FIRST_RETRY_S = 5.0
 
 def register(subparsers) -> None:
     """Add ``sync`` and ``report`` to the jobgauge parser."""
-    parser = subparsers.add_parser(
-        "sync", help="keep importing finished applications from Spark History Servers",
-        description="Import every application that finished since the last sync from each "
-                    "History Server, then repeat every --every. A server that is down is "
-                    "retried with growing waits; nothing is lost, the store remembers the "
-                    "newest application read per server.")
+    parser = add_command(subparsers, "sync", sync_command,
+                         help="keep importing finished applications from Spark History Servers",
+                         json="one line per round")
     parser.add_argument("urls", nargs="+", metavar="URL", help="http://host:18080")
     parser.add_argument("--every", default="10m", metavar="DURATION",
                         help="time between rounds: 30s, 10m, 1h (default 10m)")
@@ -41,22 +38,14 @@ def register(subparsers) -> None:
     parser.add_argument("--since", metavar="DATE",
                         help="on the first sync of a server, skip applications that ended "
                              "before DATE (2024-05-01, UTC)")
-    parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
-                        help="per request (default 30)")
-    parser.add_argument("--json", action="store_true", help="one JSON line per round")
-    parser.set_defaults(handler=sync_command)
+    add_timeout_option(parser, default=30.0, what="give up a request")
 
-    parser = subparsers.add_parser(
-        "report", help="report on one application: time split, what-if, heuristics",
-        description="Where one Spark application's time went (driver, jobs, critical path, "
-                    "wasted cores), its runtime on 10 %% to 500 %% of its executors, and "
-                    "heuristics (skew, spill, GC, idle executors, memory, partitions, driver "
-                    "time) with the --conf values that would fix them.")
+    parser = add_command(subparsers, "report", report_command,
+                         help="report on one application: time split, what-if, heuristics",
+                         json="the report as one object")
     parser.add_argument("target", metavar="APP_ID|EVENTLOG|URL",
                         help="an application id in the store, an event log, or "
                              "http://host:18080/api/v1/applications/<app id>")
-    parser.add_argument("--json", action="store_true", help="the report as one JSON object")
-    parser.set_defaults(handler=report_command)
 
 
 # ---------------------------------------------------------------------------- sync
@@ -116,6 +105,10 @@ def sync(store, urls, *, every_s: float, once: bool = False, since_ms: int | Non
 
 
 def sync_command(args) -> int:
+    """Import every application that finished since the last sync from each History Server,
+    then repeat every --every. A server that is down is retried with growing waits; nothing
+    is lost, the store remembers the newest application read per server."""
+
     from jobgauge.history_import import parse_since
     from jobgauge.store import open_store
 
@@ -166,11 +159,12 @@ def build_report(target: str, store_target=None) -> dict:
 
 
 def report_command(args) -> int:
+    """Where one Spark application's time went (driver, jobs, critical path, wasted cores), its
+    runtime on 10 % to 500 % of its executors, and heuristics (skew, spill, GC, idle
+    executors, memory, partitions, driver time) with the --conf values that would fix them."""
+
     from jobgauge.profiler.app_report import format_report
 
     report = build_report(args.target, args.store)
-    if args.json:
-        print(json.dumps(report, default=str))
-    else:
-        print(format_report(report))
+    print_result(args.json, report, format_report(report))
     return 0

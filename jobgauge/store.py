@@ -49,6 +49,11 @@ def _is_run_key_violation(exc) -> bool:
     return RUN_KEY_CONSTRAINT in text or "runs.source, runs.run_id" in text
 
 
+def _database_error(what: str, exc: Exception) -> StoreError:
+    """The StoreError for a database error: ``what`` failed, then the error's kind and first line."""
+    return StoreError(f"{what}: {exc.__class__.__name__}: {str(exc).splitlines()[0]}")
+
+
 def _driver_hint(url: str, exc: ImportError) -> str:
     """One line for a database URL whose driver module is not installed."""
     scheme = url.split("://", 1)[0]
@@ -190,8 +195,7 @@ class Store:
         except ImportError as exc:
             raise StoreError(_driver_hint(url, exc)) from None
         except sa.exc.SQLAlchemyError as exc:
-            raise StoreError(f"cannot open store {self.display_url}: {exc.__class__.__name__}: "
-                             f"{str(exc).splitlines()[0]}") from None
+            raise _database_error(f"cannot open store {self.display_url}", exc) from None
 
     @property
     def display_url(self) -> str:
@@ -222,21 +226,18 @@ class Store:
                                    f"(store constraint violated: {first})") from None
             raise StoreError(f"store constraint violated: {first}") from None
         except sa.exc.SQLAlchemyError as exc:
-            raise StoreError(f"store write failed: {exc.__class__.__name__}: "
-                             f"{str(exc).splitlines()[0]}") from None
+            raise _database_error("store write failed", exc) from None
         except OverflowError as exc:  # a number wider than the column (SQLite: 64 bits)
             raise StoreError(f"store write failed: a value is out of range ({exc})") from None
 
     @contextmanager
     def reading(self):
         """A read-only connection; a database that cannot be read becomes StoreError."""
-        sa = self._sa
         try:
             with self.engine.connect() as connection:
                 yield connection
-        except sa.exc.SQLAlchemyError as exc:
-            raise StoreError(f"cannot read store {self.display_url}: {exc.__class__.__name__}: "
-                             f"{str(exc).splitlines()[0]}") from None
+        except self._sa.exc.SQLAlchemyError as exc:
+            raise _database_error(f"cannot read store {self.display_url}", exc) from None
 
     # -- runs --------------------------------------------------------------
     _RUN_FIELDS = ("source", "run_id", "workload", "framework", "engine_version", "query_text",

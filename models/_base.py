@@ -25,9 +25,9 @@ from typing import ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from jobgauge.errors import ModelError, NotFittedError
+from jobgauge.errors import ModelError
 from jobgauge.models._params import Boolean, Interval, Options, RandomState, validate_params
-from jobgauge.models.features import RunFeatures, check_frame
+from jobgauge.models.features import RunFeatures, check_fitted, check_frame
 
 MIN_CALIBRATION_GROUPS = 5
 
@@ -196,8 +196,7 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
 
     # ------------------------------------------------------------- internals
     def _check_fitted(self):
-        if not hasattr(self, "calibration_residuals_"):
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call fit first")
+        check_fitted(self, "calibration_residuals_")
 
     def _rng(self):
         return np.random.RandomState(self.random_state)

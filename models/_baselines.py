@@ -11,7 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from jobgauge.models._base import RuntimeModel, join_columns
-from jobgauge.models._params import Interval, Options
+from jobgauge.models._params import Interval, Options, store_params
 
 
 class DecisionTreeModel(RuntimeModel):
@@ -26,13 +26,7 @@ class DecisionTreeModel(RuntimeModel):
     def __init__(self, *, max_depth=None, min_samples_leaf=2, random_state=0,
                  calibration_size=0.2, censored_iterations=3, with_classes=False,
                  size_exponent=None):
-        self.max_depth = max_depth
-        self.min_samples_leaf = min_samples_leaf
-        self.random_state = random_state
-        self.calibration_size = calibration_size
-        self.censored_iterations = censored_iterations
-        self.with_classes = with_classes
-        self.size_exponent = size_exponent
+        store_params(self, locals())
 
     def _fit_target(self, matrix, log_y, X):
         from sklearn.tree import DecisionTreeRegressor
@@ -59,15 +53,7 @@ class SVRModel(RuntimeModel):
     def __init__(self, *, C=10.0, epsilon=0.01, gamma="scale", kernel="rbf", random_state=0,
                  calibration_size=0.2, censored_iterations=3, with_classes=False,
                  size_exponent=None):
-        self.C = C
-        self.epsilon = epsilon
-        self.gamma = gamma
-        self.kernel = kernel
-        self.random_state = random_state
-        self.calibration_size = calibration_size
-        self.censored_iterations = censored_iterations
-        self.with_classes = with_classes
-        self.size_exponent = size_exponent
+        store_params(self, locals())
 
     def _fit_target(self, matrix, log_y, X):
         from sklearn.preprocessing import StandardScaler
@@ -98,15 +84,7 @@ class RandomForestModel(RuntimeModel):
     def __init__(self, *, n_estimators=200, max_depth=None, min_samples_leaf=1,
                  max_features=0.5, random_state=0, calibration_size=0.2,
                  censored_iterations=3, with_classes=False, size_exponent=None):
-        self.n_estimators = n_estimators
-        self.max_depth = max_depth
-        self.min_samples_leaf = min_samples_leaf
-        self.max_features = max_features
-        self.random_state = random_state
-        self.calibration_size = calibration_size
-        self.censored_iterations = censored_iterations
-        self.with_classes = with_classes
-        self.size_exponent = size_exponent
+        store_params(self, locals())
 
     def _fit_target(self, matrix, log_y, X):
         from sklearn.ensemble import RandomForestRegressor
@@ -136,16 +114,7 @@ class GradientBoostingModel(RuntimeModel):
                  min_samples_leaf=5, l2_regularization=0.0, random_state=0,
                  calibration_size=0.2, censored_iterations=3, with_classes=False,
                  size_exponent=None):
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.max_leaf_nodes = max_leaf_nodes
-        self.min_samples_leaf = min_samples_leaf
-        self.l2_regularization = l2_regularization
-        self.random_state = random_state
-        self.calibration_size = calibration_size
-        self.censored_iterations = censored_iterations
-        self.with_classes = with_classes
-        self.size_exponent = size_exponent
+        store_params(self, locals())
 
     def _fit_target(self, matrix, log_y, X):
         from sklearn.ensemble import HistGradientBoostingRegressor
@@ -188,11 +157,7 @@ class ErnestModel(RuntimeModel):
 
     def __init__(self, *, min_machine_counts=3, random_state=0, calibration_size=0.2,
                  censored_iterations=3, with_classes=False):
-        self.min_machine_counts = min_machine_counts
-        self.random_state = random_state
-        self.calibration_size = calibration_size
-        self.censored_iterations = censored_iterations
-        self.with_classes = with_classes
+        store_params(self, locals())
 
     def _design(self, X):
         names = list(self.features_.get_feature_names_out())

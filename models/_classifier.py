@@ -26,11 +26,13 @@ from typing import ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from jobgauge.errors import ModelError, NotFittedError
-from jobgauge.models._params import Interval, Options, RandomState, validate_params
+from jobgauge.errors import ModelError
+from jobgauge.models._params import Interval, Options, RandomState, store_params, \
+    validate_params
 from jobgauge.models.features import (
     RunFeatures,
     _as_summary,
+    check_fitted,
     check_frame,
     profile_features,
 )
@@ -75,9 +77,7 @@ class JobClassifier(ClassifierMixin, BaseEstimator):
     }
 
     def __init__(self, *, n_classes=4, basis="auto", random_state=0):
-        self.n_classes = n_classes
-        self.basis = basis
-        self.random_state = random_state
+        store_params(self, locals())
 
     # ---------------------------------------------------------------- fit
     def fit(self, X, y=None):
@@ -195,8 +195,7 @@ class JobClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------ predict
     def _check_fitted(self):
-        if not hasattr(self, "classes_"):
-            raise NotFittedError("This JobClassifier is not fitted yet: call fit first")
+        check_fitted(self, "classes_")
 
     def predict(self, X):
         """Class name per row (``unknown`` for an unseen workload without a profile)."""

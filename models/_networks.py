@@ -24,7 +24,8 @@ import numpy as np
 
 from jobgauge.errors import ModelError
 from jobgauge.models._base import RuntimeModel
-from jobgauge.models._params import Boolean, Interval, IntTuple, Options, Subclass
+from jobgauge.models._params import Boolean, Interval, IntTuple, Options, Subclass, \
+    store_params
 
 
 @contextlib.contextmanager
@@ -182,21 +183,7 @@ class FullyConnectedModel(_NetworkModel):
                  batch_size=64, learning_rate=3e-3, weight_decay=1e-4, n_networks=2,
                  n_threads=1, identity_dropout=0.0, random_state=0, calibration_size=0.2,
                  censored_iterations=0, with_classes=False, size_exponent=None):
-        self.module = module
-        self.hidden_sizes = hidden_sizes
-        self.dropout = dropout
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.weight_decay = weight_decay
-        self.n_networks = n_networks
-        self.n_threads = n_threads
-        self.identity_dropout = identity_dropout
-        self.size_exponent = size_exponent
-        self.random_state = random_state
-        self.calibration_size = calibration_size
-        self.censored_iterations = censored_iterations
-        self.with_classes = with_classes
+        store_params(self, locals())
 
     def _default_module(self):
         from jobgauge.models._torch_modules import MLP
@@ -232,26 +219,7 @@ class DagRNN(_NetworkModel):
                  n_networks=2, n_threads=1, identity_dropout=0.0, random_state=0,
                  calibration_size=0.2, censored_iterations=0, with_classes=False,
                  size_exponent=None):
-        self.module = module
-        self.hidden_size = hidden_size
-        self.num_layers = num_layers
-        self.cell = cell
-        self.head_sizes = head_sizes
-        self.max_nodes = max_nodes
-        self.node_metrics = node_metrics
-        self.dropout = dropout
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.weight_decay = weight_decay
-        self.n_networks = n_networks
-        self.n_threads = n_threads
-        self.identity_dropout = identity_dropout
-        self.size_exponent = size_exponent
-        self.random_state = random_state
-        self.calibration_size = calibration_size
-        self.censored_iterations = censored_iterations
-        self.with_classes = with_classes
+        store_params(self, locals())
 
     def _default_module(self):
         from jobgauge.models._torch_modules import DagEncoderRegressor

@@ -150,3 +150,15 @@ def validate_params(estimator) -> None:
         raise InvalidParameterError(
             f"The {name!r} parameter of {type(estimator).__name__} must be {what}. "
             f"Got {value!r} instead.")
+
+
+def store_params(estimator, arguments) -> None:
+    """Store each ``__init__`` argument of ``estimator`` as the attribute of its name,
+    untouched, as scikit-learn's ``get_params`` and ``clone`` expect.
+
+    ``arguments`` is the ``__init__``'s ``locals()``; the names come from the
+    ``__init__`` signature itself, so each estimator keeps its explicit,
+    keyword-only signature and ``__init__`` does no other work.
+    """
+    for name in estimator._get_param_names():
+        setattr(estimator, name, arguments[name])

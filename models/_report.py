@@ -78,6 +78,17 @@ def _check(ok) -> str:
     return "met" if ok else "**missed**"
 
 
+def _versus(first, second, target_ratio=None) -> str:
+    """Two models' MdAPE side by side, ``; fc 4.0 % vs tree 8.0 %``, and with a
+    ``target_ratio`` their ratio against it, `` = 0.50 × (target ≤ 0.6 ×: met)``."""
+    text = (f"; {first['model']} {_percent(first['mdape'])} % "
+            f"vs {second['model']} {_percent(second['mdape'])} %")
+    if target_ratio is None:
+        return text
+    ratio = first["mdape"] / second["mdape"] if second["mdape"] else math.inf
+    return text + f" = {ratio:.2f} × (target ≤ {target_ratio} ×: {_check(ratio <= target_ratio)})"
+
+
 def _noise(frames, dataset, subset=None):
     """Repeat-noise MdAPE of a dataset's runs (optionally one subset), or None."""
     frame = frames.get(dataset) if frames else None
@@ -111,9 +122,7 @@ def targets_section(rows, default_model, frames=None) -> list[str]:
         text = (f"- (a) {dataset}, {PROTOCOLS[protocol]}: best {best['model']} MdAPE "
                 f"{_percent(best['mdape'])} % (target ≤ 5 %: {_check(best['mdape'] <= 0.05)})")
         if fc and tree:
-            ratio = fc["mdape"] / tree["mdape"] if tree["mdape"] else math.inf
-            text += (f"; fc {_percent(fc['mdape'])} % vs tree {_percent(tree['mdape'])} % = "
-                     f"{ratio:.2f} × (target ≤ 0.6 ×: {_check(ratio <= 0.6)})")
+            text += _versus(fc, tree, target_ratio=0.6)
         lines.append(text + _noise_text(_noise(frames, dataset)))
     # (b) scale extrapolation of the local runs (no numeric target: reported)
     for protocol in ("scale:tpch", "scale:jobs"):
@@ -141,9 +150,7 @@ def targets_section(rows, default_model, frames=None) -> list[str]:
         text = (f"- (c) unseen TPC-H queries: best {best['model']} MdAPE "
                 f"{_percent(best['mdape'])} % (target ≤ 15 %: {_check(best['mdape'] <= 0.15)})")
         if rnn and fc:
-            ratio = rnn["mdape"] / fc["mdape"] if fc["mdape"] else math.inf
-            text += (f"; rnn {_percent(rnn['mdape'])} % vs fc {_percent(fc['mdape'])} % = "
-                     f"{ratio:.2f} × (target ≤ 0.8 ×: {_check(ratio <= 0.8)})")
+            text += _versus(rnn, fc, target_ratio=0.8)
         lines.append(text + _noise_text(_noise(frames, dataset, "tpch")))
         best = _best(rows, dataset, "workloads:jobs")
         if best:
@@ -152,7 +159,7 @@ def targets_section(rows, default_model, frames=None) -> list[str]:
             text = (f"- (c) unseen HiBench/MapReduce jobs: best {best['model']} MdAPE "
                     f"{_percent(best['mdape'])} % (no numeric target)")
             if rnn and fc:
-                text += f"; rnn {_percent(rnn['mdape'])} % vs fc {_percent(fc['mdape'])} %"
+                text += _versus(rnn, fc)
             lines.append(text + _noise_text(_noise(frames, dataset, "jobs")))
     else:
         lines.append("- (c) unseen TPC-H queries: no local TPC-H runs in this evaluation")

@@ -58,7 +58,7 @@ import numpy as np
 
 from jobgauge.errors import ModelError
 from jobgauge.models._base import RuntimeModel, _pooled_slope, join_columns
-from jobgauge.models._params import Interval
+from jobgauge.models._params import Interval, store_params
 from jobgauge.models.features import KNOB_DEFAULTS, RunFeatures, _as_summary, parse_knob, \
     row_configs
 
@@ -292,11 +292,7 @@ class StagePredictor(RuntimeModel):
 
     def __init__(self, *, overhead_prior_s=0.01, speed_regularization=1.0,
                  max_iterations=200, random_state=0, calibration_size=0.2):
-        self.overhead_prior_s = overhead_prior_s
-        self.speed_regularization = speed_regularization
-        self.max_iterations = max_iterations
-        self.random_state = random_state
-        self.calibration_size = calibration_size
+        store_params(self, locals())
 
     # ------------------------------------------------------------ rows
     def _rows(self, X):

@@ -16,18 +16,16 @@ from __future__ import annotations
 import json
 import sys
 
-from jobgauge.cli_options import (add_conf_option, add_datasize_option, add_deprecated_alias,
-                                  add_model_options, parse_key_values)
+from jobgauge.cli_options import (add_command, add_conf_option, add_datasize_option,
+                                  add_deprecated_alias, add_model_options, parse_key_values,
+                                  print_result)
 from jobgauge.errors import UsageError
 
 
 def register(subparsers) -> None:
     """Add this area's subcommands to the jobgauge parser."""
-    parser = subparsers.add_parser(
-        "train", help="train a runtime model on measured runs",
-        description="Train a runtime model on run tables (any mix of sources in the shared "
-                    "schema) or, without --runs, on every run in the store. The model is "
-                    "written to --out, or saved in the store when --out is not given.")
+    parser = add_command(subparsers, "train", train_command,
+                         help="train a runtime model on measured runs", json="the summary")
     parser.add_argument("--runs", nargs="+", metavar="FILE.csv",
                         help="run tables (CSV, optionally .gz); default: the store's runs")
     parser.add_argument("--kind", default=None, metavar="NAME",
@@ -50,14 +48,9 @@ def register(subparsers) -> None:
     parser.add_argument("--lock", metavar="FILE",
                         help="hold this lock file while training; when another training "
                              "holds it, skip (exit 0)")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    parser.set_defaults(handler=train_command)
 
-    parser = subparsers.add_parser(
-        "predict", help="predict runtimes with a trained model",
-        description="Predict the runtime of every row of a run table (--runs; runtime_s may "
-                    "be empty), or of one configuration (--workload and --datasize). The "
-                    "model comes from --model, else the store's newest model.")
+    parser = add_command(subparsers, "predict", predict_command,
+                         help="predict runtimes with a trained model", json="the prediction")
     add_model_options(parser)
     parser.add_argument("--runs", nargs="+", metavar="FILE.csv", help="rows to predict")
     parser.add_argument("--out", metavar="PRED.csv",
@@ -78,13 +71,10 @@ def register(subparsers) -> None:
     parser.add_argument("--input-bytes", type=float, default=None)
     parser.add_argument("--coverage", type=float, default=0.8,
                         help="coverage of the interval (default 0.8)")
-    parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.set_defaults(handler=predict_command)
 
-    parser = subparsers.add_parser(
-        "evaluate", help="score runtime models on held-out configurations and workloads",
-        description="Cross-validate models under the evaluation protocols and write a Markdown "
-                    "report with a CDF plot of the relative error (see bench/evaluate.py).")
+    parser = add_command(subparsers, "evaluate", evaluate_command,
+                         help="score runtime models on held-out configurations and workloads",
+                         json="the result rows")
     parser.add_argument("--runs", nargs="+", metavar="FILE.csv",
                         help="run tables (default: the shared Scout and C3O tables and "
                              "data/runs/*.csv.gz)")
@@ -94,8 +84,6 @@ def register(subparsers) -> None:
     parser.add_argument("--out", metavar="DIR", help="report folder (default bench/reports)")
     parser.add_argument("--quick", action="store_true",
                         help="fewer folds and epochs (a smoke run, not a result)")
-    parser.add_argument("--json", action="store_true", help="print the result rows as JSON")
-    parser.set_defaults(handler=evaluate_command)
 
 
 # ------------------------------------------------------------------- helpers
@@ -137,6 +125,9 @@ def _fraction(value) -> str:
 
 # ------------------------------------------------------------------ commands
 def train_command(args) -> int:
+    """Train a runtime model on run tables (any mix of sources in the shared schema) or,
+    without --runs, on every run in the store. The model is written to --out, or saved in
+    the store when --out is not given."""
     if args.with_prior and args.runs:
         raise UsageError("--with-prior adds the shipped runs to the store's; with --runs "
                          "name every table to learn from instead")
@@ -182,21 +173,18 @@ def _train(args) -> int:
         summary["store_model_id"] = int(store.save_model(name, summary["model"],
                                                          dumps_model(model), summary))
         summary["saved_to"] = f"store model {name!r}"
-    if args.json:
-        print(json.dumps(summary))
-        return 0
     sources = ", ".join(f"{k}: {v}" for k, v in summary["sources"].items())
-    print(f"trained {summary['model']} on {summary['training_rows']} runs "
-          f"({summary['censored_rows']} censored at a time limit) of "
-          f"{len(summary['workloads'])} workloads [{sources}]")
-    for note in summary["notes"]:
-        print(f"note: {note}")
     low, high = summary["interval_80_factors"]
-    print(f"error on {summary['error_estimate_from']} ({summary['calibration_rows']} runs): "
-          f"MdAPE {_fraction(summary['calibration_mdape'])}, "
-          f"P90 {_fraction(summary['calibration_p90_ape'])}; "
-          f"80 % interval = prediction x{low:.2f} .. x{high:.2f}")
-    print(f"saved to {summary['saved_to']}")
+    print_result(args.json, summary, [
+        f"trained {summary['model']} on {summary['training_rows']} runs "
+        f"({summary['censored_rows']} censored at a time limit) of "
+        f"{len(summary['workloads'])} workloads [{sources}]",
+        *(f"note: {note}" for note in summary["notes"]),
+        f"error on {summary['error_estimate_from']} ({summary['calibration_rows']} runs): "
+        f"MdAPE {_fraction(summary['calibration_mdape'])}, "
+        f"P90 {_fraction(summary['calibration_p90_ape'])}; "
+        f"80 % interval = prediction x{low:.2f} .. x{high:.2f}",
+        f"saved to {summary['saved_to']}"])
     return 0
 
 
@@ -230,6 +218,9 @@ def load_chosen_model(args):
 
 
 def predict_command(args) -> int:
+    """Predict the runtime of every row of a run table (--runs; runtime_s may be empty), or of
+    one configuration (--workload and --datasize). The model comes from --model, else the
+    store's newest model."""
     if args.runs and args.workload:
         raise UsageError("give either --runs or --workload/--datasize, not both")
     if not args.runs and not args.workload:
@@ -249,15 +240,13 @@ def predict_command(args) -> int:
     job = Job(args.workload, datasize, cluster, config, framework=args.framework,
               input_bytes=input_bytes, profile=profile)
     result = predict_job(model, job, coverage=args.coverage)
-    if args.json:
-        print(json.dumps({**result, "coverage": args.coverage, "datasize": datasize,
-                          "input_bytes": input_bytes, "history_runs": history}))
-        return 0
     size = datasize if datasize or input_bytes is None else \
         f"{input_bytes / 2 ** 20:.1f} MiB of input"
-    print(f"{args.workload} ({size}) on {args.instance_count} x {args.instance_type}: "
-          f"{result['runtime_s']:.1f} s ({int(args.coverage * 100)} % interval "
-          f"{result['low_s']:.1f} .. {result['high_s']:.1f} s)")
+    print_result(args.json, {**result, "coverage": args.coverage, "datasize": datasize,
+                             "input_bytes": input_bytes, "history_runs": history},
+                 f"{args.workload} ({size}) on {args.instance_count} x {args.instance_type}: "
+                 f"{result['runtime_s']:.1f} s ({int(args.coverage * 100)} % interval "
+                 f"{result['low_s']:.1f} .. {result['high_s']:.1f} s)")
     return 0
 
 
@@ -312,15 +301,15 @@ def _predict_table(model, args) -> int:
 
 
 def evaluate_command(args) -> int:
+    """Cross-validate models under the evaluation protocols and write a Markdown report with a
+    CDF plot of the relative error (see bench/evaluate.py)."""
+
     from jobgauge.models.evaluation import default_run_tables, run_evaluation
 
     paths = args.runs or default_run_tables()
     result = run_evaluation(paths, protocols=args.protocol, models=args.models,
                             out_dir=args.out, quick=args.quick, progress=sys.stderr)
-    if args.json:
-        print(json.dumps(result["rows"], default=str))
-    else:
-        print(result["markdown_table"])
-        if result.get("report"):
-            print(f"report written to {result['report']}", file=sys.stderr)
+    print_result(args.json, result["rows"], result["markdown_table"])
+    if result.get("report") and not args.json:
+        print(f"report written to {result['report']}", file=sys.stderr)
     return 0

@@ -43,6 +43,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from jobgauge.errors import ModelError, NotFittedError, UsageError
 from jobgauge.knobs import defaults_as_text
+from jobgauge.models._params import store_params
 from jobgauge.units import parse_quantity
 
 HIBENCH_SIZES = ("tiny", "small", "medium", "large", "huge", "gigantic", "bigdata")
@@ -229,6 +230,12 @@ def check_frame(X, *, owner="model"):
         raise ModelError(f"{owner} input has no rows")
 
 
+def check_fitted(estimator, attribute):
+    """Raise NotFittedError unless ``estimator`` has ``attribute``, which its ``fit`` sets."""
+    if not hasattr(estimator, attribute):
+        raise NotFittedError(f"This {type(estimator).__name__} is not fitted yet: call fit first")
+
+
 def _float_column(frame, name, n):
     if name not in frame.columns:
         return np.full(n, np.nan)
@@ -249,12 +256,7 @@ class RunFeatures(TransformerMixin, BaseEstimator):
 
     def __init__(self, *, workload_onehot=True, framework_onehot=True, family_onehot=True,
                  knobs=True, max_categories=12, profile=True):
-        self.workload_onehot = workload_onehot
-        self.framework_onehot = framework_onehot
-        self.family_onehot = family_onehot
-        self.knobs = knobs
-        self.max_categories = max_categories
-        self.profile = profile
+        store_params(self, locals())
 
     # ---------------------------------------------------------------- fitting
     def fit(self, X, y=None):
@@ -370,8 +372,7 @@ class RunFeatures(TransformerMixin, BaseEstimator):
         return self.feature_names_.copy()
 
     def _check_fitted(self):
-        if not hasattr(self, "feature_names_"):
-            raise NotFittedError("This RunFeatures is not fitted yet: call fit first")
+        check_fitted(self, "feature_names_")
 
     # ------------------------------------------------------------- transform
     def transform(self, X):

@@ -67,6 +67,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from jobgauge.cli_options import add_command
 from jobgauge.errors import NotFittedError, ParseError, UsageError
 from jobgauge.profiler.live import JobProgress, ProgressSnapshot, ProgressTracker, read_snapshot
 
@@ -805,13 +806,9 @@ def _rounded(value: float | None) -> float | None:
 
 def register(subparsers) -> None:
     """Add ``jobgauge remaining`` (list this module in jobgauge.cli.COMMAND_MODULES)."""
-    parser = subparsers.add_parser(
-        "remaining", help="seconds left for a running Spark application",
-        description="Read a running application's progress from its driver UI "
-                    "(http://driver:4040, or any .../api/v1/applications/<id>) or from the event "
-                    "log Spark is writing, and estimate the seconds left. With --history "
-                    "(event logs of finished runs of the same application) the estimate uses the "
-                    "typical run; without it only the work announced so far is counted.")
+    parser = add_command(subparsers, "remaining", remaining_command,
+                         help="seconds left for a running Spark application",
+                         json="one object per reading, one per line")
     parser.add_argument("source", metavar="URL_OR_EVENTLOG")
     parser.add_argument("--app-id", help="which application, when the UI lists several")
     parser.add_argument("--history", nargs="+", default=[], metavar="EVENTLOG",
@@ -819,8 +816,6 @@ def register(subparsers) -> None:
     parser.add_argument("--alpha", type=float, default=0.3, help="EWMA smoothing (default 0.3)")
     parser.add_argument("--watch", type=float, metavar="SECONDS",
                         help="ask again every SECONDS until the application ends")
-    parser.add_argument("--json", action="store_true", help="print JSON (one object per reading)")
-    parser.set_defaults(handler=remaining_command)
 
 
 def _describe(out: dict[str, Any]) -> str:
@@ -840,6 +835,10 @@ def _describe(out: dict[str, Any]) -> str:
 
 
 def remaining_command(args) -> int:
+    """Read a running application's progress from its driver UI (http://driver:4040, or any
+    .../api/v1/applications/<id>) or from the event log Spark is writing, and estimate the
+    seconds left. With --history (event logs of finished runs of the same application) the
+    estimate uses the typical run; without it only the work announced so far is counted."""
     import time  # noqa: PLC0415 - only for --watch
 
     if args.watch is not None and args.watch <= 0:

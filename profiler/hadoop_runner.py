@@ -109,7 +109,7 @@ KNOBS: dict[str, tuple[str, int | None, int | None, str]] = {
     "combiner": ("bool", None, None, "wordcount only: run the summing reducer as a combiner"),
 }
 
-_SOURCES = ("JobReport.java", "WordCount.java", "Sort.java", "TeraSort.java")
+_SOURCES = ("JobReport.java", "Jobs.java", "WordCount.java", "Sort.java", "TeraSort.java")
 _LOG_CONFIG = "log4j2.properties"       # copied next to the classes; errors and task failures only
 _SOURCE_DIR = Path(__file__).resolve().parent / "hadoop"
 _GENERATOR_VERSION = 1

@@ -18,82 +18,73 @@ import json
 import os
 import sys
 
-from jobgauge.cli_options import add_conf_option, add_datasize_option, parse_key_values
+from jobgauge.cli_options import (add_command, add_command_group, add_conf_option,
+                                  add_data_root_option, add_datasize_option, add_master_option,
+                                  add_timeout_option, finish_run, parse_key_values, print_result)
 
 
 def register(subparsers) -> None:
     """Add ``hive`` and its subcommands."""
-    parser = subparsers.add_parser(
-        "hive", help="run and measure queries on a HiveServer2 (Hive or Spark Thrift server)",
+    commands = add_command_group(
+        subparsers, "hive",
+        help="run and measure queries on a HiveServer2 (Hive or Spark Thrift server)",
         description="Start a local HiveServer2 (Spark's Thrift server), load TPC-H into it, "
                     "show query plans and record measured query runs with their DAGs.")
-    commands = parser.add_subparsers(dest="hive_command", metavar="COMMAND", required=True)
 
-    start = commands.add_parser("start", help="start a local Spark Thrift server on 127.0.0.1")
+    start = add_command(commands, "start", start_command,
+                        help="start a local Spark Thrift server on 127.0.0.1",
+                        json="the server's state")
     start.add_argument("--port", type=int, default=None, metavar="P", help="default 10000")
     _state_dir(start)
-    start.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    add_master_option(start)
     add_conf_option(start, help="spark.* setting (--conf) or hive.* setting (--hiveconf); "
                                 "repeatable")
-    start.add_argument("--timeout", type=float, default=300, metavar="SECONDS",
-                       help="how long to wait for the server to answer (default 300)")
-    start.add_argument("--json", action="store_true")
-    start.set_defaults(handler=start_command)
+    add_timeout_option(start, default=300, what="stop waiting for the server to answer")
 
-    stop = commands.add_parser("stop", help="stop the local server (and its JVM)")
+    stop = add_command(commands, "stop", stop_command,
+                       help="stop the local server (and its JVM)",
+                       json="the stopped server's state")
     _state_dir(stop)
-    stop.add_argument("--json", action="store_true")
-    stop.set_defaults(handler=stop_command)
 
-    status = commands.add_parser("status", help="is the local server running?")
+    status = add_command(commands, "status", status_command,
+                         help="is the local server running?", json="the server's state")
     _state_dir(status)
-    status.add_argument("--json", action="store_true")
-    status.set_defaults(handler=status_command)
 
-    load = commands.add_parser("load-tpch", help="create the TPC-H tables over parquet files")
+    load = add_command(commands, "load-tpch", load_command,
+                       help="create the TPC-H tables over parquet files",
+                       json="the loaded database")
     _scale(load)
     _connection(load)
-    load.add_argument("--json", action="store_true")
-    load.set_defaults(handler=load_command)
 
-    explain = commands.add_parser(
-        "explain", help="print a query's plan (or its DAG) and, with --predict, its runtime",
-        description="EXPLAIN a TPC-H query (--query N, loaded at --datasize) or any query on "
-                    "the connected server (--sql TEXT or --file PATH, in --database). "
-                    "--predict adds the runtime the store's model predicts from the plan's DAG.")
-    _query_source(explain)
-    _scale(explain)
+    explain = add_command(commands, "explain", explain_command,
+                          help="print a query's plan (or its DAG) and, with --predict, its runtime",
+                          json="the DAG (with --predict: and the prediction)")
+    _query_options(explain)
     explain.add_argument("--mode", default=None, metavar="MODE",
                          help="EXPLAIN variant: formatted (Spark's default), extended, cost, "
                               "codegen; on Hive cbo, vectorization, ... (default: the engine's)")
     explain.add_argument("--predict", action="store_true",
                          help="also predict the query's runtime from its plan (the store's "
                               "model; on a fresh store one trained from the shipped runs)")
-    _resource_options(explain)
-    _connection(explain)
-    explain.add_argument("--json", action="store_true",
-                         help="print the DAG as JSON (with --predict: and the prediction)")
-    explain.set_defaults(handler=explain_command)
 
-    run = commands.add_parser(
-        "run", help="run a query once and record it with its DAG",
-        description="Run a TPC-H query (--query N) or any query on the connected server "
-                    "(--sql TEXT or --file PATH, in --database) once, measure it and record "
-                    "it in the store with its plan's DAG; reruns of the same query share "
-                    "a job key (--workload, default sql-<hash of the text>).")
-    _query_source(run)
+    run = add_command(commands, "run", run_command,
+                      help="run a query once and record it with its DAG", json="the run")
+    _query_options(run)
     run.add_argument("--workload", default=None, metavar="NAME",
                      help="--sql/--file: the job key to record the run under "
                           "(default sql-<hash of the query text>)")
-    _scale(run)
     add_conf_option(run, old=("--set",),
                     help="a Hive or Spark SQL session setting; repeatable")
-    run.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
-                     help="cancel the query after this long (default 600)")
-    _resource_options(run)
-    _connection(run)
-    run.add_argument("--json", action="store_true")
-    run.set_defaults(handler=run_command)
+    add_timeout_option(run, default=600, what="cancel the query")
+
+
+def _query_options(parser):
+    """Which query (TPC-H or the user's own), at which TPC-H scale, on which server, and
+    where that server runs: the options ``explain`` and ``run`` share."""
+    _query_source(parser)
+    _scale(parser)
+    _resource_options(parser)
+    _connection(parser)
 
 
 def _query_source(parser):
@@ -123,8 +114,7 @@ def _state_dir(parser):
 def _scale(parser):
     add_datasize_option(parser, default="0.1", tpch=True,
                         help="TPC-H scale, 0.1 or sf0.1 (default 0.1)")
-    parser.add_argument("--data-root", metavar="DIR", default=None,
-                        help="where generated TPC-H data is cached")
+    add_data_root_option(parser, what="TPC-H tables")
 
 
 def _connection(parser):
@@ -139,49 +129,51 @@ def _connection(parser):
     _state_dir(parser)
 
 
-def _print(args, payload: dict, lines: list[str]) -> None:
-    if args.json:
-        print(json.dumps(payload, default=str))
-    else:
-        print("\n".join(lines))
-
-
 # -- server ------------------------------------------------------------------------
 def start_command(args) -> int:
+    """Start a local Spark Thrift server (a HiveServer2) on 127.0.0.1 and wait until it
+    answers. Exit code 1 when one already runs for the state folder."""
     from jobgauge.profiler.hive import DEFAULT_PORT, start_server
 
     conf = parse_key_values(args.conf, settings=True)
     state = start_server(port=args.port or DEFAULT_PORT, state_dir=args.state_dir,
                          master=args.master, conf=conf, timeout_s=args.timeout)
-    _print(args, state.to_dict(), [
+    print_result(args.json, state.to_dict(), [
         (f"Hive server (Spark Thrift server, {state.master}) answering on "
          f"{state.host}:{state.port}, pid {state.pid}, started in {state.startup_s:.1f} s"),
         f"  log: {state.log_path}", f"  state: {state.state_dir}"])
     return 0
 
 
+def _none_running(args, payload: dict) -> None:
+    from jobgauge.profiler.hive import DEFAULT_STATE_DIR
+
+    where = args.state_dir or DEFAULT_STATE_DIR
+    print_result(args.json, payload, f"no Hive server is running (state {where})")
+
+
 def stop_command(args) -> int:
-    from jobgauge.profiler.hive import DEFAULT_STATE_DIR, stop_server
+    """Stop the local server and its JVM (exit code 0 also when none was running)."""
+    from jobgauge.profiler.hive import stop_server
 
     state = stop_server(args.state_dir)
     if state is None:
-        where = args.state_dir or DEFAULT_STATE_DIR
-        _print(args, {"stopped": None}, [f"no Hive server is running (state {where})"])
+        _none_running(args, {"stopped": None})
         return 0
-    _print(args, {"stopped": state.to_dict()},
-           [f"stopped the Hive server on {state.host}:{state.port} (pid {state.pid})"])
+    print_result(args.json, {"stopped": state.to_dict()},
+                 f"stopped the Hive server on {state.host}:{state.port} (pid {state.pid})")
     return 0
 
 
 def status_command(args) -> int:
-    from jobgauge.profiler.hive import DEFAULT_STATE_DIR, server_status
+    """Say whether the local server runs and answers (exit code 1 when none runs)."""
+    from jobgauge.profiler.hive import server_status
 
     status = server_status(args.state_dir)
     if status is None:
-        where = args.state_dir or DEFAULT_STATE_DIR
-        _print(args, {"running": False}, [f"no Hive server is running (state {where})"])
+        _none_running(args, {"running": False})
         return 1
-    _print(args, {"running": True, **status}, [
+    print_result(args.json, {"running": True, **status}, [
         f"Hive server running on {status['host']}:{status['port']} (pid {status['pid']}, "
         f"{status['master']}, up {status['uptime_s']:.0f} s, "
         + ("answering)" if status["answering"] else "NOT answering)"),
@@ -213,9 +205,11 @@ def _load(session, args) -> dict:
 
 
 def load_command(args) -> int:
+    """Create the TPC-H tables of a scale over generated parquet files (tables that are
+    already there are kept)."""
     with open_session(args) as session:
         loaded = _load(session, args)
-    _print(args, loaded, [
+    print_result(args.json, loaded, [
         (f"TPC-H {loaded['scale']} in database {loaded['database']} "
          f"({len(loaded['created'])} tables created, {len(loaded['kept'])} already there) "
          f"over {loaded['data_path']}")])
@@ -269,7 +263,24 @@ def _given_resources(args) -> dict | None:
     return given
 
 
+def _retrain(store) -> None:
+    """Start the store's background retraining when enough new runs are in (never waits;
+    ``models._default.maybe_retrain``)."""
+    from jobgauge.errors import GaugeError
+    from jobgauge.models._default import maybe_retrain
+
+    try:
+        if maybe_retrain(store) is not None:
+            print("retraining the model on the new runs in the background", file=sys.stderr)
+    except GaugeError as exc:   # the run is recorded; the retraining waits for a fix
+        print(f"jobgauge: warning: retraining not started: {exc}", file=sys.stderr)
+
+
 def explain_command(args) -> int:
+    """EXPLAIN a TPC-H query (--query N, loaded at --datasize) or any query on the connected
+    server (--sql TEXT or --file PATH, in --database). --predict adds the runtime the
+    store's model predicts from the plan's DAG."""
+
     from jobgauge.profiler.hive import plan_dag, server_resources
 
     workload, sql, tpch = _asked_query(args)
@@ -307,6 +318,10 @@ def explain_command(args) -> int:
 
 
 def run_command(args) -> int:
+    """Run a TPC-H query (--query N) or any query on the connected server (--sql TEXT or --file
+    PATH, in --database) once, measure it and record it in the store with its plan's DAG;
+    reruns of the same query share a job key (--workload, default sql-<hash of the text>)."""
+
     from jobgauge.profiler.hive import run_query
     from jobgauge.profiler.workloads.base import directory_bytes
     from jobgauge.store import open_store
@@ -324,22 +339,18 @@ def run_command(args) -> int:
                         input_bytes=directory_bytes(loaded["data_path"])
                         if loaded["data_path"] else None,
                         resources=resources)
-    if args.json:
-        out = {k: v for k, v in run.items() if k not in ("plan", "query_text")}
-        print(json.dumps(out, default=str))
-    else:
-        runtime = f" in {run['runtime_s']:.3f} s" if run["runtime_s"] is not None else ""
-        size = f" {run['datasize']}" if run["datasize"] else ""
-        print(f"run {run['id']}: {workload}{size} on {run['framework']} "
-              f"{run['engine_version']} {run['status']}{runtime}, {run['rows']} rows")
-        settings = run["settings"]
-        if settings["requested"]:
-            print("  applied: " + (", ".join(f"{k}={v}" for k, v in settings["applied"].items())
-                                   or "nothing"))
-        for key, reason in settings["ignored"].items():
-            print(f"  ignored {key}: {reason}")
-        if run["dag"] is not None:
-            print(f"  DAG: {len(run['dag']['nodes'])} operators, {len(run['dag']['edges'])} edges")
-        if run.get("error"):
-            print("  error: " + run["error"].splitlines()[0])
-    return 0 if run["status"] == "succeeded" else 1
+    _retrain(store)
+    runtime = f" in {run['runtime_s']:.3f} s" if run["runtime_s"] is not None else ""
+    size = f" {run['datasize']}" if run["datasize"] else ""
+    lines = [f"run {run['id']}: {workload}{size} on {run['framework']} "
+             f"{run['engine_version']} {run['status']}{runtime}, {run['rows']} rows"]
+    settings = run["settings"]
+    if settings["requested"]:
+        lines.append("  applied: " + (", ".join(f"{k}={v}" for k, v in
+                                                settings["applied"].items()) or "nothing"))
+    lines += [f"  ignored {key}: {reason}" for key, reason in settings["ignored"].items()]
+    if run["dag"] is not None:
+        lines.append(f"  DAG: {len(run['dag']['nodes'])} operators, "
+                     f"{len(run['dag']['edges'])} edges")
+    out = {k: v for k, v in run.items() if k not in ("plan", "query_text")}
+    return finish_run(args.json, out, lines, status=run["status"], error=run.get("error"))

@@ -23,6 +23,7 @@ import json
 import sys
 from pathlib import Path
 
+from jobgauge.cli_options import add_command
 from jobgauge.errors import GaugeError, ParseError
 
 _SUMMARY_KEYS = ("format", "engine_version", "app_id", "n_jobs", "n_stages", "n_tasks",
@@ -32,19 +33,14 @@ _PROGRESS_MIN_BYTES = 32 << 20
 
 def register(subparsers) -> None:
     """Add ``profile`` to the jobgauge parser."""
-    parser = subparsers.add_parser(
-        "profile", help="profile Spark event logs, History Server apps and MapReduce jobs",
-        description="Read Spark event logs (plain, lz4, snappy, zstd, rolling folders), "
-                    "Spark History Server URLs and MapReduce job files, and print what each "
-                    "job did: jobs, stages, tasks, runtime, critical path, idle cores.")
+    parser = add_command(subparsers, "profile", run_profile,
+                         help="profile Spark event logs, History Server apps and MapReduce jobs",
+                         json="one object per input, one per line")
     parser.add_argument("inputs", nargs="+", metavar="FILE_OR_URL",
                         help="event log file or folder, folder of event logs, "
                              "http://host:18080/api/v1/applications/<id>, or MapReduce file")
-    parser.add_argument("--json", action="store_true",
-                        help="one JSON object per input, one per line")
     parser.add_argument("--full", action="store_true",
                         help="with --json: the whole profile (stages, jobs, SQL, executors)")
-    parser.set_defaults(handler=run_profile)
 
 
 def is_url(text: str) -> bool:
@@ -165,9 +161,13 @@ def _summary(profile) -> dict:
 
 
 def run_profile(args) -> int:
-    """Profile every input; exit code 1 when a named input could not be read, or when
-    nothing at all could.  A file of a folder of event logs that is no job record is
-    reported with its reason (``skipped``) and the folder's logs are still profiled."""
+    """Read Spark event logs (plain, lz4, snappy, zstd, rolling folders), Spark History Server
+    URLs and MapReduce job files, and print what each job did: jobs, stages, tasks, runtime,
+    critical path, idle cores.
+
+    Every input is profiled; the exit code is 1 when a named input could not be read, or
+    when none could. A file in a folder of event logs that is no job record is reported
+    with its reason (skipped) and the folder's other logs are still profiled."""
     failures = skipped = profiled = 0
     rows = []
     named = {str(item) for item in args.inputs}

@@ -5,31 +5,35 @@ from __future__ import annotations
 import json
 import sys
 
-from jobgauge.cli_options import add_conf_option, add_datasize_option, parse_key_values
+from jobgauge.cli_options import (add_command, add_command_group, add_conf_option,
+                                  add_data_root_option, add_datasize_option, add_json_option,
+                                  add_master_option, add_timeout_option, finish_run,
+                                  parse_key_values, print_result)
 
 
 def register(subparsers) -> None:
     """Add ``run`` and ``collect``."""
-    parser = subparsers.add_parser(
-        "run", help="run a workload once on real Spark and record it",
+    kinds = add_command_group(
+        subparsers, "run", help="run a workload once on real Spark and record it",
         description="Run one workload as a real Spark application with event logging on, "
-                    "profile its event log and record the run (failed and timed-out runs too).")
-    kinds = parser.add_subparsers(dest="suite", metavar="SUITE", required=True)
-    tpch = kinds.add_parser("tpch", help="one TPC-H query (data from tpchgen-cli, cached per scale)")
+                    "profile its event log and record the run (failed and timed-out runs too).",
+        metavar="SUITE")
+    tpch = add_command(kinds, "tpch", run_tpch_command,
+                       help="one TPC-H query (data from tpchgen-cli, cached per scale)")
     tpch.add_argument("--query", type=int, required=True, metavar="N", help="1..22")
     add_datasize_option(tpch, default="0.1", tpch=True,
                         help="scale factor, 0.1 or sf0.1 (default 0.1)")
     _common(tpch)
-    tpch.set_defaults(handler=run_tpch_command)
-    hibench = kinds.add_parser("hibench", help="one HiBench workload")
+    hibench = add_command(kinds, "hibench", run_hibench_command, help="one HiBench workload")
     hibench.add_argument("--workload", required=True, metavar="NAME")
     add_datasize_option(hibench, default="tiny", old=("--size",),
                         help="HiBench size profile (default tiny)")
     _common(hibench)
-    hibench.set_defaults(handler=run_hibench_command)
 
-    hadoop = kinds.add_parser(
-        "hadoop", help="one HiBench MapReduce job (wordcount, sort, terasort) in Hadoop's local mode")
+    hadoop = add_command(kinds, "hadoop", run_hadoop_command,
+                         help="one HiBench MapReduce job (wordcount, sort, terasort) in Hadoop's "
+                              "local mode",
+                         json="the run")
     hadoop.add_argument("--workload", required=True, choices=("wordcount", "sort", "terasort"))
     add_datasize_option(hadoop, default="tiny", old=("--size",),
                         choices=("tiny", "medium-local", "small"),
@@ -37,18 +41,15 @@ def register(subparsers) -> None:
     add_conf_option(hadoop, old=("--knob",),
                     help="a MapReduce setting (mapreduce.job.reduces=2, combiner=false, ...); "
                          "repeatable")
-    hadoop.add_argument("--timeout", type=float, default=600, metavar="SECONDS")
+    add_timeout_option(hadoop, default=600)
     hadoop.add_argument("--work-dir", metavar="DIR", help="inputs, outputs and the job build")
-    hadoop.add_argument("--json", action="store_true")
-    hadoop.set_defaults(handler=run_hadoop_command)
 
-    parser = subparsers.add_parser(
-        "collect", help="measure workloads x sizes x a configuration design from a plan file",
-        description="Run every run a TOML plan asks for that is not measured yet (resumable), "
-                    "with a progress bar, and write the plan's run table.")
+    parser = add_command(subparsers, "collect", collect_command,
+                         help="measure workloads x sizes x a configuration design from a plan file",
+                         json="the summary")
     parser.add_argument("plan", metavar="PLAN.toml")
     parser.add_argument("--work-dir", metavar="DIR", help="journal and event logs (default var/collect/NAME)")
-    parser.add_argument("--data-root", metavar="DIR", help="where generated inputs are cached")
+    add_data_root_option(parser)
     parser.add_argument("--limit", type=int, metavar="N", help="run at most N more runs")
     parser.add_argument("--dry-run", action="store_true", help="print the planned runs and exit")
     parser.add_argument("--load-threshold", type=float, metavar="LOAD",
@@ -57,16 +58,14 @@ def register(subparsers) -> None:
     parser.add_argument("--max-load-wait", type=float, metavar="SECONDS",
                         help="wait at most this long for a quiet machine, then run anyway and "
                              "mark the run (default: the plan's load_wait_s, else 300)")
-    parser.add_argument("--json", action="store_true")
-    parser.set_defaults(handler=collect_command)
 
 
 def _common(parser):
     add_conf_option(parser, help="a Spark setting; repeatable")
-    parser.add_argument("--master", default="local[2]", help="local[N] (default local[2])")
-    parser.add_argument("--timeout", type=float, default=600, metavar="SECONDS")
-    parser.add_argument("--data-root", metavar="DIR", help="where generated inputs are cached")
-    parser.add_argument("--json", action="store_true")
+    add_master_option(parser)
+    add_timeout_option(parser, default=600)
+    add_data_root_option(parser)
+    add_json_option(parser, "the run")
 
 
 def _run(args, workload, size) -> int:
@@ -85,24 +84,25 @@ def _run(args, workload, size) -> int:
     out["eventlog"] = run["eventlog"]
     out["result"] = run.get("result")
     out["profile"] = profile.summary() if profile is not None else None
-    if args.json:
-        print(json.dumps(out, default=str))
-    else:
-        print(f"run {out['id']}: {workload} {size} {run['status']}"
-              + (f" in {run['runtime_s']:.2f} s" if run["runtime_s"] is not None else ""))
-        if profile is not None:
-            totals = profile.totals
-            print(f"  jobs {profile.n_jobs}, stages {profile.n_stages}, tasks {profile.n_tasks}, "
-                  f"input {totals.get('input_bytes')} B, shuffle read "
-                  f"{totals.get('shuffle_read_bytes')} B, shuffle write "
-                  f"{totals.get('shuffle_write_bytes')} B, executor run time "
-                  f"{totals.get('executor_run_time_ms')} ms")
-        if run.get("error"):
-            print("  error: " + run["error"].splitlines()[0])
-    return 0 if run["status"] == "succeeded" else 1
+    lines = [f"run {out['id']}: {workload} {size} {run['status']}{_took(run['runtime_s'])}"]
+    if profile is not None:
+        totals = profile.totals
+        lines.append(f"  jobs {profile.n_jobs}, stages {profile.n_stages}, tasks "
+                     f"{profile.n_tasks}, input {totals.get('input_bytes')} B, shuffle read "
+                     f"{totals.get('shuffle_read_bytes')} B, shuffle write "
+                     f"{totals.get('shuffle_write_bytes')} B, executor run time "
+                     f"{totals.get('executor_run_time_ms')} ms")
+    return finish_run(args.json, out, lines, status=run["status"], error=run.get("error"))
+
+
+def _took(runtime_s) -> str:
+    """`` in 12.34 s`` of a measured runtime, nothing for a run without one."""
+    return "" if runtime_s is None else f" in {runtime_s:.2f} s"
 
 
 def run_tpch_command(args) -> int:
+    """Run one TPC-H query on Spark (input generated by tpchgen-cli, cached per scale) and
+    record it."""
     from jobgauge.profiler.workloads.tpch import TpchQuery, scale_label
 
     workload = TpchQuery(args.query)
@@ -110,10 +110,13 @@ def run_tpch_command(args) -> int:
 
 
 def run_hibench_command(args) -> int:
+    """Run one HiBench workload on Spark at a size profile and record it."""
     return _run(args, args.workload, args.datasize)
 
 
 def run_hadoop_command(args) -> int:
+    """Run one HiBench MapReduce job (wordcount, sort or terasort) in Hadoop's local mode,
+    profile its job history and record it."""
     from jobgauge.profiler.hadoop_runner import run_mapreduce_job, store_arguments
     from jobgauge.profiler.runner import DEFAULT_DATA_ROOT
     from jobgauge.store import open_store
@@ -131,21 +134,20 @@ def run_hadoop_command(args) -> int:
            "framework": "hadoop", "status": record["status"], "runtime_s": record["runtime_s"],
            "input_bytes": record.get("input_bytes"), "settings": record.get("settings"),
            "error": record.get("error"), "profile": profile.summary() if profile else None}
-    if args.json:
-        print(json.dumps(out, default=str))
-    else:
-        print(f"run {run_key}: MapReduce {args.workload} {args.datasize} {record['status']}"
-              + (f" in {record['runtime_s']:.2f} s" if record["runtime_s"] is not None else ""))
-        if profile is not None:
-            print(f"  map tasks {profile.totals.get('map_tasks')}, reduce tasks "
-                  f"{profile.totals.get('reduce_tasks')}, input {profile.totals.get('input_bytes')} B,"
-                  f" shuffle {profile.totals.get('shuffle_read_bytes')} B")
-        if record.get("error"):
-            print("  error: " + record["error"].splitlines()[0])
-    return 0 if record["status"] == "succeeded" else 1
+    lines = [f"run {run_key}: MapReduce {args.workload} {args.datasize} {record['status']}"
+             f"{_took(record['runtime_s'])}"]
+    if profile is not None:
+        totals = profile.totals
+        lines.append(f"  map tasks {totals.get('map_tasks')}, reduce tasks "
+                     f"{totals.get('reduce_tasks')}, input {totals.get('input_bytes')} B, "
+                     f"shuffle {totals.get('shuffle_read_bytes')} B")
+    return finish_run(args.json, out, lines, status=record["status"], error=record.get("error"))
 
 
 def collect_command(args) -> int:
+    """Run every run a TOML plan asks for that is not measured yet (resumable), with a progress
+    bar, and write the plan's run table."""
+
     from jobgauge.profiler.collect import collect, load_plan, planned_runs
     from jobgauge.store import open_store
 
@@ -158,14 +160,12 @@ def collect_command(args) -> int:
     summary = collect(args.plan, work_dir=args.work_dir, data_root=args.data_root,
                       store=open_store(args.store), limit=args.limit,
                       load_threshold=args.load_threshold, load_wait_s=args.max_load_wait)
-    if args.json:
-        print(json.dumps(summary))
-    else:
-        print(f"{summary['plan']}: {summary['done']}/{summary['planned']} runs measured "
-              f"({summary['added']} now)")
-        for workload, cov in summary["noise"].items():
-            print(f"  noise (CoV of repeats) {workload}: {cov:.1%}")
-        if summary["busy_starts"] or summary["remeasured"]:
-            print(f"  {summary['busy_starts']} runs started on a busy machine (waited the "
-                  f"longest allowed), {summary['remeasured']} measured again")
+    lines = [f"{summary['plan']}: {summary['done']}/{summary['planned']} runs measured "
+             f"({summary['added']} now)"]
+    lines += [f"  noise (CoV of repeats) {workload}: {cov:.1%}"
+              for workload, cov in summary["noise"].items()]
+    if summary["busy_starts"] or summary["remeasured"]:
+        lines.append(f"  {summary['busy_starts']} runs started on a busy machine (waited the "
+                     f"longest allowed), {summary['remeasured']} measured again")
+    print_result(args.json, summary, lines)
     return 0

@@ -75,11 +75,26 @@ def spark(spark_eventlog_dir):
 
 
 def _free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (free when asked)."""
     import socket
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def run_spark_script(source: str, script: Path, folder: Path, failure: str) -> str:
+    """Write ``source`` to ``script`` and run it in a new Python process (a SparkSession
+    of its own) with ``folder`` as its argument; what it printed, or the test fails with
+    ``failure`` and the end of the script's error output."""
+    import subprocess
+
+    script.write_text(source)
+    done = subprocess.run([sys.executable, str(script), str(folder)], capture_output=True,
+                          text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        pytest.fail(f"{failure}:\n{done.stderr[-3000:]}")
+    return done.stdout
 
 
 @pytest.fixture(scope="session")
@@ -121,6 +136,66 @@ def postgres_url():
         subprocess.run(prefix + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
                                  "stop"], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def scout(datasets_dir):
+    """Scout's measured multi-node runs (shared datasets) as a run table."""
+    from jobgauge.runtable import read_run_tables
+
+    return read_run_tables([datasets_dir / "scout_multinode.csv"])
+
+
+@pytest.fixture(scope="module")
+def c3o(datasets_dir):
+    """C3O's measured EMR runs (shared datasets) as a run table."""
+    from jobgauge.runtable import read_run_tables
+
+    return read_run_tables([datasets_dir / "c3o_emr.csv"])
+
+
+class RecordingStore:
+    """A store that keeps the runs added to it, in order, as (run, settings) pairs."""
+
+    def __init__(self):
+        self.runs = []
+
+    def add_run(self, run, settings, profile=None, dag=None):
+        self.runs.append((run, settings))
+        return len(self.runs)
+
+
+@pytest.fixture
+def recording_store() -> RecordingStore:
+    """An empty :class:`RecordingStore`, for the tuner's measured studies."""
+    return RecordingStore()
+
+
+# -- schemathesis over the JSON API (test_webapp_api.py, test_fuzz_api.py) ---------------
+
+def over_api_operations(cases, *, max_examples: int):
+    """Decorator: one test per ``(method, path, GenerationMode)`` case, given Hypothesis'
+    ``data`` to draw that operation's requests with :func:`draw_request`.
+
+    (Schemathesis' own ``from_fixture`` integration reads a pytest attribute that pytest 9
+    removed, so the cases are drawn inside an ordinary parametrized test.)
+    """
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    def decorate(test):
+        test = given(data=st.data())(test)
+        test = settings(max_examples=max_examples, deadline=None, derandomize=True,
+                        database=None, suppress_health_check=list(HealthCheck))(test)
+        return pytest.mark.parametrize("method, path, mode", cases,
+                                       ids=[f"{m} {p} {mode.value}" for m, p, mode in cases])(test)
+
+    return decorate
+
+
+def draw_request(schema, method, path, mode, data):
+    """One generated request (a schemathesis ``Case``) for an operation of ``schema``."""
+    return data.draw(schema[path][method].as_strategy(generation_mode=mode))
 
 
 @pytest.fixture(scope="session")

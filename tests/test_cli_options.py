@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -150,3 +151,76 @@ def test_submit_opens_the_store_it_is_given(tmp_path, monkeypatch, capsys):
     assert submit.main(["--store", str(given), "--master", "local[1]", "job.py"]) == 0
     assert "tuning skipped" in capsys.readouterr().err   # the given store's model is unusable
     assert given.is_file() and not (tmp_path / "env.db").exists()
+
+
+def _leaf_parsers(parser, path=()):
+    """(command words, parser) of every subcommand that runs a handler."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _leaf_parsers(sub, (*path, name))
+    if parser.get_default("handler") is not None:
+        yield path, parser
+
+
+def _options(parser):
+    return {spelling: action for action in parser._actions for spelling in action.option_strings}
+
+
+def test_shared_options_mean_the_same_in_every_subcommand():
+    leaves = list(_leaf_parsers(build_parser()))
+    assert len(leaves) >= 20
+    seen = set()
+    for words, parser in leaves:
+        assert parser.description, f"jobgauge {' '.join(words)} --help has no description"
+        options = _options(parser)
+        if "--json" in options:
+            seen.add("--json")
+            action = options["--json"]
+            assert action.const is True and action.default is False
+            assert action.help.startswith("print JSON: "), words
+        if "--timeout" in options:
+            seen.add("--timeout")
+            action = options["--timeout"]
+            assert action.type is float and action.metavar == "SECONDS", words
+            assert f"after SECONDS (default {action.default:g})" in action.help, words
+        if "--master" in options:
+            seen.add("--master")
+            assert options["--master"].default == "local[2]", words
+        if "--data-root" in options:
+            seen.add("--data-root")
+            action = options["--data-root"]
+            assert action.metavar == "DIR" and action.default is None, words
+            assert "where generated" in action.help, words
+    assert seen == {"--json", "--timeout", "--master", "--data-root"}
+
+
+def test_print_result_and_finish_run(capsys):
+    from jobgauge.cli_options import finish_run, print_result
+
+    print_result(True, {"a": 1, "when": Path("/x")}, ["not shown"])
+    print_result(False, {"a": 1}, ["one", "two"])
+    print_result(False, {"a": 1}, "three")
+    assert capsys.readouterr().out == '{"a": 1, "when": "/x"}\none\ntwo\nthree\n'
+    assert finish_run(False, {}, ["run 1: ok"], status="succeeded") == 0
+    assert finish_run(False, {}, ["run 2: failed"], status="failed",
+                      error="OutOfMemoryError\n  at ...") == 1
+    assert capsys.readouterr().out == "run 1: ok\nrun 2: failed\n  error: OutOfMemoryError\n"
+    assert finish_run(True, {"status": "timed_out"}, ["x"], status="timed_out", error="late") == 1
+    assert json.loads(capsys.readouterr().out) == {"status": "timed_out"}
+
+
+def test_input_files_that_cannot_be_read_give_one_line(tmp_path, capsys):
+    from jobgauge.cli_options import read_input_file
+    from jobgauge.webapp.settings import settings_from_file
+
+    with pytest.raises(UsageError, match="plan file .*missing.txt does not exist"):
+        read_input_file(tmp_path / "missing.txt", "plan file")
+    with pytest.raises(UsageError, match="settings file .* is a directory"):
+        settings_from_file(tmp_path)
+    assert main(["dag", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.strip() == f"jobgauge: error: plan file {tmp_path} is a directory"
+    (tmp_path / "s.toml").write_bytes(b"tune_trials = 3\n")
+    assert read_input_file(tmp_path / "s.toml") == b"tune_trials = 3\n"

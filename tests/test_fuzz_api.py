@@ -11,7 +11,6 @@ real service.  Budgets (``max_examples``) keep the file under a minute of CPU.
 from __future__ import annotations
 
 import re
-import socket
 
 import pytest
 import schemathesis
@@ -30,18 +29,14 @@ from jobgauge.webapp.requests import (
 )
 from jobgauge.webapp.settings import is_loopback, parse_bind
 
+from conftest import _free_port, draw_request, over_api_operations
+
 TOKEN = "fuzz-token-0123456789abcdef"
 WORKLOADS = [f"tpch-q{n}" for n in range(1, 23)] + ["wordcount", "terasort", "join"]
 CATALOG = {"local[1]": 1, "local[2]": 1, "m5.xlarge": 1}
 CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance]
 FUZZ = settings(max_examples=300, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # ------------------------------------------------------------------ Hypothesis: validators
@@ -118,12 +113,12 @@ def test_bind_and_loopback_raise_only_our_errors(text):
 @pytest.fixture(scope="module")
 def fuzz_app(tmp_path_factory, web_training_runs):
     store = tmp_path_factory.mktemp("fuzz") / "store.db"
-    port = _closed_port()
+    port = _free_port()
     return create_app({
         "TESTING": True, "STORE_URL": str(store), "MODEL_KIND": "tree",
         "RUNS_DIR": str(web_training_runs), "TUNE_TRIALS": 2, "OPEN_TUNE_TRIALS": 2,
         "MAX_TUNE_TRIALS": 3, "MAX_QUERY_CHARS": 2000, "HIVE_HOST": "127.0.0.1",
-        "HIVE_PORT": _closed_port(), "EVENTLOG_DIRS": (), "API_TOKEN": TOKEN,
+        "HIVE_PORT": _free_port(), "EVENTLOG_DIRS": (), "API_TOKEN": TOKEN,
         "SPARK_UI_ALLOWLIST": (f"127.0.0.1:{port}",)})
 
 
@@ -157,14 +152,9 @@ CASES = [(m, p, GenerationMode.POSITIVE) for m, p in OPERATIONS] + \
 SERVER_ERRORS = []
 
 
-@pytest.mark.parametrize("method, path, mode", CASES,
-                         ids=[f"{m} {p} {mode.value}" for m, p, mode in CASES])
-@settings(max_examples=40, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(data=st.data())
+@over_api_operations(CASES, max_examples=40)
 def test_every_operation_of_the_document(fuzz_schema, method, path, mode, data):
-    operation = fuzz_schema[path][method]
-    case = data.draw(operation.as_strategy(generation_mode=mode))
+    case = draw_request(fuzz_schema, method, path, mode, data)
     response = case.call_and_validate(checks=CHECKS,
                                       headers={"Authorization": f"Bearer {TOKEN}"})
     if response.status_code >= 500:

@@ -38,16 +38,6 @@ FAST = {"forest": {"n_estimators": 10}, "gbm": {"max_iter": 20},
 
 
 @pytest.fixture(scope="module")
-def scout(datasets_dir):
-    return read_run_tables([datasets_dir / "scout_multinode.csv"])
-
-
-@pytest.fixture(scope="module")
-def c3o(datasets_dir):
-    return read_run_tables([datasets_dir / "c3o_emr.csv"])
-
-
-@pytest.fixture(scope="module")
 def small(scout):
     """Three Scout workloads on 14 cluster configurations, some runs at the 2-hour limit."""
     clusters = sorted(set(zip(scout["instance_type"], scout["instance_count"])))[::5]

@@ -37,6 +37,8 @@ from jobgauge.profiler.profile import Profile
 
 from jobgauge.errors import ParseError
 
+from conftest import run_spark_script
+
 CORPUS_LOGS = [
     "apache-spark/app-20161116163331-0000",
     "apache-spark/application_1506645932520_24630151",
@@ -454,13 +456,9 @@ def spark_logs(tmp_path_factory) -> dict[str, Path]:
     """Event logs Spark 4.3 wrote here: Spark's defaults (rolling zstd, 3 parts), lz4,
     snappy, plain with a failed job; each compressed file also decoded by Spark."""
     out = tmp_path_factory.mktemp("spark-logs")
-    script = out / "write_logs.py"
-    script.write_text(_WRITE_LOGS)
-    done = subprocess.run([sys.executable, str(script), str(out)], capture_output=True,
-                          text=True, timeout=600, check=False)
-    if done.returncode != 0:
-        pytest.fail(f"Spark could not write the logs:\n{done.stderr[-3000:]}")
-    apps = json.loads(done.stdout.split("APPS=")[-1])
+    printed = run_spark_script(_WRITE_LOGS, out / "write_logs.py", out,
+                               "Spark could not write the logs")
+    apps = json.loads(printed.split("APPS=")[-1])
     logs = {}
     for name in apps:
         entries = [p for p in (out / name).iterdir() if not p.name.endswith("-by-spark")]

@@ -12,9 +12,7 @@ import io
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import textwrap
 import time
 import urllib.request
@@ -28,6 +26,8 @@ from jobgauge.profiler.sparkrest import SparkRestClient, parse_url
 
 from jobgauge.cli import main
 from jobgauge.errors import GaugeError, ParseError
+
+from conftest import _free_port, run_spark_script
 
 
 def _corpus_log_files(corpus_dir: Path) -> list[Path]:
@@ -55,12 +55,6 @@ _WRITE_LOG = textwrap.dedent('''
 ''')
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _listed(base: str) -> set[str]:
     with urllib.request.urlopen(base + "/api/v1/applications", timeout=5) as reply:
         return {app["id"] for app in json.load(reply)}
@@ -77,13 +71,9 @@ def history(tmp_path_factory, corpus_dir):
     run_dir.mkdir()
     for path in _corpus_log_files(corpus_dir):
         shutil.copyfile(path, logs / path.name)
-    script = root / "write_log.py"
-    script.write_text(_WRITE_LOG)
-    done = subprocess.run([sys.executable, str(script), str(logs)], capture_output=True,
-                          text=True, timeout=600, check=False)
-    if done.returncode != 0:
-        pytest.fail(f"Spark could not write the log:\n{done.stderr[-3000:]}")
-    new_app = done.stdout.split("APP=")[-1].strip()
+    printed = run_spark_script(_WRITE_LOG, root / "write_log.py", logs,
+                               "Spark could not write the log")
+    new_app = printed.split("APP=")[-1].strip()
 
     expected = {read_eventlog(p).app_id: p for p in logs.iterdir()}
     assert new_app in expected

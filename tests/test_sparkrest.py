@@ -13,7 +13,6 @@ Server is in ``test_profiler_history.py``.
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 import urllib.parse
@@ -28,15 +27,11 @@ from jobgauge.profiler.sparkrest import (SparkRestClient, SparkRestError, SparkU
 
 from jobgauge.errors import GaugeError, ParseError, UsageError
 
+from conftest import _free_port
+
 RECORDED = Path(__file__).parent / "golden" / "sparkrest"
 APP = "local-1642039451826"
 SQL_APP = "local-1596020211915"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class _Recorded(BaseHTTPRequestHandler):

@@ -14,7 +14,6 @@ from optuna.trial import FixedTrial
 
 from jobgauge.errors import GaugeError, ParseError, StoreError, UsageError
 from jobgauge.knobs import EQUIVALENTS
-from jobgauge.runtable import read_run_tables
 from jobgauge.tuner import (KNOBS, CandidateSet, Goal, InvalidConfiguration, Measurement,
                             Objective, ReplayTable, SearchSpace, UnknownInstanceType,
                             build_space, check_configuration, cost_usd, get_storage,
@@ -24,16 +23,6 @@ from jobgauge.tuner import (KNOBS, CandidateSet, Goal, InvalidConfiguration, Mea
 from jobgauge.knobs import Knob
 
 MiB = 1024 * 1024
-
-
-@pytest.fixture(scope="module")
-def scout(datasets_dir):
-    return read_run_tables([datasets_dir / "scout_multinode.csv"])
-
-
-@pytest.fixture(scope="module")
-def c3o(datasets_dir):
-    return read_run_tables([datasets_dir / "c3o_emr.csv"])
 
 
 @pytest.fixture(scope="module")
@@ -405,16 +394,7 @@ def test_both_objectives_give_a_pareto_front(scout):
 
 # ------------------------------------------------------------------- measured
 
-class _RecordingStore:
-    def __init__(self):
-        self.runs = []
-
-    def add_run(self, run, settings, profile=None, dag=None):
-        self.runs.append((run, settings))
-        return len(self.runs)
-
-
-def test_measured_mode_records_runs_and_starts_from_history(c3o):
+def test_measured_mode_records_runs_and_starts_from_history(c3o, recording_store):
     # the "runs" are the real measured runs of a C3O job, served one at a time
     where = {"line_length": "100", "lines": "120000000"}
     table = ReplayTable(c3o, "sort", where=where)
@@ -427,7 +407,7 @@ def test_measured_mode_records_runs_and_starts_from_history(c3o):
                                     "instance_count": config["instance_count"],
                                     "hourly_price_usd": measured.hourly_price_usd}
 
-    store = _RecordingStore()
+    store = recording_store
     history = history_frame(c3o, "sort")
     result = tune_measured(run_trial, table.candidates, goal=Goal("cost"), n_trials=3, seed=0,
                            store=store, history=c3o, workload="sort",

@@ -225,17 +225,8 @@ def test_model_guided_errors(with_model):
 
 # ---------------------------------------------------- measured, on real Spark
 
-class _RecordingStore:
-    def __init__(self):
-        self.runs = []
-
-    def add_run(self, run, settings, profile=None, dag=None):
-        self.runs.append((run, settings))
-        return len(self.runs)
-
-
 @pytest.mark.spark
-def test_measured_study_on_real_spark_runs(spark):
+def test_measured_study_on_real_spark_runs(spark, recording_store):
     """Each trial is a real run in the session; the runs of one job then seed another's study."""
     import pandas as pd
 
@@ -258,7 +249,7 @@ def test_measured_study_on_real_spark_runs(spark):
     base = {"source": "test", "framework": "spark", "datasize": "", "input_bytes": float("nan"),
             "instance_type": "local", "instance_count": 1, "vcpus": 2, "memory_gib": 2,
             "hourly_price_usd": float("nan")}
-    store = _RecordingStore()
+    store = recording_store
     try:
         result = tune_measured(runner("groupby-sum", "sum"), space, n_trials=3, seed=0,
                                store=store, base_row=base)

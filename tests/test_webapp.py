@@ -12,7 +12,6 @@ import csv
 import json
 import math
 import re
-import socket
 from datetime import UTC
 from pathlib import Path
 
@@ -24,6 +23,8 @@ from jobgauge.webapp.requests import (
     EstimateRequest, InvalidField, parse_estimate, parse_run, parse_run_query,
 )
 from jobgauge.webapp.service import executor_layout, jsonable, recommend, tuned_answer
+
+from conftest import _free_port
 
 REPO = Path(__file__).resolve().parent.parent
 WORKLOADS = [f"tpch-q{n}" for n in range(1, 23)] + ["wordcount", "terasort"]
@@ -63,12 +64,6 @@ def client(app):
 def _scout_row(datasets_dir) -> dict:
     with open(datasets_dir / "scout_multinode.csv", newline="") as handle:
         return next(csv.DictReader(handle))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # ------------------------------------------------------------------ every route answers

@@ -21,13 +21,10 @@ generated query never starts a JVM; the API must then still answer, with
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import (
     not_a_server_error, response_schema_conformance, status_code_conformance,
@@ -35,16 +32,12 @@ from schemathesis.checks import (
 
 from jobgauge.webapp import create_app
 
+from conftest import _free_port, draw_request, over_api_operations
+
 REPO = Path(__file__).resolve().parent.parent
 CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance]
 OPERATIONS = [("POST", "/estimate"), ("POST", "/tune"), ("GET", "/runs"), ("POST", "/runs"),
               ("GET", "/models"), ("GET", "/instance-types"), ("GET", "/openapi.json")]
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 
@@ -59,7 +52,7 @@ def api_app(tmp_path, training_runs):
     return create_app({"TESTING": True, "STORE_URL": str(tmp_path / "store.db"),
                        "MODEL_KIND": "tree", "RUNS_DIR": str(training_runs), "TUNE_TRIALS": 3, "MAX_TUNE_TRIALS": 4,
                        "MAX_QUERY_CHARS": 2000, "HIVE_HOST": "127.0.0.1",
-                       "HIVE_PORT": _closed_port(), "EVENTLOG_DIRS": ()})
+                       "HIVE_PORT": _free_port(), "EVENTLOG_DIRS": ()})
 
 
 @pytest.fixture
@@ -72,14 +65,9 @@ CASES = [(m, p, GenerationMode.POSITIVE) for m, p in OPERATIONS] + \
     [(m, p, GenerationMode.NEGATIVE) for m, p in OPERATIONS if (m, p) in WITH_INPUT]
 
 
-@pytest.mark.parametrize("method, path, mode", CASES,
-                         ids=[f"{m} {p} {mode.value}" for m, p, mode in CASES])
-@settings(max_examples=15, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(data=st.data())
+@over_api_operations(CASES, max_examples=15)
 def test_api_conforms_to_its_openapi_document(api_schema, method, path, mode, data):
-    operation = api_schema[path][method]
-    case = data.draw(operation.as_strategy(generation_mode=mode))
+    case = draw_request(api_schema, method, path, mode, data)
     case.call_and_validate(checks=CHECKS)
 
 

@@ -8,7 +8,6 @@ failed on the code before the fix (the comment says how it failed).
 from __future__ import annotations
 
 import csv
-import socket
 import tempfile
 import threading
 from pathlib import Path
@@ -20,21 +19,17 @@ from jobgauge.errors import StoreError, UsageError
 from jobgauge.store import DuplicateRun, open_store
 from jobgauge.webapp import create_app
 
+from conftest import _free_port
+
 TOKEN = "ci-token-0123456789abcdef0123"
 OTHER_TOKEN = "lab-token-fedcba9876543210fedc"
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _app(tmp_path, training_runs, **settings):
     return create_app({
         "TESTING": True, "STORE_URL": str(tmp_path / "store.db"), "MODEL_KIND": "tree",
         "RUNS_DIR": str(training_runs), "TUNE_TRIALS": 2, "OPEN_TUNE_TRIALS": 3,
-        "MAX_TUNE_TRIALS": 20, "HIVE_HOST": "127.0.0.1", "HIVE_PORT": _closed_port(),
+        "MAX_TUNE_TRIALS": 20, "HIVE_HOST": "127.0.0.1", "HIVE_PORT": _free_port(),
         "EVENTLOG_DIRS": (), "API_TOKEN": TOKEN, "API_TOKEN_SOURCE": "ci-cluster",
         "API_TOKENS": {OTHER_TOKEN: "lab"}, **settings})
 
@@ -187,7 +182,7 @@ def test_malformed_app_urls_are_400(client, url):
 
 
 def test_network_errors_are_not_echoed(client):
-    port = _closed_port()
+    port = _free_port()
     body = _is_error(client.get("/api/v1/apps", query_string={
         "url": f"http://127.0.0.1:{port}"}), 404)
     assert "refused" not in body["error"].lower() and "errno" not in body["error"].lower()
@@ -206,7 +201,7 @@ def test_allow_list_entries(tmp_path, training_runs):
     assert not _entry_matches("10.0.0.0/8", "11.4.5.6", 4040)
     assert _entry_matches("::1", "::1", 4040)
     app = _app(tmp_path, training_runs, SPARK_UI_ALLOWLIST=(),
-               HISTORY_SERVER=f"http://127.0.0.1:{_closed_port()}")
+               HISTORY_SERVER=f"http://127.0.0.1:{_free_port()}")
     client = app.test_client()
     _is_error(client.get("/api/v1/apps", query_string={"url": "http://localhost:4040"}), 403)
     # the History Server is allowed, and is the default address
@@ -368,7 +363,7 @@ def test_a_corrupt_store_is_one_clear_error_and_no_retraining(tmp_path, training
 
 def test_serve_exits_cleanly_on_a_store_it_cannot_read(tmp_path, capsys):
     code = main(["--store", str(_corrupt_store(tmp_path)), "serve", "--port",
-                 str(_closed_port())])
+                 str(_free_port())])
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1 and "file is not a database" in err
     assert "Traceback" not in err

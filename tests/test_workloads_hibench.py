@@ -41,6 +41,16 @@ def tiny(data_root):
     return get
 
 
+@pytest.fixture
+def run_tiny(spark, tiny, tmp_path):
+    """``run_tiny(name)``: (the tiny data folder of a workload, its Spark job's result)."""
+    def run(name: str) -> tuple[Path, dict]:
+        path = tiny(name)
+        return path, HIBENCH_WORKLOADS[name].run(spark, path, output_dir=tmp_path)
+
+    return run
+
+
 def data_hash(folder: Path) -> str:
     digest = hashlib.sha256()
     files = sorted(p for p in folder.rglob("*")
@@ -231,9 +241,8 @@ def test_text_data_looks_like_random_text_writer(tiny):
 # --- jobs against independent computations --------------------------------------
 
 @pytest.mark.spark
-def test_wordcount_matches_counter(spark, tiny, tmp_path):
-    path = tiny("wordcount")
-    result = HIBENCH_WORKLOADS["wordcount"].run(spark, path, output_dir=tmp_path)
+def test_wordcount_matches_counter(run_tiny):
+    path, result = run_tiny("wordcount")
     counts = collections.Counter(w.decode() for line in text_lines(path) for w in line.split(b" "))
     assert result["total_words"] == sum(counts.values()) > 4000
     assert result["distinct_words"] == len(counts)
@@ -242,18 +251,16 @@ def test_wordcount_matches_counter(spark, tiny, tmp_path):
 
 
 @pytest.mark.spark
-def test_sort_output_is_the_sorted_input(spark, tiny, tmp_path):
-    path = tiny("sort")
-    result = HIBENCH_WORKLOADS["sort"].run(spark, path, output_dir=tmp_path)
+def test_sort_output_is_the_sorted_input(run_tiny):
+    path, result = run_tiny("sort")
     output = text_lines(Path(result["output"]))
     assert output == sorted(text_lines(path))
     assert result["records"] == len(output) and result["sorted"] is True
 
 
 @pytest.mark.spark
-def test_terasort_orders_records_by_key(spark, tiny, tmp_path):
-    path = tiny("terasort")
-    result = HIBENCH_WORKLOADS["terasort"].run(spark, path, output_dir=tmp_path)
+def test_terasort_orders_records_by_key(run_tiny):
+    path, result = run_tiny("terasort")
     records = text_lines(path)
     output = text_lines(Path(result["output"]))
     assert collections.Counter(output) == collections.Counter(records)
@@ -272,9 +279,8 @@ def test_sortedness_flag_detects_unsorted_output(tmp_path):
 
 
 @pytest.mark.spark
-def test_repartition_counts_every_record(spark, tiny, tmp_path):
-    path = tiny("repartition")
-    result = HIBENCH_WORKLOADS["repartition"].run(spark, path, output_dir=tmp_path)
+def test_repartition_counts_every_record(spark, run_tiny):
+    path, result = run_tiny("repartition")
     assert result == {"records": len(text_lines(path)), "partitions":
                       int(spark.conf.get("spark.sql.shuffle.partitions"))}
     assert result["records"] == 32
@@ -285,9 +291,8 @@ def _uservisits(path: Path):
 
 
 @pytest.mark.spark
-def test_scan_copies_every_row(spark, tiny, tmp_path):
-    path = tiny("scan")
-    result = HIBENCH_WORKLOADS["scan"].run(spark, path, output_dir=tmp_path)
+def test_scan_copies_every_row(spark, run_tiny):
+    path, result = run_tiny("scan")
     source = _uservisits(path)
     copy = table(Path(result["output"]))
     assert result["rows"] == len(source) == len(copy) == 1000
@@ -299,9 +304,8 @@ def test_scan_copies_every_row(spark, tiny, tmp_path):
 
 
 @pytest.mark.spark
-def test_aggregation_matches_pandas_groupby(spark, tiny, tmp_path):
-    path = tiny("aggregation")
-    result = HIBENCH_WORKLOADS["aggregation"].run(spark, path, output_dir=tmp_path)
+def test_aggregation_matches_pandas_groupby(run_tiny):
+    path, result = run_tiny("aggregation")
     expected = _uservisits(path).groupby("sourceIP")["adRevenue"].sum()
     assert result["groups"] == len(expected)
     assert result["total_revenue"] == pytest.approx(float(expected.sum()), rel=1e-9)
@@ -310,9 +314,8 @@ def test_aggregation_matches_pandas_groupby(spark, tiny, tmp_path):
 
 
 @pytest.mark.spark
-def test_join_matches_pandas_merge(spark, tiny, tmp_path):
-    path = tiny("join")
-    result = HIBENCH_WORKLOADS["join"].run(spark, path, output_dir=tmp_path)
+def test_join_matches_pandas_merge(run_tiny):
+    path, result = run_tiny("join")
     visits = _uservisits(path)
     visits = visits[(visits.visitDate >= "1999-01-01") & (visits.visitDate <= "2000-01-01")]
     merged = table(path / "rankings").merge(visits, left_on="pageURL", right_on="destURL")
@@ -328,9 +331,8 @@ def test_join_matches_pandas_merge(spark, tiny, tmp_path):
 
 
 @pytest.mark.spark
-def test_kmeans_cost_is_consistent_and_beats_random_assignment(spark, tiny, tmp_path):
-    path = tiny("kmeans")
-    result = HIBENCH_WORKLOADS["kmeans"].run(spark, path, output_dir=tmp_path)
+def test_kmeans_cost_is_consistent_and_beats_random_assignment(run_tiny):
+    path, result = run_tiny("kmeans")
     points = np.array(table(path)["features"].tolist())
     assert points.shape == (30_000, 3)
     centers = np.array(result["centers"])
@@ -398,9 +400,8 @@ def spark_pagerank_reference(edges: list[tuple[int, int]], iterations: int) -> d
 
 
 @pytest.mark.spark
-def test_pagerank_matches_reference(spark, tiny, tmp_path):
-    path = tiny("pagerank")
-    result = HIBENCH_WORKLOADS["pagerank"].run(spark, path, output_dir=tmp_path)
+def test_pagerank_matches_reference(run_tiny):
+    path, result = run_tiny("pagerank")
     edges = [tuple(int(v) for v in line.split(b"\t")) for line in text_lines(path)]
     ranks = spark_pagerank_reference(edges, iterations=1)
     assert result["ranked_pages"] == len(ranks) == 50

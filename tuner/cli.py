@@ -11,20 +11,17 @@ import math
 import sys
 import time
 
-from jobgauge.cli_options import add_datasize_option, add_model_options, parse_key_values
+from jobgauge.cli_options import (add_command, add_data_root_option, add_datasize_option,
+                                  add_master_option, add_model_options, add_timeout_option,
+                                  parse_key_values)
 from jobgauge.errors import UsageError
 
 
 def register(subparsers) -> None:
     """Add this area's subcommands to the jobgauge parser."""
-    parser = subparsers.add_parser(
-        "tune", help="find the fastest or cheapest settings and cluster for a job",
-        description=(
-            "Search execution settings (Spark, Spark SQL/Hive session, MapReduce knobs) and "
-            "cluster configurations with Optuna.  Three modes share one search: "
-            "model-guided (default: a runtime model predicts every trial), --measure "
-            "(every trial is a real run) and --replay FILE (every trial looks up a "
-            "measured run in a run table)."))
+    parser = add_command(subparsers, "tune", _tune,
+                         help="find the fastest or cheapest settings and cluster for a job",
+                         json="one object")
     parser.add_argument("--workload", required=True, help="the job to tune, e.g. tpch-q1")
     add_datasize_option(parser, help="size label, e.g. sf0.1 or huge")
     parser.add_argument("--framework", default=None, help="engine as in run tables (spark, hadoop)")
@@ -38,13 +35,10 @@ def register(subparsers) -> None:
                       help="replay only runs whose job parameters (config_json) have this value")
     mode.add_argument("--measure", action="store_true",
                       help="measured: every trial is a real run through the runner")
-    mode.add_argument("--master", default="local[2]",
-                      help="Spark master of the runs (--measure) or of the job (local[N]: "
-                           "the runs' instance for the model); default local[2]")
-    mode.add_argument("--data-root", metavar="DIR", default=None,
-                      help="--measure: where workload inputs are generated and cached")
-    mode.add_argument("--timeout", type=float, default=600.0,
-                      help="seconds before a measured run counts as censored (default 600)")
+    add_master_option(mode, help="Spark master of the runs (--measure) or of the job "
+                                 "(local[N]: the runs' instance for the model); default local[2]")
+    add_data_root_option(mode, what="inputs (--measure)")
+    add_timeout_option(mode, default=600.0, what="--measure: a run counts as censored")
     add_model_options(mode, file_help="model-guided: model file (default: the store's newest "
                                       "model)", name_help="model-guided: a model in the store")
     goal = parser.add_argument_group("goal")
@@ -86,8 +80,6 @@ def register(subparsers) -> None:
     search.add_argument("--study-storage", default=None, metavar="project|memory|URL",
                         help="where the study is kept: the project database (default, "
                              "not for --replay), memory, or a database URL")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.set_defaults(handler=_tune)
 
 
 # ------------------------------------------------------------------- helpers
@@ -144,6 +136,10 @@ def _print_json(payload) -> None:
 # -------------------------------------------------------------------- handler
 
 def _tune(args) -> int:
+    """Search execution settings (Spark, Spark SQL/Hive session, MapReduce knobs) and cluster
+    configurations with Optuna.  Three modes share one search: model-guided (default: a
+    runtime model predicts every trial), --measure (every trial is a real run) and --replay
+    FILE (every trial looks up a measured run in a run table)."""
     if args.trials is not None and args.trials < 1:
         raise UsageError(f"--trials must be >= 1, got {args.trials}")
     _positive(args.deadline, "deadline")

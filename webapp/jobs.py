@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import re
 import statistics
+import threading
+from collections import OrderedDict
 from datetime import datetime, timezone
 
 from flask import Blueprint, abort, current_app, jsonify, render_template
@@ -109,17 +111,17 @@ def settings_changes(before: dict, after: dict) -> list[dict]:
             for k in keys if before.get(k) != after.get(k)]
 
 
-def _spark_profiles(store, run_keys) -> dict[int, str | None]:
-    """Run key -> application id of the runs among ``run_keys`` that have a Spark profile."""
+def _spark_profiles(store, job_key: str) -> dict[int, str | None]:
+    """Run key -> application id of the runs of one job that have a Spark profile."""
     import sqlalchemy as sa
 
-    if not run_keys:
-        return {}
-    profiles = store.profiles
+    profiles, runs = store.profiles, store.runs
     with store.reading() as connection:
-        rows = connection.execute(sa.select(profiles.c.run, profiles.c.app_id).where(
-            profiles.c.run.in_(list(run_keys)),
-            profiles.c.format.in_(SPARK_PROFILE_FORMATS))).all()
+        rows = connection.execute(
+            sa.select(profiles.c.run, profiles.c.app_id)
+            .join(runs, runs.c.id == profiles.c.run)
+            .where(runs.c.workload == job_key,
+                   profiles.c.format.in_(SPARK_PROFILE_FORMATS))).all()
     return {run: app_id for run, app_id in rows}
 
 
@@ -133,11 +135,33 @@ def _load_profile(store, run_key: int):
     return None
 
 
+_reports: OrderedDict = OrderedDict()   # (store url, run key, job key) -> report
+_reports_lock = threading.Lock()
+REPORTS_KEPT = 64                       # a stored profile never changes: its report is kept
+
+
+def _run_report(store, run_key: int, job_key: str) -> dict | None:
+    """The application report of one stored run (None when it has no Spark profile)."""
+    from jobgauge.profiler.app_report import application_report
+
+    key = (store.url, run_key, job_key)
+    with _reports_lock:
+        if key in _reports:
+            _reports.move_to_end(key)
+            return _reports[key]
+    profile = _load_profile(store, run_key)
+    report = None if profile is None else application_report(profile, job_key=job_key)
+    with _reports_lock:
+        _reports[key] = report
+        while len(_reports) > REPORTS_KEPT:
+            _reports.popitem(last=False)
+    return report
+
+
 def job_history(store, job_key: str) -> dict | None:
     """One job's runs, oldest first, with what changed between them and the advice of
     its latest profiled run; None when no run has this job key."""
     import sqlalchemy as sa
-    from jobgauge.profiler.app_report import application_report
 
     runs_table, settings = store.runs, store.settings
     with store.reading() as connection:
@@ -146,12 +170,13 @@ def job_history(store, job_key: str) -> dict | None:
         if not rows:
             return None
         config: dict[int, dict] = {r["id"]: {} for r in rows}
-        for run_key, key, value in connection.execute(sa.select(settings).where(
-                settings.c.run.in_(list(config)))):
+        for run_key, key, value in connection.execute(
+                sa.select(settings).join(runs_table, runs_table.c.id == settings.c.run)
+                .where(runs_table.c.workload == job_key)):
             config[run_key][key] = value
     oldest = datetime.min.replace(tzinfo=timezone.utc)
     rows.sort(key=lambda r: (_when(r, "started_at") or oldest, r["id"]))
-    profiled = _spark_profiles(store, [r["id"] for r in rows])
+    profiled = _spark_profiles(store, job_key)
     out, changes, previous = [], [], None
     for index, row in enumerate(rows, start=1):
         record = {k: row.get(k) for k in (
@@ -159,8 +184,7 @@ def job_history(store, job_key: str) -> dict | None:
             "instance_type", "instance_count", "vcpus", "memory_gib", "hourly_price_usd",
             "input_bytes", "started_at", "ended_at")}
         record.update(index=index, at=_when(row), **_cost(row),
-                      app_id=profiled.get(row["id"]) if row["id"] in profiled else None,
-                      has_report=row["id"] in profiled)
+                      app_id=profiled.get(row["id"]), has_report=row["id"] in profiled)
         out.append(record)
         if previous is not None:
             changed = settings_changes(config[previous["id"]], config[row["id"]])
@@ -169,12 +193,8 @@ def job_history(store, job_key: str) -> dict | None:
                                 "from_index": index - 1, "to_index": index,
                                 "changes": changed})
         previous = row
-    report = None
     latest = next((r for r in reversed(rows) if r["id"] in profiled), None)
-    if latest is not None:
-        profile = _load_profile(store, latest["id"])
-        if profile is not None:
-            report = application_report(profile, job_key=job_key)
+    report = None if latest is None else _run_report(store, latest["id"], job_key)
     runtimes = [r["runtime_s"] for r in out if r["runtime_s"] is not None]
     return {
         "job_key": job_key, "runs": out, "settings_changes": changes,
@@ -190,7 +210,6 @@ def stored_report(store, app_id: str) -> tuple[dict, dict] | None:
     """``(report, run)`` of the newest run in ``store`` whose Spark profile is
     application ``app_id``; None when there is none."""
     import sqlalchemy as sa
-    from jobgauge.profiler.app_report import application_report
 
     profiles, runs = store.profiles, store.runs
     with store.reading() as connection:
@@ -201,10 +220,8 @@ def stored_report(store, app_id: str) -> tuple[dict, dict] | None:
     if found is None:
         return None
     run = dict(found._mapping)
-    profile = _load_profile(store, run["id"])
-    if profile is None:
-        return None
-    return application_report(profile, job_key=run["workload"]), run
+    report = _run_report(store, run["id"], run["workload"])
+    return None if report is None else (report, run)
 
 
 def _report_or_404(app_id: str) -> tuple[dict, dict]:

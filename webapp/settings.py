@@ -27,6 +27,7 @@ import ipaddress
 import os
 from pathlib import Path
 
+from jobgauge.cli_options import read_input_file
 from jobgauge.errors import UsageError
 
 __all__ = ["DEFAULTS", "LOOPBACK_NAMES", "settings_from_file", "settings_from_environment",
@@ -124,14 +125,7 @@ def settings_from_file(path) -> dict:
 
     path = Path(path)
     try:
-        with open(path, "rb") as handle:
-            raw = tomllib.load(handle)
-    except FileNotFoundError:
-        raise UsageError(f"settings file {path} does not exist") from None
-    except IsADirectoryError:
-        raise UsageError(f"settings file {path} is a directory, not a TOML file") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read settings file {path}: {exc.strerror}") from None
+        raw = tomllib.loads(read_input_file(path, "settings file").decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"settings file {path} is not valid TOML: {exc}") from None
     settings = {}

@@ -10,17 +10,12 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.io.BytesWritable;
 import org.apache.hadoop.mapreduce.InputSplit;
-import org.apache.hadoop.mapreduce.Job;
-import org.apache.hadoop.mapreduce.Mapper;
 import org.apache.hadoop.mapreduce.RecordReader;
 import org.apache.hadoop.mapreduce.RecordWriter;
-import org.apache.hadoop.mapreduce.Reducer;
 import org.apache.hadoop.mapreduce.TaskAttemptContext;
 import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
 import org.apache.hadoop.mapreduce.lib.input.FileSplit;
 import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
-import org.apache.hadoop.mapreduce.lib.partition.InputSampler;
-import org.apache.hadoop.mapreduce.lib.partition.TotalOrderPartitioner;
 import org.apache.hadoop.util.Tool;
 import org.apache.hadoop.util.ToolRunner;
 
@@ -133,33 +128,8 @@ public class TeraSort extends Configured implements Tool {
 
     @Override
     public int run(String[] args) throws Exception {
-        if (args.length != 3) {
-            System.err.println("usage: TeraSort [-D k=v ...] INPUT OUTPUT REPORT_PREFIX");
-            return 2;
-        }
-        Configuration conf = getConf();
-        JobReport.useLocalMode(conf);
-        Job job = Job.getInstance(conf, "terasort");
-        job.setJarByClass(TeraSort.class);
-        job.setInputFormatClass(TeraInputFormat.class);
-        job.setOutputFormatClass(TeraOutputFormat.class);
-        job.setMapperClass(Mapper.class);
-        job.setReducerClass(Reducer.class);
-        job.setMapOutputKeyClass(BytesWritable.class);
-        job.setMapOutputValueClass(BytesWritable.class);
-        job.setOutputKeyClass(BytesWritable.class);
-        job.setOutputValueClass(BytesWritable.class);
-        FileInputFormat.addInputPath(job, new Path(args[0]));
-        FileOutputFormat.setOutputPath(job, new Path(args[1]));
-        JobReport.Preparation sample = null;
-        if (job.getNumReduceTasks() > 1) {
-            Path partitions = new Path(args[2] + ".partitions");
-            TotalOrderPartitioner.setPartitionFile(job.getConfiguration(), partitions);
-            job.setPartitionerClass(TotalOrderPartitioner.class);
-            sample = () -> InputSampler.writePartitionFile(
-                    job, new InputSampler.RandomSampler<BytesWritable, BytesWritable>(0.1, 10000, 10));
-        }
-        return JobReport.runAndReport(job, args[2], sample);
+        return Jobs.runSort(this, args, "terasort", TeraInputFormat.class, TeraOutputFormat.class,
+                BytesWritable.class, BytesWritable.class);
     }
 
     public static void main(String[] args) throws Exception {

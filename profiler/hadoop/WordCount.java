@@ -5,14 +5,11 @@ import java.util.StringTokenizer;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.conf.Configured;
-import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.io.IntWritable;
 import org.apache.hadoop.io.Text;
 import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.Mapper;
 import org.apache.hadoop.mapreduce.Reducer;
-import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
-import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
 import org.apache.hadoop.util.Tool;
 import org.apache.hadoop.util.ToolRunner;
 
@@ -55,23 +52,17 @@ public class WordCount extends Configured implements Tool {
 
     @Override
     public int run(String[] args) throws Exception {
-        if (args.length != 3) {
-            System.err.println("usage: WordCount [-D k=v ...] INPUT OUTPUT REPORT_PREFIX");
-            return 2;
+        Job job = Jobs.localJob(this, args, "wordcount");
+        if (job == null) {
+            return Jobs.USAGE_ERROR;
         }
-        Configuration conf = getConf();
-        JobReport.useLocalMode(conf);
-        Job job = Job.getInstance(conf, "wordcount");
-        job.setJarByClass(WordCount.class);
         job.setMapperClass(TokenMapper.class);
-        if (conf.getBoolean("jobgauge.wordcount.combiner", true)) {
+        if (getConf().getBoolean("jobgauge.wordcount.combiner", true)) {
             job.setCombinerClass(SumReducer.class);
         }
         job.setReducerClass(SumReducer.class);
         job.setOutputKeyClass(Text.class);
         job.setOutputValueClass(IntWritable.class);
-        FileInputFormat.addInputPath(job, new Path(args[0]));
-        FileOutputFormat.setOutputPath(job, new Path(args[1]));
         return JobReport.runAndReport(job, args[2]);
     }
 

@@ -15,6 +15,7 @@ convention) and do not count as input bytes.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -205,6 +206,12 @@ class WordTable:
         line_ends = ends[np.cumsum(words_per_line) - 1]
         out[line_ends - 1] = ord("\n")
         return out, line_ends
+
+
+@functools.cache
+def word_table(count: int, dictionary_seed: int) -> WordTable:
+    """The :class:`WordTable` of ``pseudo_words(count, dictionary_seed)``, built once."""
+    return WordTable(pseudo_words(count, dictionary_seed))
 
 
 def zipf_sampler(n_items: int, exponent: float) -> Callable[[np.random.Generator, int], np.ndarray]:

@@ -28,7 +28,7 @@ import numpy as np
 
 from jobgauge.errors import RunError
 from jobgauge.profiler.workloads._hibench_common import (
-    WordTable, output_path, part_name, pseudo_words, rng_for, spark_part_files, split_evenly)
+    output_path, part_name, rng_for, spark_part_files, split_evenly, word_table)
 
 # RandomTextWriter: 20 + nextInt(100 - 20) words per value.
 _MIN_WORDS, _MAX_WORDS = 20, 100
@@ -36,19 +36,9 @@ _TEXT_DICTIONARY = 1000
 _RECORD_BYTES = 100
 _KEY_BYTES = 10
 
-_word_table: WordTable | None = None
-
-
-def _text_words() -> WordTable:
-    global _word_table
-    if _word_table is None:
-        _word_table = WordTable(pseudo_words(_TEXT_DICTIONARY, dictionary_seed=1000))
-    return _word_table
-
-
 def random_text_lines(rng: np.random.Generator, target_bytes: int) -> bytes:
     """Lines of random words until at least ``target_bytes`` bytes (whole lines)."""
-    table = _text_words()
+    table = word_table(_TEXT_DICTIONARY, dictionary_seed=1000)
     mean_line = (_MIN_WORDS + _MAX_WORDS - 1) / 2 * float(table.lengths.mean())
     pieces: list[bytes] = []
     written = 0

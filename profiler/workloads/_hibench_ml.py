@@ -45,8 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from jobgauge.profiler.workloads._hibench_common import (
-    WordTable, content_lengths, part_name, pseudo_words, rng_for, split_evenly, write_parquet,
-    zipf_sampler)
+    content_lengths, part_name, rng_for, split_evenly, word_table, write_parquet, zipf_sampler)
 
 WORD_ZIPF_EXPONENT = 0.9
 BAYES_DICTIONARY = 20011  # a prime, so class orderings are affine permutations
@@ -122,16 +121,6 @@ def run_kmeans(spark, data_path: Path, output_dir: Path, params: dict) -> dict:
 
 # --- bayes -------------------------------------------------------------------
 
-_bayes_words: WordTable | None = None
-
-
-def _bayes_table() -> WordTable:
-    global _bayes_words
-    if _bayes_words is None:
-        _bayes_words = WordTable(pseudo_words(BAYES_DICTIONARY, dictionary_seed=3000))
-    return _bayes_words
-
-
 def bayes_documents(rng: np.random.Generator, count: int, classes: int):
     """(labels, word ids per document as one array, words per document)."""
     labels = rng.integers(0, classes, size=count)
@@ -149,7 +138,7 @@ def bayes_documents(rng: np.random.Generator, count: int, classes: int):
 def generate_bayes(folder: Path, params: dict, seed: int) -> dict:
     import pyarrow as pa
 
-    table = _bayes_table()
+    table = word_table(BAYES_DICTIONARY, dictionary_seed=3000)
     for index, count in enumerate(split_evenly(params["pages"], params["files"])):
         labels, words, lengths = bayes_documents(rng_for("bayes", seed, index), count,
                                                  params["classes"])

@@ -68,45 +68,30 @@ write_edge_list = graph.write_edge_list
 
 _F = {"files": DEFAULT_FILES}
 
+
+def _datasizes(**sizes: int) -> dict[str, dict]:
+    """Sizes of a workload measured in bytes of input: ``datasize`` per size name."""
+    return {name: {"datasize": datasize, **_F} for name, datasize in sizes.items()}
+
+
+def _uservisits_sizes() -> dict[str, dict]:
+    """Sizes of the SQL workloads (scan, join, aggregation): rows of uservisits and pages."""
+    return {"tiny": {"uservisits": 1_000, "pages": 120, **_F},
+            "small": {"uservisits": 100_000, "pages": 12_000, **_F},
+            "medium": {"uservisits": 500_000, "pages": 60_000, **_F}}
+
+
 # Sizes per workload, smallest first.  HiBench's numbers are copied from its
 # conf/workloads/*.conf; "files" is hibench.default.map.parallelism (8) except
 # for kmeans, whose file count follows samples_per_inputfile as in HiBench.
 SIZES: dict[str, dict[str, dict]] = {
-    "wordcount": {
-        "tiny": {"datasize": 32_000, **_F},
-        "medium": {"datasize": 32_000_000, **_F},
-        "small": {"datasize": 320_000_000, **_F},
-    },
-    "sort": {
-        "tiny": {"datasize": 32_000, **_F},
-        "small": {"datasize": 3_200_000, **_F},
-        "medium": {"datasize": 160_000_000, **_F},
-    },
-    "terasort": {
-        "tiny": {"datasize": 32_000, **_F},
-        "small": {"datasize": 3_200_000, **_F},
-        "medium": {"datasize": 100_000_000, **_F},
-    },
-    "repartition": {
-        "tiny": {"datasize": 3_200, **_F},
-        "small": {"datasize": 3_200_000, **_F},
-        "medium": {"datasize": 64_000_000, **_F},
-    },
-    "scan": {
-        "tiny": {"uservisits": 1_000, "pages": 120, **_F},
-        "small": {"uservisits": 100_000, "pages": 12_000, **_F},
-        "medium": {"uservisits": 500_000, "pages": 60_000, **_F},
-    },
-    "join": {
-        "tiny": {"uservisits": 1_000, "pages": 120, **_F},
-        "small": {"uservisits": 100_000, "pages": 12_000, **_F},
-        "medium": {"uservisits": 500_000, "pages": 60_000, **_F},
-    },
-    "aggregation": {
-        "tiny": {"uservisits": 1_000, "pages": 120, **_F},
-        "small": {"uservisits": 100_000, "pages": 12_000, **_F},
-        "medium": {"uservisits": 500_000, "pages": 60_000, **_F},
-    },
+    "wordcount": _datasizes(tiny=32_000, medium=32_000_000, small=320_000_000),
+    "sort": _datasizes(tiny=32_000, small=3_200_000, medium=160_000_000),
+    "terasort": _datasizes(tiny=32_000, small=3_200_000, medium=100_000_000),
+    "repartition": _datasizes(tiny=3_200, small=3_200_000, medium=64_000_000),
+    "scan": _uservisits_sizes(),
+    "join": _uservisits_sizes(),
+    "aggregation": _uservisits_sizes(),
     "kmeans": {
         "tiny": {"num_of_clusters": 5, "dimensions": 3, "num_of_samples": 30_000,
                  "samples_per_inputfile": 6_000, "max_iteration": 5, "k": 10},
