@@ -68,7 +68,7 @@ def compress_zstd(source: Path, target: Path) -> None:
 
 _CHILD = r"""
 import json, resource, sys, time, tracemalloc
-from jobgauge.profiler.eventlog import read_eventlog
+from jobgauge.profiler.readers.eventlog import read_eventlog
 path, trace = sys.argv[1], sys.argv[2] == "1"
 if trace:
     tracemalloc.start()
@@ -89,7 +89,7 @@ def parse_in_child(path: Path, trace: bool = False) -> dict:
 
 
 def baseline_rss_kib() -> int:
-    code = ("import resource; from jobgauge.profiler.eventlog import read_eventlog; "
+    code = ("import resource; from jobgauge.profiler.readers.eventlog import read_eventlog; "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               check=True, cwd=REPO).stdout)

@@ -251,7 +251,7 @@ def run_live(apps: list[str], runs_per_app: int, poll_s: float = 0.5, budget_s: 
     """Run the live apps in a child process; poll REST; return (rows, notes)."""
     from jobgauge.errors import GaugeError
     from jobgauge.models.remaining import AppTimeline, RemainingTimeEstimator
-    from jobgauge.profiler.live import read_rest_snapshot
+    from jobgauge.profiler.readers.live import read_rest_snapshot
 
     port = _free_port()
     eventlog_dir = Path(tempfile.mkdtemp(prefix="jobgauge-bench-events-"))

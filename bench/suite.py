@@ -29,7 +29,7 @@ PLANS = REPO / "bench" / "plans"
 
 
 def _tables(plans) -> list[Path]:
-    from jobgauge.profiler.collect import load_plan
+    from jobgauge.profiler.runners.collect import load_plan
 
     tables = []
     for plan in plans:
@@ -149,7 +149,7 @@ def run_suite(name: str, plans: list[str], argv=None) -> int:
     from jobgauge.errors import GaugeError
     from jobgauge.models import DEFAULT_MODEL, make_model, save_model
     from jobgauge.models.evaluation import load_evaluation_frames, run_evaluation
-    from jobgauge.profiler.collect import collect
+    from jobgauge.profiler.runners.collect import collect
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

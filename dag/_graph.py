@@ -279,7 +279,7 @@ class QueryDag(nx.DiGraph):
         Each stage is a dict with ``stage_id`` and, where known,
         ``parent_ids``, ``name``, ``n_tasks``, ``kind`` and metrics (either in
         a ``metrics`` dict or as top-level keys named as in
-        ``jobgauge.profiler.profile.TOTAL_METRICS``).
+        ``jobgauge.profiler.readers.profile.TOTAL_METRICS``).
 
         Input: ``[{"stage_id": 0, "name": "map at x.py:3", "n_tasks": 4},
         {"stage_id": 1, "parent_ids": [0], "n_tasks": 2,

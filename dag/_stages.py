@@ -6,7 +6,7 @@ import networkx as nx
 
 from jobgauge.dag._graph import KINDS, QueryDag, make_operator
 from jobgauge.errors import UsageError
-from jobgauge.profiler.profile import TOTAL_METRICS
+from jobgauge.profiler.readers.profile import TOTAL_METRICS
 
 _VOLUME_BYTES = ("input_bytes", "shuffle_read_bytes")
 _VOLUME_ROWS = ("input_records", "shuffle_read_records")

@@ -21,8 +21,8 @@ from jobgauge.errors import GaugeError
 COMMAND_MODULES = (
     "jobgauge.commands",          # import, runs, serve
     "jobgauge.history_cli",       # sync, report
-    "jobgauge.profiler.run_cli",  # run, collect
-    "jobgauge.profiler.profile_cli",  # profile
+    "jobgauge.profiler.runners.run_cli",  # run, collect
+    "jobgauge.profiler.readers.profile_cli",  # profile
     "jobgauge.profiler.hive_cli",  # hive start|stop|explain|run
     "jobgauge.dag.cli",           # dag
     "jobgauge.models.cli",        # train, predict, evaluate

@@ -11,7 +11,7 @@ lost, because the mark only moves past applications that were read.
 ``report APP_ID|EVENTLOG|URL``: an application already in the store (by its
 application id, as ``jobgauge import`` stored it), an event log, or a
 History Server URL naming one application.  ``--json`` prints the dict of
-:func:`jobgauge.profiler.app_report.application_report`.
+:func:`jobgauge.profiler.readers.app_report.application_report`.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def sync(store, urls, *, every_s: float, once: bool = False, since_ms: int | Non
     """
     from jobgauge.errors import GaugeError
     from jobgauge.history_import import ImportReport, import_server, print_report
-    from jobgauge.profiler.sparkrest import SparkRestError
+    from jobgauge.profiler.readers.sparkrest import SparkRestError
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -121,7 +121,7 @@ def sync_command(args) -> int:
 # ---------------------------------------------------------------------------- report
 
 def _stored_profile(store, app_id: str):
-    from jobgauge.profiler.profile import Profile
+    from jobgauge.profiler.readers.profile import Profile
 
     runs = store.find_runs(app_id)
     if not runs:
@@ -138,10 +138,10 @@ def _stored_profile(store, app_id: str):
 def build_report(target: str, store_target=None) -> dict:
     """The report of an event log, a History Server URL or an application in the store."""
     from jobgauge.history_import import job_key, read_server_application
-    from jobgauge.profiler.app_report import application_report, report_eventlog
+    from jobgauge.profiler.readers.app_report import application_report, report_eventlog
 
     if target.startswith(("http://", "https://")):
-        from jobgauge.profiler.sparkrest import parse_url
+        from jobgauge.profiler.readers.sparkrest import parse_url
 
         address = parse_url(target)
         if not address.app_id:
@@ -163,7 +163,7 @@ def report_command(args) -> int:
     runtime on 10 % to 500 % of its executors, and heuristics (skew, spill, GC, idle
     executors, memory, partitions, driver time) with the --conf values that would fix them."""
 
-    from jobgauge.profiler.app_report import format_report
+    from jobgauge.profiler.readers.app_report import format_report
 
     report = build_report(args.target, args.store)
     print_result(args.json, report, format_report(report))

@@ -107,7 +107,7 @@ def _is_jhist(path: Path) -> bool:
 
 def _mapreduce_kind(path: Path) -> str | None:
     """``mapreduce-jhist`` / ``mapreduce-mr1`` / other MapReduce kinds, None when not MapReduce."""
-    from jobgauge.profiler.mapreduce import sniff_mapreduce
+    from jobgauge.profiler.readers.mapreduce import sniff_mapreduce
 
     try:
         return sniff_mapreduce(path)
@@ -116,7 +116,7 @@ def _mapreduce_kind(path: Path) -> str | None:
 
 
 def _in_progress(path: Path) -> bool:
-    from jobgauge.profiler._eventlog_io import resolve_layout
+    from jobgauge.profiler.readers._eventlog_io import resolve_layout
 
     try:
         return resolve_layout(path).in_progress
@@ -130,8 +130,8 @@ def _walk(folder: Path, report: ImportReport):
     Logs of applications still running (``.inprogress``) are counted, not read:
     a later import or sync takes them once they are finished.
     """
-    from jobgauge.profiler._eventlog_io import is_legacy_dir, is_rolling_dir
-    from jobgauge.profiler.eventlog import looks_like_eventlog
+    from jobgauge.profiler.readers._eventlog_io import is_legacy_dir, is_rolling_dir
+    from jobgauge.profiler.readers.eventlog import looks_like_eventlog
 
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith("."):
@@ -151,8 +151,8 @@ def _walk(folder: Path, report: ImportReport):
 
 
 def _local_items(item: str, report: ImportReport):
-    from jobgauge.profiler._eventlog_io import is_legacy_dir, is_rolling_dir
-    from jobgauge.profiler.eventlog import looks_like_eventlog
+    from jobgauge.profiler.readers._eventlog_io import is_legacy_dir, is_rolling_dir
+    from jobgauge.profiler.readers.eventlog import looks_like_eventlog
 
     path = Path(item)
     if not path.exists():
@@ -193,9 +193,9 @@ def _check_finished(profile) -> None:
 def read_spark_eventlog(path: Path) -> tuple:
     """``(profile, main, attempt)`` of one event log: its Profile (executors with
     their peak JVM heap where the log has it), main class or script, and attempt id."""
-    from jobgauge.profiler.eventlog import read_eventlog
+    from jobgauge.profiler.readers.eventlog import read_eventlog
 
-    from jobgauge.profiler.app_report import memory_peaks, with_memory_peaks
+    from jobgauge.profiler.readers.app_report import memory_peaks, with_memory_peaks
 
     profile = read_eventlog(path)
     _check_version(profile)
@@ -211,7 +211,7 @@ def _launch_facts(path: Path) -> tuple:
     Reads only the first events (the environment and application start come
     before any job), so it adds almost nothing to the import of a long log.
     """
-    from jobgauge.profiler.eventlog import iter_events
+    from jobgauge.profiler.readers.eventlog import iter_events
 
     main = attempt = None
     seen = 0
@@ -269,7 +269,7 @@ def main_from_command(command: str) -> str | None:
 
 def read_mapreduce_history(path: Path):
     """The Profile of one ``.jhist`` (with ``<job id>_conf.xml`` beside it) or MR1 log."""
-    from jobgauge.profiler.mapreduce import read_jhist, read_mapreduce
+    from jobgauge.profiler.readers.mapreduce import read_jhist, read_mapreduce
 
     if not _is_jhist(path):
         profile = read_mapreduce(path)
@@ -494,13 +494,13 @@ def store_profile(store, profile, *, main=None, attempt=None, existing=None) -> 
 
 def server_root(url: str) -> str:
     """``http://host:18080/anything`` -> ``http://host:18080/api/v1``."""
-    from jobgauge.profiler.sparkrest import parse_url
+    from jobgauge.profiler.readers.sparkrest import parse_url
 
     return parse_url(url).root
 
 
 def _end_ms(attempt: dict) -> int | None:
-    from jobgauge.profiler.sparkrest import rest_time_ms
+    from jobgauge.profiler.readers.sparkrest import rest_time_ms
 
     if attempt.get("endTimeEpoch") not in (None, -1):
         return int(attempt["endTimeEpoch"])
@@ -518,7 +518,7 @@ def list_finished_applications(root: str, *, after_ms: int | None = None,
     paged backwards with ``maxEndDate`` until a page comes back short.
     Each item: ``{"app_id", "attempt_id", "end_ms", "name"}``.
     """
-    from jobgauge.profiler.sparkrest import SparkRestClient
+    from jobgauge.profiler.readers.sparkrest import SparkRestClient
 
     client = SparkRestClient(root, timeout_s=timeout, server="Spark History Server")
     seen: dict[tuple, dict] = {}
@@ -550,7 +550,7 @@ def list_finished_applications(root: str, *, after_ms: int | None = None,
 
 def read_server_application(root: str, item: dict, *, timeout: float = 30.0) -> tuple:
     """``(profile, main)`` of one listed application: its event log, else its REST profile."""
-    from jobgauge.profiler.sparkrest import SparkRestClient, SparkRestError
+    from jobgauge.profiler.readers.sparkrest import SparkRestClient, SparkRestError
 
     client = SparkRestClient(root, timeout_s=timeout, server="Spark History Server")
     attempt = item.get("attempt_id") if item.get("attempt_id") not in (None, "") else None
@@ -576,7 +576,7 @@ def read_server_application(root: str, item: dict, *, timeout: float = 30.0) -> 
                 profile, main, _attempt = read_spark_eventlog(entries[0])
                 profile.source = base
                 return profile, main
-    from jobgauge.profiler.history import read_history
+    from jobgauge.profiler.readers.history import read_history
 
     profile = read_history(base, timeout=timeout)
     _check_version(profile)
@@ -601,7 +601,7 @@ def import_server(store, url: str, report: ImportReport, *, since_ms: int | None
     applications that were imported or skipped for good, so an application
     that could not be fetched this time is asked for again next time.
     """
-    from jobgauge.profiler.sparkrest import SparkRestError
+    from jobgauge.profiler.readers.sparkrest import SparkRestError
 
     root = server_root(url)
     mark = store.sync_mark(root)

@@ -136,7 +136,7 @@ def job_history(store, workload: str, framework: str | None = None) -> dict:
     records = store.profiles_for(last["id"])
     if records:
         from jobgauge.errors import GaugeError
-        from jobgauge.profiler.profile import Profile
+        from jobgauge.profiler.readers.profile import Profile
 
         try:
             profile = Profile.from_dict(records[-1]).summary()

@@ -1,7 +1,7 @@
 """How long a running Spark application has left.
 
 :class:`RemainingTimeEstimator` turns a progress snapshot (from the driver's
-REST API or a growing event log, see :mod:`jobgauge.profiler.live`) into
+REST API or a growing event log, see :mod:`jobgauge.profiler.readers.live`) into
 seconds left, with an interval.  It follows the scikit-learn contract:
 keyword-only hyperparameters, ``fit`` learns, attributes ending in ``_`` hold
 what was learned.
@@ -69,7 +69,7 @@ import numpy as np
 
 from jobgauge.cli_options import add_command
 from jobgauge.errors import NotFittedError, ParseError, UsageError
-from jobgauge.profiler.live import JobProgress, ProgressSnapshot, ProgressTracker, read_snapshot
+from jobgauge.profiler.readers.live import JobProgress, ProgressSnapshot, ProgressTracker, read_snapshot
 
 __all__ = [
     "AppTimeline",
@@ -101,7 +101,7 @@ class AppTimeline:
 
     ``signature`` names the application (Spark's ``app_name``; Enel's
     ``application_signature``): runs with the same signature are the history
-    of one another.  ``jobs`` are :class:`~jobgauge.profiler.live.JobProgress`
+    of one another.  ``jobs`` are :class:`~jobgauge.profiler.readers.live.JobProgress`
     in submission order, with ``submitted_s`` and ``completed_s`` set.
     """
 

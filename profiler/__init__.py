@@ -1,5 +1,13 @@
 """Job features from every real artifact, and real runs that produce them.
 
+Two subpackages, split by concern: ``readers/`` reads artifacts (event logs,
+the Spark REST API, MapReduce history, plans over HiveServer2, application
+reports) and never starts a workload; ``runners/`` runs workloads for real
+(runner, warm runner, collector, driver process, Hadoop local jobs, standalone
+cluster, Hive Thrift server) and profiles them with the readers.
+``workloads/`` holds the workloads themselves; ``hive`` is the facade of live
+Hive, used by both sides.  The names below load on first use.
+
 Readers (each returns a :class:`Profile`):
 
 - ``read_eventlog(path)``: Spark event logs of every version, plain, lz4,
@@ -24,23 +32,23 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "Profile": "jobgauge.profiler.profile", "TOTAL_METRICS": "jobgauge.profiler.profile",
-    "read_eventlog": "jobgauge.profiler.eventlog", "iter_events": "jobgauge.profiler.eventlog",
-    "find_eventlogs": "jobgauge.profiler.eventlog",
-    "read_history": "jobgauge.profiler.history",
-    "read_mapreduce": "jobgauge.profiler.mapreduce",
-    "read_profile": "jobgauge.profiler.profile_cli",
-    "run_workload": "jobgauge.profiler.runner", "run_batch": "jobgauge.profiler.runner",
-    "WarmRunner": "jobgauge.profiler._warm",
-    "query_profile": "jobgauge.profiler.runner",
-    "collect": "jobgauge.profiler.collect",
-    "run_mapreduce_job": "jobgauge.profiler.hadoop_runner",
-    "StandaloneCluster": "jobgauge.profiler.cluster",
-    "EventLogTail": "jobgauge.profiler.live", "ProgressTracker": "jobgauge.profiler.live",
-    "ProgressSnapshot": "jobgauge.profiler.live", "read_snapshot": "jobgauge.profiler.live",
-    "read_rest_snapshot": "jobgauge.profiler.live", "LiveSourceError": "jobgauge.profiler.live",
-    "SparkRestClient": "jobgauge.profiler.sparkrest",
-    "SparkRestError": "jobgauge.profiler.sparkrest",
+    "Profile": "jobgauge.profiler.readers.profile", "TOTAL_METRICS": "jobgauge.profiler.readers.profile",
+    "read_eventlog": "jobgauge.profiler.readers.eventlog", "iter_events": "jobgauge.profiler.readers.eventlog",
+    "find_eventlogs": "jobgauge.profiler.readers.eventlog",
+    "read_history": "jobgauge.profiler.readers.history",
+    "read_mapreduce": "jobgauge.profiler.readers.mapreduce",
+    "read_profile": "jobgauge.profiler.readers.profile_cli",
+    "run_workload": "jobgauge.profiler.runners.runner", "run_batch": "jobgauge.profiler.runners.runner",
+    "WarmRunner": "jobgauge.profiler.runners._warm",
+    "query_profile": "jobgauge.profiler.runners.runner",
+    "collect": "jobgauge.profiler.runners.collect",
+    "run_mapreduce_job": "jobgauge.profiler.runners.hadoop_runner",
+    "StandaloneCluster": "jobgauge.profiler.runners.cluster",
+    "EventLogTail": "jobgauge.profiler.readers.live", "ProgressTracker": "jobgauge.profiler.readers.live",
+    "ProgressSnapshot": "jobgauge.profiler.readers.live", "read_snapshot": "jobgauge.profiler.readers.live",
+    "read_rest_snapshot": "jobgauge.profiler.readers.live", "LiveSourceError": "jobgauge.profiler.readers.live",
+    "SparkRestClient": "jobgauge.profiler.readers.sparkrest",
+    "SparkRestError": "jobgauge.profiler.readers.sparkrest",
 }
 __all__ = sorted(_EXPORTS)
 

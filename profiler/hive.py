@@ -13,16 +13,16 @@ folder.
 ...                     {"hive.exec.reducers.max": "8"}, open_store())
 """
 
-from jobgauge.profiler._hive_errors import HiveConnectionError, HiveQueryError, HiveServerError
+from jobgauge.profiler.readers._hive_errors import HiveConnectionError, HiveQueryError, HiveServerError
 from jobgauge.profiler._hive_knobs import (
     HIVE_TO_SPARK, IGNORED_KNOBS, KnobPlan, translate_knobs,
 )
-from jobgauge.profiler._hive_record import run_query, server_resources
-from jobgauge.profiler._hive_server import (
+from jobgauge.profiler.runners._hive_record import run_query, server_resources
+from jobgauge.profiler.runners._hive_server import (
     DEFAULT_PORT, DEFAULT_STATE_DIR, ServerState, read_state, server_command, server_status,
     start_server, stop_server,
 )
-from jobgauge.profiler._hive_session import HiveSession, plan_dag, tpch_database
+from jobgauge.profiler.readers._hive_session import HiveSession, plan_dag, tpch_database
 
 
 def default_endpoint(state_dir=None) -> tuple[str, int]:

@@ -228,8 +228,8 @@ def _query(number: int):
 def _asked_query(args):
     """(job key, query text, TPC-H?) of ``--query N``, ``--sql TEXT`` or ``--file PATH``."""
     from jobgauge.errors import UsageError
-    from jobgauge.profiler._hive_record import query_workload, read_query
-    from jobgauge.profiler._hive_session import check_plan_limits
+    from jobgauge.profiler.runners._hive_record import query_workload, read_query
+    from jobgauge.profiler.readers._hive_session import check_plan_limits
 
     if args.query is not None:
         if args.database or getattr(args, "workload", None):
@@ -295,7 +295,7 @@ def explain_command(args) -> int:
     prediction = None
     if args.predict:
         from jobgauge.models._default import store_model
-        from jobgauge.profiler._hive_record import plan_prediction
+        from jobgauge.profiler.runners._hive_record import plan_prediction
         from jobgauge.store import open_store
 
         model, _meta = store_model(open_store(args.store), progress=sys.stderr)

@@ -265,7 +265,7 @@ def hive_server(tmp_path_factory):
     finally:
         pid = state.pid if state is not None else None
         code = main(["hive", "stop", "--state-dir", str(state_dir)])
-        from jobgauge.profiler._hive_server import _group_members
+        from jobgauge.profiler.runners._hive_server import _group_members
 
         leftovers = [p for p in ([pid] if pid else []) + (_group_members(pid) if pid else [])
                      if _alive(p)]

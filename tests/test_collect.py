@@ -9,7 +9,7 @@ import pytest
 from jobgauge import knobs
 from jobgauge.cli import main
 from jobgauge.errors import ParseError, UsageError
-from jobgauge.profiler.collect import STANDALONE, cluster_of, load_plan, planned_runs
+from jobgauge.profiler.runners.collect import STANDALONE, cluster_of, load_plan, planned_runs
 from jobgauge.profiler.workloads import get_workload
 from jobgauge.runtable import read_run_table
 from jobgauge.store import open_store
@@ -278,7 +278,7 @@ def _journal(work):
 
 
 def test_a_dead_application_loses_only_its_run(tmp_path, tpch_data_root, monkeypatch):
-    from jobgauge.profiler import collect as collect_module, runner
+    from jobgauge.profiler.runners import collect as collect_module, runner
 
     plan = _plan(tmp_path)
     plan.write_text(plan.read_text().replace("fraction = 0.0\ntimes = 1",
@@ -304,7 +304,7 @@ def test_a_dead_application_loses_only_its_run(tmp_path, tpch_data_root, monkeyp
 
 def test_an_application_dying_while_warming_up_warms_up_on_another(tmp_path, tpch_data_root,
                                                                     monkeypatch):
-    from jobgauge.profiler import collect as collect_module, runner
+    from jobgauge.profiler.runners import collect as collect_module, runner
 
     calls = []
     monkeypatch.setattr(runner, "run_batch", _dying_run_batch(
@@ -329,7 +329,7 @@ def test_stop_orphans_stops_only_the_daemons_of_clusters_whose_owner_is_gone(tmp
     import subprocess
     import sys
 
-    from jobgauge.profiler.cluster import OWNER_FILE, STATE_PREFIX, stop_orphans
+    from jobgauge.profiler.runners.cluster import OWNER_FILE, STATE_PREFIX, stop_orphans
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()

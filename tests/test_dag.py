@@ -638,7 +638,7 @@ def test_cli_reads_stdin(monkeypatch, capsys):
 
 
 def test_stage_dag_of_a_real_event_log():
-    from jobgauge.profiler._eventlog import read_eventlog
+    from jobgauge.profiler.readers._eventlog import read_eventlog
 
     path = CORPUS / "spark-eventlogs/apache-spark/local-1642039451826"
     submitted = {}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from jobgauge.cli import main
-from jobgauge.profiler.collect import Journal, load_plan, planned_runs
+from jobgauge.profiler.runners.collect import Journal, load_plan, planned_runs
 from jobgauge.store import open_store
 
 PLAN = """
@@ -81,7 +81,7 @@ def test_kill_9_of_collect_leaves_no_driver_or_jvm(tmp_path, tpch_data_root):
         while time.monotonic() < deadline and collector.poll() is None:
             procs = _processes()
             drivers = [pid for pid, (_, cmd) in procs.items()
-                       if "jobgauge.profiler.driver" in cmd and str(work) in cmd]
+                       if "jobgauge.profiler.runners.driver" in cmd and str(work) in cmd]
             if drivers:
                 group = procs[drivers[0]][0]
                 members = [cmd for g, cmd in procs.values() if g == group]
@@ -142,7 +142,7 @@ def test_torn_journal_line_is_dropped_with_a_note_not_glued(tmp_path, capsys):
 
 def test_resume_after_torn_line_store_matches_journal(tmp_path, capsys):
     """Counts in the store equal the journal's after resuming over a torn line."""
-    from jobgauge.profiler.collect import _store_row
+    from jobgauge.profiler.runners.collect import _store_row
 
     path = tmp_path / "work" / "journal.jsonl"
     path.parent.mkdir()
@@ -189,7 +189,7 @@ class _FakeMachine:
 
 
 def _guard(machine, **settings):
-    from jobgauge.profiler.driver import LoadGuard
+    from jobgauge.profiler.runners.driver import LoadGuard
 
     return LoadGuard(read_load=machine.load, read_own_cpu=machine.own_cpu, clock=machine.clock,
                      sleep=machine.sleep, **{"threshold": 0.5, "max_wait_s": 60, "poll_s": 5,
@@ -232,7 +232,7 @@ def test_guard_remeasures_runs_far_above_their_cpu_share():
 
 
 def test_process_group_cpu_counts_this_process():
-    from jobgauge.profiler.driver import process_group_cpu_s
+    from jobgauge.profiler.runners.driver import process_group_cpu_s
 
     before = process_group_cpu_s(os.getpgrp())
     end = time.process_time() + 0.3
@@ -243,7 +243,7 @@ def test_process_group_cpu_counts_this_process():
 
 @pytest.mark.spark
 def test_guarded_runs_record_load_and_cpu_time_and_remeasure_once(tmp_path, tpch_data_root):
-    from jobgauge.profiler.runner import run_batch
+    from jobgauge.profiler.runners.runner import run_batch
     from jobgauge.profiler.workloads import get_workload
 
     data = get_workload("tpch-q6").prepare(tpch_data_root, "sf0.01")
@@ -281,7 +281,7 @@ def test_collect_keeps_load_and_cpu_time_in_the_run_table(tmp_path, tpch_data_ro
 
 
 def test_cluster_runs_are_not_remeasured_by_the_driver_cpu_rule(tmp_path):
-    from jobgauge.profiler.collect import load_guard_for
+    from jobgauge.profiler.runners.collect import load_guard_for
 
     plan = load_plan(_plan(tmp_path))
     assert load_guard_for(plan, 2, "local[2]")["remeasure_ratio"] == 3.0

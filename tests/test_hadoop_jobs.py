@@ -9,8 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from jobgauge.profiler import hadoop_runner
-from jobgauge.profiler.hadoop_runner import (
+from jobgauge.profiler.runners import hadoop_runner
+from jobgauge.profiler.runners.hadoop_runner import (
     KNOBS,
     SIZES,
     build_jobs,
@@ -20,7 +20,7 @@ from jobgauge.profiler.hadoop_runner import (
     store_arguments,
     word_dictionary,
 )
-from jobgauge.profiler.profile import Profile
+from jobgauge.profiler.readers.profile import Profile
 
 from jobgauge.errors import RunError, UsageError
 

@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from jobgauge.profiler.eventlog import read_eventlog
+from jobgauge.profiler.readers.eventlog import read_eventlog
 from test_profiler_history import _free_port, _listed, history  # noqa: F401 - its fixture
 from test_report import make_crafted_logs
 
@@ -198,7 +198,7 @@ def test_resources_from_the_master_and_executor_events(corpus_dir, name, expecte
 
 
 def test_run_row_of_a_failed_mapreduce_job(corpus_dir):
-    from jobgauge.profiler.mapreduce import read_mapreduce
+    from jobgauge.profiler.readers.mapreduce import read_mapreduce
 
     profile = read_mapreduce(corpus_dir / "hadoop-jhist" / "apache-hadoop" / "job_2.4.0-FAILED.jhist")
     run, settings = run_from_profile(profile)

@@ -13,8 +13,8 @@ import pytest
 from jobgauge.cli import main
 from jobgauge.dag import QueryDag
 from jobgauge.models._default import train_store_model
-from jobgauge.profiler._hive_record import query_workload, read_query
-from jobgauge.profiler._hive_session import tpch_database
+from jobgauge.profiler.runners._hive_record import query_workload, read_query
+from jobgauge.profiler.readers._hive_session import tpch_database
 from jobgauge.store import open_store
 
 DATABASE = tpch_database("sf0.01")

@@ -33,7 +33,7 @@ from schemathesis.checks import (
 from jobgauge.cli import main
 from jobgauge.errors import UsageError
 from jobgauge.history_import import import_history
-from jobgauge.profiler.sparkrest import SparkRestClient
+from jobgauge.profiler.readers.sparkrest import SparkRestClient
 from jobgauge.store import open_store
 from jobgauge.webapp import create_app
 from jobgauge.webapp._sync import start_sync, stop_sync

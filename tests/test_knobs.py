@@ -16,7 +16,7 @@ from jobgauge.errors import UsageError
 from jobgauge.knobs import knob
 from jobgauge.models.features import KNOB_DEFAULTS, parse_knob
 from jobgauge.profiler._hive_knobs import HIVE_TO_SPARK, IGNORED_KNOBS, translate_knobs
-from jobgauge.profiler.runner import needs_restart, split_config
+from jobgauge.profiler.runners.runner import needs_restart, split_config
 from jobgauge.tuner import KNOBS as TUNER_KNOBS
 from jobgauge.tuner import build_space, hive_to_spark, spark_to_hive
 from jobgauge.webapp.requests import KNOB_FIELDS, InvalidField, parse_estimate

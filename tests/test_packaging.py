@@ -63,13 +63,14 @@ def test_every_file_of_every_mapped_folder_is_shipped(build_py):
 
 
 def test_the_known_subpackages_and_data_files_are_listed(build_py):
-    assert {"jobgauge", "jobgauge.profiler", "jobgauge.profiler.workloads", "jobgauge.dag",
+    assert {"jobgauge", "jobgauge.profiler", "jobgauge.profiler.workloads",
+            "jobgauge.profiler.readers", "jobgauge.profiler.runners", "jobgauge.dag",
             "jobgauge.models", "jobgauge.tuner", "jobgauge.webapp",
             "jobgauge.data"} <= build_py["packages"]
     assert "profiler/workloads/tpch.py" in build_py["modules"]
     data = build_py["data"]
-    for expected in ("tuner/instances.csv", "profiler/hadoop/WordCount.java",
-                     "profiler/hadoop/log4j2.properties", "webapp/templates/index.html",
+    for expected in ("tuner/instances.csv", "profiler/runners/hadoop/WordCount.java",
+                     "profiler/runners/hadoop/log4j2.properties", "webapp/templates/index.html",
                      "webapp/static/style.css", "data/runs/tpch-sf0.1.csv.gz",
                      "data/profiles/tpch-sf0.1.jsonl.gz"):
         assert expected in data

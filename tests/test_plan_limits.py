@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from jobgauge.errors import UsageError
-from jobgauge.profiler._hive_session import (MAX_NESTING, MAX_SIZE_ARGUMENT, check_plan_limits,
+from jobgauge.profiler.readers._hive_session import (MAX_NESTING, MAX_SIZE_ARGUMENT, check_plan_limits,
                                              jvm_limit_error)
 
 NESTED_3000 = "select " + "(" * 3000 + "1" + ")" * 3000

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from jobgauge.profiler.eventlog import read_eventlog
+from jobgauge.profiler.readers.eventlog import read_eventlog
 
 from jobgauge.cli import main
 
@@ -116,8 +116,8 @@ def test_folder_without_logs_is_an_error(corpus_dir, capsys):
 
 def test_mapreduce_inputs_go_to_the_mapreduce_reader(corpus_dir, capsys):
     mapreduce = pytest.importorskip(
-        "jobgauge.profiler.mapreduce",
-        reason="TODO(lead): jobgauge.profiler.mapreduce.read_mapreduce not installed yet")
+        "jobgauge.profiler.readers.mapreduce",
+        reason="TODO(lead): jobgauge.profiler.readers.mapreduce.read_mapreduce not installed yet")
     jhist_dir = corpus_dir / "hadoop-jhist"
     inputs = [next((jhist_dir / "apache-hadoop").glob("*TeraGen*.jhist")),
               jhist_dir / "apache-hadoop/job_1329348432655_0001_conf.xml",

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from jobgauge.profiler._eventlog_io import LogPart, codec_from_name, open_part
-from jobgauge.profiler.eventlog import (
+from jobgauge.profiler.readers._eventlog_io import LogPart, codec_from_name, open_part
+from jobgauge.profiler.readers.eventlog import (
     EXACT_TASK_VALUES,
     DurationSummary,
     find_eventlogs,
@@ -33,7 +33,7 @@ from jobgauge.profiler.eventlog import (
     looks_like_eventlog,
     read_eventlog,
 )
-from jobgauge.profiler.profile import Profile
+from jobgauge.profiler.readers.profile import Profile
 
 from jobgauge.errors import ParseError
 
@@ -755,7 +755,7 @@ def test_fuzz_mutated_compressed_logs_give_a_profile_or_a_parse_error(spark_logs
 
 def test_no_stray_environment_dependency():
     # the reader must not need Spark or a JVM to read a log
-    code = ("import sys; from jobgauge.profiler.eventlog import read_eventlog; "
+    code = ("import sys; from jobgauge.profiler.readers.eventlog import read_eventlog; "
             "assert 'pyspark' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -778,7 +778,7 @@ def _grow(sources: list[tuple[Path, bytes]], chunk: int, tail_of, on_poll) -> No
 
 def test_tail_reads_a_growing_rolled_zstd_log_as_it_is_written(corpus_dir, tmp_path):
     import zstandard
-    from jobgauge.profiler.live import EventLogTail, ProgressTracker, read_snapshot
+    from jobgauge.profiler.readers.live import EventLogTail, ProgressTracker, read_snapshot
 
     app = "local-1642039451826"
     source = corpus_dir / "spark-eventlogs" / "apache-spark" / app
@@ -823,7 +823,7 @@ def test_tail_reads_a_growing_rolled_zstd_log_as_it_is_written(corpus_dir, tmp_p
 
 
 def test_tail_follows_the_rename_of_an_in_progress_file(corpus_dir, tmp_path):
-    from jobgauge.profiler.live import EventLogTail, read_snapshot
+    from jobgauge.profiler.readers.live import EventLogTail, read_snapshot
 
     source = corpus_dir / "spark-eventlogs" / "sparklens" / "local-1532512550423"
     data = source.read_bytes()
@@ -842,7 +842,7 @@ def test_tail_follows_the_rename_of_an_in_progress_file(corpus_dir, tmp_path):
 
 @pytest.mark.spark
 def test_tail_reads_spark_4_logs_as_they_grow(spark_logs, tmp_path):
-    from jobgauge.profiler.live import EventLogTail, read_snapshot
+    from jobgauge.profiler.readers.live import EventLogTail, read_snapshot
 
     for name in ("default", "lz4", "snappy"):
         original = spark_logs[name]

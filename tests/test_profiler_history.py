@@ -20,9 +20,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from jobgauge.profiler.eventlog import read_eventlog
-from jobgauge.profiler.history import read_history
-from jobgauge.profiler.sparkrest import SparkRestClient, parse_url
+from jobgauge.profiler.readers.eventlog import read_eventlog
+from jobgauge.profiler.readers.history import read_history
+from jobgauge.profiler.readers.sparkrest import SparkRestClient, parse_url
 
 from jobgauge.cli import main
 from jobgauge.errors import GaugeError, ParseError

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from jobgauge.profiler.mapreduce import (
+from jobgauge.profiler.readers.mapreduce import (
     parse_counter_dump,
     profile_from_counters,
     read_counters,
@@ -21,7 +21,7 @@ from jobgauge.profiler.mapreduce import (
     read_mr1_history,
     sniff_mapreduce,
 )
-from jobgauge.profiler.profile import TOTAL_METRICS, Profile
+from jobgauge.profiler.readers.profile import TOTAL_METRICS, Profile
 
 from jobgauge.errors import ParseError
 

@@ -29,7 +29,7 @@ from jobgauge.models.remaining import (
     register,
     remaining_seconds,
 )
-from jobgauge.profiler.live import (
+from jobgauge.profiler.readers.live import (
     EventLogTail,
     LiveSourceError,
     ProgressTracker,

@@ -17,9 +17,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from jobgauge.profiler.app_report import WHAT_IF_SHARES, application_report, report_eventlog
-from jobgauge.profiler.eventlog import read_eventlog
-from jobgauge.profiler.heuristics import SEVERITIES, THRESHOLDS, grade, recommended_conf
+from jobgauge.profiler.readers.app_report import WHAT_IF_SHARES, application_report, report_eventlog
+from jobgauge.profiler.readers.eventlog import read_eventlog
+from jobgauge.profiler.readers.heuristics import SEVERITIES, THRESHOLDS, grade, recommended_conf
 
 from jobgauge.cli import main
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from jobgauge.cli import main
-from jobgauge.profiler.runner import run_batch
+from jobgauge.profiler.runners.runner import run_batch
 from jobgauge.store import open_store
 
 pytestmark = pytest.mark.spark

@@ -21,8 +21,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from jobgauge.profiler.live import EventLogTail, LiveSourceError, read_rest_snapshot
-from jobgauge.profiler.sparkrest import (SparkRestClient, SparkRestError, SparkUrlError,
+from jobgauge.profiler.readers.live import EventLogTail, LiveSourceError, read_rest_snapshot
+from jobgauge.profiler.readers.sparkrest import (SparkRestClient, SparkRestError, SparkUrlError,
                                          parse_url)
 
 from jobgauge.errors import GaugeError, ParseError, UsageError

@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 import pytest
 
 from jobgauge.errors import StoreError
-from jobgauge.profiler.profile import Profile
+from jobgauge.profiler.readers.profile import Profile
 from jobgauge.runtable import read_run_table
 from jobgauge.store import open_store
 

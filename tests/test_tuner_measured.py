@@ -10,7 +10,7 @@ import pytest
 from jobgauge.cli import main
 from jobgauge.errors import UsageError
 from jobgauge.profiler import WarmRunner
-from jobgauge.profiler.runner import needs_restart
+from jobgauge.profiler.runners.runner import needs_restart
 from jobgauge.store import open_store
 
 pytestmark = pytest.mark.spark
@@ -164,7 +164,7 @@ def test_local_space_covers_the_corpus_grid_and_hierarchical_starts_from_history
 
 
 def test_model_rows_of_local_work_describe_the_instance_as_local_runs_record_it():
-    from jobgauge.profiler.runner import resources
+    from jobgauge.profiler.runners.runner import resources
     from jobgauge.tuner._modes import model_frame
 
     local = resources("local[2]", {})

@@ -241,7 +241,7 @@ def _warn(message: str) -> None:
 
 def _record(own, args, settings, started, ended, returncode, eventlog_dir, store) -> None:
     from jobgauge.job import Cluster
-    from jobgauge.profiler.eventlog import find_eventlogs, read_eventlog
+    from jobgauge.profiler.readers.eventlog import find_eventlogs, read_eventlog
 
     logs = [p for p in find_eventlogs(eventlog_dir)
             if p.stat().st_mtime >= started.timestamp() - 1] if eventlog_dir.is_dir() else []
@@ -288,7 +288,7 @@ def main(argv=None) -> int:
         if not answer.tuned:
             _note(answer.reason)
         if "spark.eventLog.enabled" not in mine and "spark.eventLog.dir" not in mine:
-            from jobgauge.profiler.runner import DEFAULT_EVENTLOG_DIR
+            from jobgauge.profiler.runners.runner import DEFAULT_EVENTLOG_DIR
 
             eventlog_dir = DEFAULT_EVENTLOG_DIR
             eventlog_dir.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from jobgauge import knobs
 from jobgauge.errors import ParseError, UsageError
-from jobgauge.profiler._hive_session import PLAN_TIMEOUT_S, check_plan_limits, jvm_limit_error
+from jobgauge.profiler.readers._hive_session import PLAN_TIMEOUT_S, check_plan_limits, jvm_limit_error
 
 PLAN_SCALE = 0.01
 NO_CONSTANT_FOLDING = "org.apache.spark.sql.catalyst.optimizer.ConstantFolding"

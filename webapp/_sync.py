@@ -112,7 +112,7 @@ def sync_interval(text) -> float:
 
 def check_sync_settings(config) -> None:
     """Refuse a ``sync`` URL that names no server, or a bad ``sync_every``, at start."""
-    from jobgauge.profiler.sparkrest import parse_url
+    from jobgauge.profiler.readers.sparkrest import parse_url
 
     for url in config.get("SYNC") or ():
         if not str(url).startswith(("http://", "https://")):

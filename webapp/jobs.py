@@ -11,7 +11,7 @@ script), so reruns of one job group together; runs of every source count.
   in the settings from one run to the next, and the heuristics and recommended
   ``--conf`` values of the report of its latest run that has a Spark profile;
 - ``/apps/<app id>``: the report of one application in the store
-  (:func:`jobgauge.profiler.app_report.application_report`): time split, critical
+  (:func:`jobgauge.profiler.readers.app_report.application_report`): time split, critical
   path, wasted core-seconds, the what-if table and plot, heuristics, ``--conf``.
 
 Unknown jobs and applications are a 404: a page in the site's layout, or the
@@ -127,7 +127,7 @@ def _spark_profiles(store, job_key: str) -> dict[int, str | None]:
 
 def _load_profile(store, run_key: int):
     """The Spark :class:`Profile` stored with one run (None when it has none)."""
-    from jobgauge.profiler.profile import Profile
+    from jobgauge.profiler.readers.profile import Profile
 
     for stored in store.profiles_for(run_key):
         if isinstance(stored, dict) and stored.get("format") in SPARK_PROFILE_FORMATS:
@@ -142,7 +142,7 @@ REPORTS_KEPT = 64                       # a stored profile never changes: its re
 
 def _run_report(store, run_key: int, job_key: str) -> dict | None:
     """The application report of one stored run (None when it has no Spark profile)."""
-    from jobgauge.profiler.app_report import application_report
+    from jobgauge.profiler.readers.app_report import application_report
 
     key = (store.url, run_key, job_key)
     with _reports_lock:

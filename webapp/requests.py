@@ -172,7 +172,7 @@ def _workload(data: dict, known_workloads, max_query_chars: int, sql_wins: bool)
         if not sql:
             raise InvalidField("sql", "is empty: paste a HiveQL or Spark SQL query, "
                                       "or pick a TPC-H query or HiBench workload")
-        from jobgauge.profiler._hive_record import query_workload
+        from jobgauge.profiler.runners._hive_record import query_workload
 
         return query_workload(sql), "your query", sql, True
     if workload and query:

@@ -427,7 +427,7 @@ class Service:
             raise InvalidField("url", "give the Spark UI address (http://driver:4040), a "
                                       "History Server address, or an event log path")
         if re.match(r"^https?://", text, re.IGNORECASE):
-            from jobgauge.profiler.sparkrest import SparkUrlError, parse_url
+            from jobgauge.profiler.readers.sparkrest import SparkUrlError, parse_url
 
             try:
                 parse_url(text)
@@ -447,7 +447,7 @@ class Service:
     def remaining(self, app_id: str, url: str) -> dict:
         """Progress and time left of application ``app_id`` at ``url``."""
         from jobgauge.models.remaining import remaining_seconds
-        from jobgauge.profiler.live import LiveSourceError
+        from jobgauge.profiler.readers.live import LiveSourceError
 
         source = self._source(url)
         try:
@@ -463,7 +463,7 @@ class Service:
         """The applications a Spark UI or History Server lists (newest first)."""
         source = self._source(url)
         if not re.match(r"^https?://", source, re.IGNORECASE):
-            from jobgauge.profiler.live import LiveSourceError, read_snapshot
+            from jobgauge.profiler.readers.live import LiveSourceError, read_snapshot
 
             try:
                 snapshot = read_snapshot(source)
@@ -471,7 +471,7 @@ class Service:
                 raise UnknownApplication(str(exc)) from None
             return [{"id": snapshot.app_id, "name": snapshot.app_name,
                      "completed": snapshot.status != "running"}]
-        from jobgauge.profiler.sparkrest import SparkRestClient, SparkRestError
+        from jobgauge.profiler.readers.sparkrest import SparkRestClient, SparkRestError
 
         try:
             apps = SparkRestClient.from_url(source, timeout_s=UI_TIMEOUT_S,

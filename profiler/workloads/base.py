@@ -1,6 +1,6 @@
 """What a workload is: data it prepares once, and a job it runs in a SparkSession.
 
-The runner (``jobgauge.profiler.runner``) owns the Spark application: it starts
+The runner (``jobgauge.profiler.runners.runner``) owns the Spark application: it starts
 the session with the run's configuration, calls ``prepare`` (cached, outside
 the timed part), times ``run``, and records the run.  A workload never starts
 or stops Spark itself.

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from jobgauge.errors import UsageError
-from jobgauge.profiler._hive_errors import HiveServerError
+from jobgauge.profiler.readers._hive_errors import HiveServerError
 
 DEFAULT_STATE_DIR = Path(os.environ.get(
     "JOBGAUGE_HIVE_STATE", Path.home() / ".local" / "share" / "jobgauge" / "hive"))

@@ -12,7 +12,7 @@ returns one dict per heuristic::
 Severities, in order: ``none``, ``low``, ``moderate``, ``severe``, ``critical``.
 A heuristic that cannot be measured on this input (no tasks, no memory
 figures) is ``none`` with the evidence saying why.  ``facts`` are the
-application-level numbers :mod:`jobgauge.profiler.app_report` derives
+application-level numbers :mod:`jobgauge.profiler.readers.app_report` derives
 (runtime, driver time, slots, asked executor memory, the what-if curve).
 """
 

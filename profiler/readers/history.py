@@ -1,8 +1,8 @@
-"""Spark History Server REST API -> :class:`~jobgauge.profiler.profile.Profile`.
+"""Spark History Server REST API -> :class:`~jobgauge.profiler.readers.profile.Profile`.
 
 ``read_history(url)`` reads one application from a running History Server
 (or a live driver's UI, which serves the same ``/api/v1``) through the one
-REST client, :class:`~jobgauge.profiler.sparkrest.SparkRestClient`:
+REST client, :class:`~jobgauge.profiler.readers.sparkrest.SparkRestClient`:
 ``/applications/<id>``, then ``/jobs``, ``/stages``
 (with task quantiles), ``/allexecutors``, ``/environment`` and ``/sql`` of its
 latest attempt.  ``url`` is any of::
@@ -11,7 +11,7 @@ latest attempt.  ``url`` is any of::
     http://host:18080/history/<app id>/...          (a UI page of the app)
     http://host:18080   with  app_id="<app id>"
 
-Fields follow :func:`jobgauge.profiler.eventlog.read_eventlog`, with the same
+Fields follow :func:`jobgauge.profiler.readers.eventlog.read_eventlog`, with the same
 counting rules: ``n_stages`` counts stage ids that ran (status not SKIPPED or
 PENDING), ``n_tasks`` the task attempts that ended (complete + failed +
 killed over stage attempts).  What the API does not provide stays ``None``:
@@ -28,17 +28,17 @@ record are ``None`` in ``read_eventlog`` and ``0`` here.
 
 Every failure - server unreachable, unknown application, a reply that is not
 the JSON the API documents - raises a :class:`ParseError` naming the URL
-(:class:`~jobgauge.profiler.sparkrest.SparkRestError`, a ParseError, when the
+(:class:`~jobgauge.profiler.readers.sparkrest.SparkRestError`, a ParseError, when the
 server could not be read).
 """
 
 from __future__ import annotations
 
 from jobgauge.errors import ParseError
-from jobgauge.profiler._eventlog import SPARK_TASK_METRICS
-from jobgauge.profiler.profile import Profile
-from jobgauge.profiler.sparkrest import SparkRestClient, SparkRestError, parse_url
-from jobgauge.profiler.sparkrest import rest_time_ms as _ms
+from jobgauge.profiler.readers._eventlog import SPARK_TASK_METRICS
+from jobgauge.profiler.readers.profile import Profile
+from jobgauge.profiler.readers.sparkrest import SparkRestClient, SparkRestError, parse_url
+from jobgauge.profiler.readers.sparkrest import rest_time_ms as _ms
 
 __all__ = ["read_history"]
 

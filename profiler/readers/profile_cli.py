@@ -8,7 +8,7 @@ Inputs are told apart by content, not by name:
   (``read_eventlog``); a folder of event logs (a ``spark.eventLog.dir``) is
   profiled log by log;
 * MapReduce ``.jhist``, job conf XML, counter dumps and MR1 history
-  (``jobgauge.profiler.mapreduce.read_mapreduce``).
+  (``jobgauge.profiler.readers.mapreduce.read_mapreduce``).
 
 ``--json`` prints one JSON object per input, one per line (``Profile.summary()``,
 or the whole profile with ``--full``; a failed input prints
@@ -52,8 +52,8 @@ def expand_folders(inputs) -> list[tuple[str, str | None]]:
     its entries; ``(entry, reason)`` for an entry of such a folder that cannot be one
     (not a regular file or folder).  Other entries of the folder are inputs too: whatever
     reads is profiled, the rest is reported with its reason."""
-    from jobgauge.profiler._eventlog_io import is_legacy_dir, is_rolling_dir
-    from jobgauge.profiler.eventlog import looks_like_eventlog
+    from jobgauge.profiler.readers._eventlog_io import is_legacy_dir, is_rolling_dir
+    from jobgauge.profiler.readers.eventlog import looks_like_eventlog
 
     out = []
     for item in inputs:
@@ -77,10 +77,10 @@ def _not_regular(path: Path) -> str:
 def read_profile(item: str, *, progress: bool = False):
     """Read one input of any kind into a Profile (ParseError when it is none of them)."""
     if is_url(item):
-        from jobgauge.profiler.history import read_history
+        from jobgauge.profiler.readers.history import read_history
 
         return read_history(item)
-    from jobgauge.profiler.eventlog import looks_like_eventlog, read_eventlog
+    from jobgauge.profiler.readers.eventlog import looks_like_eventlog, read_eventlog
 
     path = Path(item)
     if not path.exists():
@@ -98,7 +98,7 @@ def read_profile(item: str, *, progress: bool = False):
 
 
 def _read_mapreduce(path: Path):
-    from jobgauge.profiler import mapreduce
+    from jobgauge.profiler.readers import mapreduce
 
     try:
         mapreduce.sniff_mapreduce(path)
@@ -115,7 +115,7 @@ def _read_mapreduce(path: Path):
 
 
 def _read_eventlog_with_progress(path: Path):
-    from jobgauge.profiler.eventlog import read_eventlog
+    from jobgauge.profiler.readers.eventlog import read_eventlog
 
     total = sum(p.stat().st_size for p in ([path] if path.is_file() else path.rglob("*"))
                 if p.is_file())

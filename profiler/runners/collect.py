@@ -38,7 +38,7 @@ them from ``[space]`` (``{}`` is Spark's defaults)::
     sessions = [{}, {"spark.sql.autoBroadcastJoinThreshold" = "-1"}]
 
 A plan with ``cluster = {workers = 2, cores_per_worker = 1, worker_memory = "4g"}``
-runs on a Spark standalone cluster on 127.0.0.1 (``jobgauge.profiler.cluster``)
+runs on a Spark standalone cluster on 127.0.0.1 (``jobgauge.profiler.runners.cluster``)
 that the collector starts for each application and stops after it, on errors,
 Ctrl-C and SIGTERM too; its groups name no master.  Every setting a plan names
 is checked against the knob table (``jobgauge.knobs``) when the plan is read.
@@ -52,7 +52,7 @@ its timeout is recorded as timed out.  Runs inside one application are
 shuffled (seeded) so no configuration always runs first; every application
 first runs an unrecorded warm-up query.
 
-The collector guards its measurements (:class:`~jobgauge.profiler.driver.LoadGuard`):
+The collector guards its measurements (:class:`~jobgauge.profiler.runners.driver.LoadGuard`):
 each run waits for a quiet machine, and its load at start (``load_at_start``),
 the CPU time of the driver and its JVM (``cpu_time_s``), whether it started
 quiet (``quiet_start``) and a first measurement that was redone
@@ -151,7 +151,7 @@ GUARD_FIELDS = ("load_1min", "load_at_start", "load_waited_s", "quiet_start", "c
 
 def _resolve_workloads(patterns, framework="spark") -> list[str]:
     if framework == "hadoop":
-        from jobgauge.profiler.hadoop_runner import WORKLOADS as names
+        from jobgauge.profiler.runners.hadoop_runner import WORKLOADS as names
     else:
         from jobgauge.profiler.workloads import workload_names
 
@@ -276,7 +276,7 @@ def cluster_of(plan: dict):
     spec = plan.get("cluster")
     if not spec:
         return None
-    from jobgauge.profiler.cluster import StandaloneCluster
+    from jobgauge.profiler.runners.cluster import StandaloneCluster
 
     return StandaloneCluster(workers=int(spec.get("workers", 2)),
                              cores_per_worker=int(spec.get("cores_per_worker", 1)),
@@ -422,7 +422,7 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
     """
     from tqdm import tqdm
 
-    from jobgauge.profiler.runner import DEFAULT_DATA_ROOT, resources, run_batch, run_record
+    from jobgauge.profiler.runners.runner import DEFAULT_DATA_ROOT, resources, run_batch, run_record
     from jobgauge.profiler.workloads import get_workload
 
     plan = load_plan(plan_path)
@@ -552,7 +552,7 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
 
 def _collect_hadoop(plan, todo, journal, work_dir, data_root, bar) -> int:
     """MapReduce runs: one JVM per run in Hadoop's local mode."""
-    from jobgauge.profiler.hadoop_runner import run_mapreduce_job, store_arguments
+    from jobgauge.profiler.runners.hadoop_runner import run_mapreduce_job, store_arguments
 
     added = 0
     with open(Path(work_dir) / "profiles.jsonl", "a", encoding="utf-8") as profiles:
@@ -596,8 +596,8 @@ def compact_profile(profile) -> dict:
 def attach_profiles(work_dir, journal: Journal) -> int:
     """Profile every journaled run that has none yet, reading each event log once."""
     from jobgauge.errors import GaugeError
-    from jobgauge.profiler.eventlog import read_eventlog
-    from jobgauge.profiler.runner import find_eventlog, query_profile
+    from jobgauge.profiler.readers.eventlog import read_eventlog
+    from jobgauge.profiler.runners.runner import find_eventlog, query_profile
 
     work_dir = Path(work_dir)
     path = work_dir / "profiles.jsonl"

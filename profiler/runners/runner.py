@@ -1,7 +1,7 @@
 """Run workloads as real Spark applications and record what happened.
 
 ``run_batch`` starts one Spark application (a child process running
-``jobgauge.profiler.driver``) for a list of items that share the settings
+``jobgauge.profiler.runners.driver``) for a list of items that share the settings
 needing a restart (master, executor layout, serializer, codec, memory
 fraction, parallelism: the knob table's restart levels, ``jobgauge.knobs``);
 SQL settings change between items inside the same application.  Every item
@@ -72,7 +72,7 @@ def run_batch(items: list[dict], *, master: str = "local[2]", spark_conf: dict |
     Each item: {"key", "workload", "data_path", "sql_conf", "timeout_s", "warmup"}.
     ``on_start(app)`` is called once the application is up (app id, Spark version);
     ``on_record(record)`` as each item ends (warm-ups included).
-    ``load_guard``: the keyword arguments of :class:`~jobgauge.profiler.driver.LoadGuard`
+    ``load_guard``: the keyword arguments of :class:`~jobgauge.profiler.runners.driver.LoadGuard`
     (``threshold``, ``max_wait_s``, ``remeasure_ratio``, ``slots``): each measured item
     waits for a quiet machine and records its load and CPU time.
     """
@@ -93,7 +93,7 @@ def run_batch(items: list[dict], *, master: str = "local[2]", spark_conf: dict |
     repeats = 2 if load_guard and load_guard.get("remeasure_ratio") else 1
     limit = startup_timeout_s + sum(float(i.get("timeout_s", 600)) * repeats + per_item
                                     for i in items)
-    from jobgauge.profiler.driver import start_driver
+    from jobgauge.profiler.runners.driver import start_driver
 
     with open(stderr_path, "wb") as stderr:
         child = start_driver(spec_path, log=stderr)  # dies with this process, JVM included
@@ -167,7 +167,7 @@ def application_profile(eventlog_path):
     :func:`query_profile` cuts one query's part out of it."""
     if not eventlog_path:
         return None
-    from jobgauge.profiler.eventlog import read_eventlog
+    from jobgauge.profiler.readers.eventlog import read_eventlog
 
     return read_eventlog(eventlog_path)
 
@@ -199,7 +199,7 @@ def run_workload(workload_name: str, size: str, config: dict | None = None, *,
 
     Returns the run (a dict in the store's shape, plus ``profile`` and
     ``eventlog``).  A failed or timed-out run is recorded too, never lost.
-    ``cluster`` is a started :class:`~jobgauge.profiler.cluster.StandaloneCluster`
+    ``cluster`` is a started :class:`~jobgauge.profiler.runners.cluster.StandaloneCluster`
     to run on instead of ``master``.
     """
     from jobgauge.profiler.workloads import get_workload
@@ -253,7 +253,7 @@ def query_profile(app_profile, job_ids, *, runtime_s=None):
     Stages shared by several queries are attributed to the first job that ran them;
     totals are sums over the selected stages' attempts.
     """
-    from jobgauge.profiler.profile import Profile
+    from jobgauge.profiler.readers.profile import Profile
 
     wanted = set(job_ids)
     jobs = [j for j in app_profile.jobs if j.get("job_id") in wanted]

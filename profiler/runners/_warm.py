@@ -12,7 +12,7 @@ after seeing the last result::
         run = runner.run("tpch-q6", "sf0.1", {"spark.sql.shuffle.partitions": 8})
         run["runtime_s"], run["status"]
 
-The application is a child process (``python -m jobgauge.profiler.driver``
+The application is a child process (``python -m jobgauge.profiler.runners.driver``
 in streaming mode) that reads one JSON item per line from its stdin and
 appends one result line per item to a results file.  The runner keeps it up
 while the restart-level settings (master and the static configuration, see
@@ -40,8 +40,8 @@ from datetime import datetime
 from pathlib import Path
 
 from jobgauge.errors import UsageError
-from jobgauge.profiler.driver import start_driver
-from jobgauge.profiler.runner import (DEFAULT_DATA_ROOT, DEFAULT_EVENTLOG_DIR, _last_error_lines,
+from jobgauge.profiler.runners.driver import start_driver
+from jobgauge.profiler.runners.runner import (DEFAULT_DATA_ROOT, DEFAULT_EVENTLOG_DIR, _last_error_lines,
                                       _read_new_lines, application_profile, find_eventlog,
                                       local_cores, query_profile, resources, run_record,
                                       split_config)

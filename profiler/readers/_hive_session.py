@@ -21,9 +21,9 @@ from pathlib import Path
 
 from jobgauge.cli_options import SETTING_NAME
 from jobgauge.errors import UsageError
-from jobgauge.profiler._hive_errors import HiveConnectionError, HiveQueryError
+from jobgauge.profiler.readers._hive_errors import HiveConnectionError, HiveQueryError
 from jobgauge.profiler._hive_knobs import SHUFFLE_PARTITIONS, KnobPlan, translate_knobs
-from jobgauge.profiler._hive_server import port_answers, quiet_thrift
+from jobgauge.profiler.runners._hive_server import port_answers, quiet_thrift
 
 AUTH_MODES = ("NONE", "NOSASL", "LDAP", "CUSTOM", "KERBEROS")
 EXPLAIN_MODES = ("", "extended", "formatted", "cost", "codegen",  # Spark SQL
@@ -440,7 +440,7 @@ class HiveSession:
         this machine (Spark Thrift server); returns ``database``, ``data_path``,
         ``created`` and ``kept``.
         """
-        from jobgauge.profiler.runner import DEFAULT_DATA_ROOT
+        from jobgauge.profiler.runners.runner import DEFAULT_DATA_ROOT
         from jobgauge.profiler.workloads._tpch_queries import TABLES
         from jobgauge.profiler.workloads.tpch import ensure_data, scale_label
 

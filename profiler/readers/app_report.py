@@ -12,7 +12,7 @@ History Server or the store) and returns a plain dict, the ``--json`` of
   longest task;
 * ``wasted_core_s``: executor core-seconds no task used;
 * ``what_if``: the replay below at 10 % to 500 % of the run's executors;
-* ``heuristics`` and ``recommended_conf``: :mod:`jobgauge.profiler.heuristics`.
+* ``heuristics`` and ``recommended_conf``: :mod:`jobgauge.profiler.readers.heuristics`.
 
 The replay (the forerunner of a stage-level predictor) re-runs the
 application's own stages on ``n`` executors: a stage takes
@@ -29,7 +29,7 @@ import math
 import re
 from pathlib import Path
 
-from jobgauge.profiler import heuristics as _heuristics
+from jobgauge.profiler.readers import heuristics as _heuristics
 
 WHAT_IF_SHARES = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0)
 _PEAK_METRIC = "JVMHeapMemory"
@@ -93,7 +93,7 @@ def memory_peaks(path) -> dict[str, float]:
     fields are picked out of the lines that hold the metric name without
     parsing the whole event, so this pass costs a fraction of reading the log.
     """
-    from jobgauge.profiler._eventlog_io import iter_lines, open_part, resolve_layout
+    from jobgauge.profiler.readers._eventlog_io import iter_lines, open_part, resolve_layout
 
     peaks: dict[str, float] = {}
     needle = _PEAK_METRIC.encode()

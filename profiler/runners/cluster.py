@@ -214,7 +214,7 @@ class StandaloneCluster:
 
     def check_fits(self, config: dict) -> None:
         """Refuse an executor layout the workers cannot host (it would wait forever)."""
-        from jobgauge.profiler.runner import memory_gib
+        from jobgauge.profiler.runners.runner import memory_gib
 
         cores = int(config.get("spark.executor.cores", self.cores_per_worker))
         memory = memory_gib(config.get("spark.executor.memory", "1g"))

@@ -69,7 +69,7 @@ def _common(parser):
 
 
 def _run(args, workload, size) -> int:
-    from jobgauge.profiler.runner import run_workload
+    from jobgauge.profiler.runners.runner import run_workload
     from jobgauge.store import open_store
 
     config = parse_key_values(args.conf, settings=True)
@@ -117,8 +117,8 @@ def run_hibench_command(args) -> int:
 def run_hadoop_command(args) -> int:
     """Run one HiBench MapReduce job (wordcount, sort or terasort) in Hadoop's local mode,
     profile its job history and record it."""
-    from jobgauge.profiler.hadoop_runner import run_mapreduce_job, store_arguments
-    from jobgauge.profiler.runner import DEFAULT_DATA_ROOT
+    from jobgauge.profiler.runners.hadoop_runner import run_mapreduce_job, store_arguments
+    from jobgauge.profiler.runners.runner import DEFAULT_DATA_ROOT
     from jobgauge.store import open_store
 
     knobs = parse_key_values(args.conf, settings=True)
@@ -148,7 +148,7 @@ def collect_command(args) -> int:
     """Run every run a TOML plan asks for that is not measured yet (resumable), with a progress
     bar, and write the plan's run table."""
 
-    from jobgauge.profiler.collect import collect, load_plan, planned_runs
+    from jobgauge.profiler.runners.collect import collect, load_plan, planned_runs
     from jobgauge.store import open_store
 
     if args.dry_run:

@@ -40,8 +40,8 @@ import re
 from array import array
 from pathlib import Path
 
-from jobgauge.profiler._eventlog_io import iter_lines, open_part, resolve_layout
-from jobgauge.profiler.profile import TOTAL_METRICS, Profile
+from jobgauge.profiler.readers._eventlog_io import iter_lines, open_part, resolve_layout
+from jobgauge.profiler.readers.profile import TOTAL_METRICS, Profile
 
 from jobgauge.errors import ParseError
 
@@ -805,7 +805,7 @@ def looks_like_eventlog(path) -> bool:
         return False
     if layout.layout != "file" or layout.in_progress or layout.parts[0].codec:
         return True                      # a folder, *.inprogress or *.lz4/.snappy/.zstd name
-    from jobgauge.profiler._eventlog_io import sniff_codec
+    from jobgauge.profiler.readers._eventlog_io import sniff_codec
 
     try:
         with open(path, "rb") as handle:

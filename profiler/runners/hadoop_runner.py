@@ -7,8 +7,8 @@ holds the local job runner, ``LocalClientProtocolProvider`` and the shuffle's
 once per source change; ``run_mapreduce_job`` generates the input (seeded,
 cached), starts one JVM with ``mapreduce.framework.name=local`` and
 ``fs.defaultFS=file:///``, and turns the job's counters into a
-:class:`~jobgauge.profiler.profile.Profile` with the parsers of
-:mod:`jobgauge.profiler.mapreduce`.
+:class:`~jobgauge.profiler.readers.profile.Profile` with the parsers of
+:mod:`jobgauge.profiler.readers.mapreduce`.
 
 Sizes.  ``tiny`` and ``small`` are HiBench's own (``conf/workloads/micro/*.conf``:
 bytes of text for wordcount and sort, 100-byte teragen rows for terasort),
@@ -61,8 +61,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from jobgauge.profiler.mapreduce import parse_counter_dump, profile_from_counters
-from jobgauge.profiler.profile import Profile
+from jobgauge.profiler.readers.mapreduce import parse_counter_dump, profile_from_counters
+from jobgauge.profiler.readers.profile import Profile
 
 from jobgauge.errors import ParseError, RunError, UsageError
 

@@ -1,4 +1,4 @@
-"""The Spark application side of the runner: ``python -m jobgauge.profiler.driver SPEC``.
+"""The Spark application side of the runner: ``python -m jobgauge.profiler.runners.driver SPEC``.
 
 The runner writes a JSON spec (master, Spark configuration, event-log folder,
 items to run) and starts this module in a child process, so a run that hangs
@@ -11,7 +11,7 @@ later.
 
 With ``"stream": true`` in the spec the child runs no fixed list: it keeps
 the application up and takes items one JSON line at a time from stdin (the
-warm runner, :mod:`jobgauge.profiler._warm`), stopping at ``{"stop": true}``
+warm runner, :mod:`jobgauge.profiler.runners._warm`), stopping at ``{"stop": true}``
 or when stdin closes.
 
 The child never outlives the process that started it (:func:`start_driver`):
@@ -70,7 +70,7 @@ def _parent_death_preexec():
 
 
 def start_driver(spec_path, *, log, stdin=None, text=False) -> subprocess.Popen:
-    """Start ``python -m jobgauge.profiler.driver SPEC`` as a child that dies with its parent.
+    """Start ``python -m jobgauge.profiler.runners.driver SPEC`` as a child that dies with its parent.
 
     The child leads a new process group (``os.killpg(child.pid, ...)`` stops it and its
     JVM), gets SIGTERM from the kernel when the calling process dies, and watches its
@@ -80,7 +80,7 @@ def start_driver(spec_path, *, log, stdin=None, text=False) -> subprocess.Popen:
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     env[_PARENT_PID_ENV] = str(os.getpid())
-    return subprocess.Popen([sys.executable, "-m", "jobgauge.profiler.driver", str(spec_path)],
+    return subprocess.Popen([sys.executable, "-m", "jobgauge.profiler.runners.driver", str(spec_path)],
                             stdin=stdin, stdout=log, stderr=subprocess.STDOUT, env=env,
                             start_new_session=True, preexec_fn=_parent_death_preexec(),
                             text=text)
@@ -376,7 +376,7 @@ def run_stream(spec: dict, lines=None) -> int:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m jobgauge.profiler.driver SPEC.json", file=sys.stderr)
+        print("usage: python -m jobgauge.profiler.runners.driver SPEC.json", file=sys.stderr)
         return 2
     parent = os.environ.pop(_PARENT_PID_ENV, None)
     if parent and parent.isascii() and parent.isdigit():

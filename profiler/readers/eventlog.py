@@ -1,4 +1,4 @@
-"""Spark event logs -> :class:`~jobgauge.profiler.profile.Profile` (public names).
+"""Spark event logs -> :class:`~jobgauge.profiler.readers.profile.Profile` (public names).
 
 ``read_eventlog(path)`` reads a plain, lz4, snappy or zstd event log file, a
 rolling ``eventlog_v2_<app>/`` folder or a Spark 1.x ``<app>/EVENT_LOG_1``
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobgauge.profiler._eventlog import (
+from jobgauge.profiler.readers._eventlog import (
     EXACT_TASK_VALUES,
     HISTOGRAM_RELATIVE_ERROR,
     DurationSummary,

@@ -9,9 +9,9 @@ from datetime import datetime
 from pathlib import Path
 
 from jobgauge.errors import ParseError, UsageError
-from jobgauge.profiler._hive_errors import HiveQueryError
+from jobgauge.profiler.readers._hive_errors import HiveQueryError
 from jobgauge.profiler._hive_knobs import KnobPlan
-from jobgauge.profiler._hive_session import check_plan_limits, plan_dag
+from jobgauge.profiler.readers._hive_session import check_plan_limits, plan_dag
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 RESOURCE_FIELDS = ("instance_type", "instance_count", "vcpus", "memory_gib")
@@ -20,7 +20,7 @@ RESOURCE_FIELDS = ("instance_type", "instance_count", "vcpus", "memory_gib")
 def server_resources(session) -> dict:
     """Where a local Spark Thrift server runs, in the run table's words (from its
     ``spark.master`` and ``spark.driver.memory``)."""
-    from jobgauge.profiler.runner import resources
+    from jobgauge.profiler.runners.runner import resources
 
     if session.engine != "spark-thrift":
         raise UsageError("the resources of an Apache Hive server cannot be read over "

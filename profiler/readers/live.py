@@ -5,17 +5,17 @@ Two sources give the same :class:`ProgressSnapshot`:
 * the driver's REST API (``http://driver:4040/api/v1/applications/<id>/jobs``
   and ``.../stages``, or a History Server at port 18080):
   :func:`read_rest_snapshot`, through the one REST client
-  (:mod:`jobgauge.profiler.sparkrest`);
+  (:mod:`jobgauge.profiler.readers.sparkrest`);
 * an event log that Spark is still writing: :class:`EventLogTail` reads only
   the bytes appended since its last :meth:`~EventLogTail.poll` and folds the
   listener events into a :class:`ProgressTracker`.  Files, layouts and codecs
-  are the batch reader's (:mod:`jobgauge.profiler._eventlog_io`): plain logs,
+  are the batch reader's (:mod:`jobgauge.profiler.readers._eventlog_io`): plain logs,
   ``.inprogress`` logs, the rolling ``eventlog_v2_<app id>/`` folders Spark
   3+ writes, the old folder-per-application layout, and the ``zstd``
   (Spark 4's default), ``lz4`` and ``snappy`` codecs, appended to or not.
 
 Either source failing to answer raises :data:`LiveSourceError` (the REST
-client's :class:`~jobgauge.profiler.sparkrest.SparkRestError`).
+client's :class:`~jobgauge.profiler.readers.sparkrest.SparkRestError`).
 
 A snapshot only holds what has happened up to the moment it was taken
 (here a finished log from the corpus; on a running one, call ``poll`` again
@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from jobgauge.errors import GaugeError, ParseError, UsageError
-from jobgauge.profiler._eventlog_io import GrowingPart, LogLayout, resolve_layout
-from jobgauge.profiler.sparkrest import SparkRestClient, SparkRestError, parse_url, rest_time_ms
+from jobgauge.profiler.readers._eventlog_io import GrowingPart, LogLayout, resolve_layout
+from jobgauge.profiler.readers.sparkrest import SparkRestClient, SparkRestError, parse_url, rest_time_ms
 
 __all__ = [
     "JobProgress",
@@ -438,9 +438,9 @@ class EventLogTail:
     ``path`` is an event log file (plain, ``.inprogress`` or compressed), a
     rolling log folder (``eventlog_v2_<app id>``) or an old-style
     application folder (``EVENT_LOG_1`` inside).  Files, codecs and layouts
-    are the batch reader's (:mod:`jobgauge.profiler._eventlog_io`): every
+    are the batch reader's (:mod:`jobgauge.profiler.readers._eventlog_io`): every
     :meth:`poll` finds the log's parts again and reads, through a
-    :class:`~jobgauge.profiler._eventlog_io.GrowingPart` each, the bytes
+    :class:`~jobgauge.profiler.readers._eventlog_io.GrowingPart` each, the bytes
     appended since the previous poll; an unfinished last line waits for the
     next poll.  A line that is not a listener event raises
     :class:`~jobgauge.errors.ParseError` with its file and line number.

@@ -1,4 +1,4 @@
-"""Hadoop MapReduce job records → :class:`~jobgauge.profiler.profile.Profile`.
+"""Hadoop MapReduce job records → :class:`~jobgauge.profiler.readers.profile.Profile`.
 
 Four inputs, told apart by their content (not their file name):
 
@@ -58,7 +58,7 @@ import xml.parsers.expat
 from pathlib import Path
 from typing import Any
 
-from jobgauge.profiler.profile import TOTAL_METRICS, Profile
+from jobgauge.profiler.readers.profile import TOTAL_METRICS, Profile
 
 from jobgauge.errors import ParseError
 

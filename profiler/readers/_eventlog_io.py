@@ -22,7 +22,7 @@ size of the log; a single line longer than ``MAX_LINE_BYTES`` is an error.
 
 Both readers use this module: the batch reader (``read_eventlog``) opens each
 part as one stream (:func:`open_part`), the live tail
-(``jobgauge.profiler.live.EventLogTail``) reads a part that is still growing,
+(``jobgauge.profiler.readers.live.EventLogTail``) reads a part that is still growing,
 a few appended bytes at a time (:class:`GrowingPart`).  Each codec is one
 incremental decoder (``feed(bytes) -> bytes``) that both share.
 """
