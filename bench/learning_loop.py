@@ -1,0 +1,285 @@
+"""Issue 14's learning loop, measured: the same TPC-H jobs through ``jobgauge-submit``, again and again.
+
+    nice -n 10 .venv/bin/python bench/learning_loop.py                      # SF 1, 5 queries x 6
+    nice -n 10 .venv/bin/python bench/learning_loop.py --scale 0.01 --repeats 1 --queries 6
+
+Each query becomes a plain PySpark script (its SQL from the TPC-H workload's
+query definitions, its tables the parquet files of the workload data cache,
+generated on first need) written to the work folder, and runs through
+``jobgauge-submit --store STORE --jobgauge-retrain-every N --master M SCRIPT``
+from an empty store, round after round (every query once per round).  Before
+each run the bench asks the wrapper's own recommendation code
+(``tuner.submit.recommendation``, on the same command line, so the same store,
+model and seed) for the predicted runtime and whether it tunes; after the run it
+reads the measured runtime the wrapper recorded in the store.  Every run is a
+line in the journal (``WORK/journal.jsonl``): an interrupted run resumes there.
+
+Writes bench/reports/learning_loop.md and learning_loop.png (prediction error
+and runtime against the run index).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_QUERIES = (1, 3, 5, 6, 10)
+SCRIPT = '''"""TPC-H Q{number} at SF {scale} (written by bench/learning_loop.py)."""
+from pyspark.sql import SparkSession
+
+DATA = {data!r}
+TABLES = {tables!r}
+SQL = {sql!r}
+
+spark = SparkSession.builder.appName("tpch_q{number:02d}").getOrCreate()
+for table in TABLES:
+    spark.read.parquet(f"{{DATA}}/{{table}}.parquet").createOrReplaceTempView(table)
+rows = spark.sql(SQL).collect()
+print(f"tpch_q{number:02d}: {{len(rows)}} rows")
+spark.stop()
+'''
+
+
+def write_scripts(work: Path, queries, scale: float) -> dict[int, Path]:
+    """One PySpark script per query, reading the cached TPC-H parquet data of ``scale``."""
+    from jobgauge.profiler.runners.runner import DEFAULT_DATA_ROOT
+    from jobgauge.profiler.workloads._tpch_queries import QUERIES, TABLES
+    from jobgauge.profiler.workloads.tpch import ensure_data
+
+    data = Path(ensure_data(DEFAULT_DATA_ROOT, scale)).resolve()
+    scripts = {}
+    for number in queries:
+        if number not in QUERIES:
+            raise SystemExit(f"learning_loop: no TPC-H query {number} (1..22)")
+        path = work / f"tpch_q{number:02d}.py"
+        path.write_text(SCRIPT.format(number=number, scale=scale, data=str(data),
+                                      tables=list(TABLES), sql=QUERIES[number].strip()))
+        scripts[number] = path
+    return scripts
+
+
+def submit_argv(store: str, retrain_every: int, master: str, script: Path,
+                eventlogs: Path) -> list[str]:
+    """The wrapper's command line after ``jobgauge-submit`` (event logs kept in ``eventlogs``)."""
+    return ["--store", store, "--jobgauge-retrain-every", str(retrain_every),
+            "--master", master, "--conf", "spark.eventLog.enabled=true",
+            "--conf", f"spark.eventLog.dir={eventlogs}", str(script)]
+
+
+def job_key(argv: list[str]) -> str:
+    """The job key the wrapper records this command line under."""
+    from jobgauge.tuner.submit import split_own_options, workload_name
+
+    own, args = split_own_options(argv)
+    return own["workload"] or workload_name(args)
+
+
+def predict(argv: list[str]) -> dict:
+    """The wrapper's recommendation for this command line (its predicted runtime)."""
+    from jobgauge.store import open_store
+    from jobgauge.tuner.submit import recommendation, split_own_options
+
+    own, args = split_own_options(argv)
+    store = open_store(own["store"])
+    try:
+        answer = recommendation(own, args, store)
+        models = store.list_models()
+    finally:
+        store.close()
+    return {**answer.to_dict(), "model": models[0].get("name") if models else None,
+            "models": len(models)}
+
+
+def measured(store_url: str, workload: str, before: int) -> dict | None:
+    """The run the wrapper just recorded for ``workload`` (None when it recorded none)."""
+    from jobgauge.store import open_store
+
+    store = open_store(store_url)
+    try:
+        if store.count_runs(workload=workload) <= before:
+            return None
+        row = store.runs_list(limit=1, workload=workload)[0]
+        profiles = store.profiles_for(row["id"])
+        row["app_runtime_s"] = profiles[0].get("runtime_s") if profiles else None
+        return row
+    finally:
+        store.close()
+
+
+def run_count(store_url: str, workload: str) -> int:
+    from jobgauge.store import open_store
+
+    store = open_store(store_url)
+    try:
+        return store.count_runs(workload=workload)
+    finally:
+        store.close()
+
+
+def load_journal(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_loop(args, work: Path, journal_path: Path, progress=sys.stderr) -> list[dict]:
+    scripts = write_scripts(work, args.queries, args.scale)
+    store = args.store or str(work / "store.db")
+    eventlogs = work / "eventlogs"
+    eventlogs.mkdir(exist_ok=True)
+    done = {(e["round"], e["query"]) for e in load_journal(journal_path)}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    submit = str(Path(sys.executable).parent / "jobgauge-submit")
+    index = 0
+    for round_ in range(args.repeats):
+        for number in args.queries:
+            index += 1
+            if (round_, number) in done:
+                continue
+            argv = submit_argv(store, args.retrain_every, args.master, scripts[number], eventlogs)
+            workload = job_key(argv)
+            before = run_count(store, workload)
+            started = time.perf_counter()
+            guess = predict(argv)
+            predict_s = time.perf_counter() - started
+            started = time.perf_counter()
+            done_run = subprocess.run([submit, *argv], env=env, capture_output=True, text=True)
+            wall = time.perf_counter() - started
+            row = measured(store, workload, before)
+            entry = {"index": index, "round": round_, "query": number, "workload": workload,
+                     "predicted_s": guess["predicted_runtime_s"],
+                     "baseline_s": guess["baseline_runtime_s"], "tuned": guess["tuned"],
+                     "settings": guess["settings"], "reason": guess["reason"],
+                     "history_runs": guess["history_runs"], "models": guess["models"],
+                     "measured_s": row["runtime_s"] if row else None,
+                     "app_runtime_s": row["app_runtime_s"] if row else None,
+                     "status": row["status"] if row else "not recorded",
+                     "rc": done_run.returncode, "wall_s": round(wall, 3),
+                     "predict_s": round(predict_s, 3),
+                     "stderr_tail": done_run.stderr.strip().splitlines()[-3:]}
+            with open(journal_path, "a") as journal:
+                journal.write(json.dumps(entry) + "\n")
+            print(f"[{index}] q{number} round {round_ + 1}: predicted "
+                  f"{_f(entry['predicted_s'])} s, measured {_f(entry['measured_s'])} s, "
+                  f"{'tuned' if entry['tuned'] else 'defaults'} (rc {entry['rc']})",
+                  file=progress, flush=True)
+    return sorted(load_journal(journal_path), key=lambda e: e["index"])
+
+
+def _f(value, digits=2):
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def ape(entry) -> float | None:
+    if entry["predicted_s"] is None or not entry["measured_s"]:
+        return None
+    return abs(entry["predicted_s"] - entry["measured_s"]) / entry["measured_s"] * 100
+
+
+def plot(entries: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5), sharex=True)
+    for number in sorted({e["query"] for e in entries}):
+        mine = [e for e in entries if e["query"] == number]
+        top.plot([e["index"] for e in mine], [ape(e) for e in mine], "o-", label=f"Q{number}")
+        for tuned, marker in ((True, "s"), (False, "o")):
+            some = [e for e in mine if bool(e["tuned"]) == tuned and e["measured_s"]]
+            bottom.scatter([e["index"] for e in some], [e["measured_s"] for e in some],
+                           marker=marker, label=f"Q{number} {'tuned' if tuned else 'defaults'}")
+    top.set_ylabel("prediction error (APE, %)")
+    top.set_yscale("symlog", linthresh=10)
+    top.legend(fontsize=7, ncol=5)
+    bottom.set_ylabel("measured runtime (s)")
+    bottom.set_xlabel("run index (rounds of all queries, from an empty store)")
+    bottom.legend(fontsize=6, ncol=5)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(path: Path, entries: list[dict], command: str, args, wall: float) -> None:
+    rounds = sorted({e["round"] for e in entries})
+    lines = ["# Learning loop: the same jobs through jobgauge-submit, from an empty store", "",
+             f"Command: `{command}`  ",
+             f"TPC-H SF {args.scale}, queries {', '.join(map(str, args.queries))}, "
+             f"{args.repeats} rounds, master {args.master}, retrain every {args.retrain_every} "
+             f"runs; wall time of this invocation {wall:.0f} s, "
+             f"{time.strftime('%Y-%m-%d %H:%M')}, load average {os.getloadavg()[0]:.1f}.", "",
+             "Predicted: the wrapper's recommendation (`tuner.submit.recommendation`) on the "
+             "same command line just before the run; measured: the runtime the wrapper recorded "
+             "in the store (spark-submit wall time); app s: the application's runtime in its event "
+             "log (SparkContext start to stop).  Tuned: the wrapper added settings (else it ran "
+             "Spark's defaults).",
+             "", f"![prediction error and runtime against the run index]({path.stem}.png)", "",
+             "| round | runs | MdAPE % | median runtime s (tuned) | median runtime s (defaults) |",
+             "|---:|---:|---:|---:|---:|"]
+    for round_ in rounds:
+        mine = [e for e in entries if e["round"] == round_]
+        apes = [a for a in map(ape, mine) if a is not None]
+        tuned = [e["measured_s"] for e in mine if e["tuned"] and e["measured_s"]]
+        plain = [e["measured_s"] for e in mine if not e["tuned"] and e["measured_s"]]
+        lines.append(f"| {round_ + 1} | {len(mine)} | {_f(statistics.median(apes) if apes else None, 1)} "
+                     f"| {_f(statistics.median(tuned) if tuned else None)} "
+                     f"| {_f(statistics.median(plain) if plain else None)} |")
+    lines += ["", "| # | query | round | predicted s | measured s | app s | APE % | tuned | added settings |",
+              "|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    for e in entries:
+        added = ", ".join(f"{k}={v}" for k, v in sorted(e["settings"].items())) or "-"
+        lines.append(f"| {e['index']} | Q{e['query']} | {e['round'] + 1} | {_f(e['predicted_s'])} "
+                     f"| {_f(e['measured_s'])} | {_f(e.get('app_runtime_s'))} | {_f(ape(e), 1)} | {'yes' if e['tuned'] else 'no'} "
+                     f"| {added} |")
+    failed = [e for e in entries if e["rc"] or e["measured_s"] is None]
+    if failed:
+        lines += ["", f"{len(failed)} run(s) failed or were not recorded; last stderr lines of the "
+                  f"first: `{' / '.join(failed[0]['stderr_tail'])}`"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor (default 1)")
+    parser.add_argument("--queries", type=int, nargs="+", default=list(DEFAULT_QUERIES))
+    parser.add_argument("--repeats", type=int, default=6, help="rounds of every query")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--retrain-every", type=int, default=5)
+    parser.add_argument("--store", help="store URL or SQLite file (default WORK/store.db, "
+                        "created empty)")
+    parser.add_argument("--work", help="work folder with the scripts, store and journal "
+                        "(default bench/reports/cache/learning_loop-sf<SCALE>)")
+    parser.add_argument("--out", default=str(REPO / "bench" / "reports" / "learning_loop.md"))
+    parser.add_argument("--fresh", action="store_true", help="forget the journal and the store")
+    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    command = " ".join(["nice -n 10 .venv/bin/python bench/learning_loop.py", *given])
+    work = Path(args.work or REPO / "bench" / "reports" / "cache" / f"learning_loop-sf{args.scale:g}")
+    work.mkdir(parents=True, exist_ok=True)
+    journal = work / "journal.jsonl"
+    if args.fresh:
+        journal.unlink(missing_ok=True)
+        (work / "store.db").unlink(missing_ok=True)
+    started = time.perf_counter()
+    entries = run_loop(args, work, journal)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    plot(entries, out.with_suffix(".png"))
+    write_report(out, entries, command, args, time.perf_counter() - started)
+    for e in entries:
+        print(f"{e['index']}\tQ{e['query']}\tround {e['round'] + 1}\tpredicted {_f(e['predicted_s'])}"
+              f"\tmeasured {_f(e['measured_s'])}\t{'tuned' if e['tuned'] else 'defaults'}")
+    print(f"report: {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
