@@ -37,13 +37,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from jobgauge.errors import GaugeError, ParseError, UsageError
+from jobgauge.errors import GaugeError, ParseError, StoreError, UsageError
 
-__all__ = ["ImportReport", "SOURCE", "import_history", "import_server", "is_history_input",
-           "job_key", "list_finished_applications", "plan_fingerprint", "run_from_profile",
-           "spark_resources"]
+__all__ = ["BATCH_RUNS", "ImportReport", "RunBatch", "SOURCE", "import_history", "import_server",
+           "is_history_input", "job_key", "list_finished_applications", "plan_fingerprint",
+           "run_from_profile", "spark_resources"]
 
 SOURCE = "history"
+BATCH_RUNS = 50                      # runs written per store transaction (RunBatch)
 LIST_PAGE = 100                      # applications per History Server listing request
 # Each sync also looks this far back before the stored mark: a log that reaches the
 # server late (copied in, slow upload) but ended earlier is still found.  Runs
@@ -473,21 +474,82 @@ def stage_dag(profile) -> dict | None:
     return dag
 
 
-def store_profile(store, profile, *, main=None, attempt=None, existing=None) -> dict:
-    """Add one profile's run (settings, profile, DAG) unless the store has it; return its row."""
-    run, settings = run_from_profile(profile, main=main, attempt=attempt)
-    row = {"run_id": run["run_id"], "job_key": run["workload"], "framework": run["framework"],
-           "runtime_s": run["runtime_s"], "status": run["status"], "source": profile.source}
-    present = (run["run_id"] in existing) if existing is not None \
-        else store.has_run(SOURCE, run["run_id"])
-    if present:
-        row["added"] = False
-        return row
-    store.add_run(run, settings, profile=profile, dag=stage_dag(profile))
-    if existing is not None:
-        existing.add(run["run_id"])
-    row["added"] = True
-    return row
+class RunBatch:
+    """Runs read but not yet in the store, written together every ``size`` runs.
+
+    One store transaction per batch (:meth:`Store.add_profiled_runs`) instead of
+    one per run: a commit is the slowest step of an import.  A run lands whole
+    (settings, profile, DAG) or not at all.  A run the store already holds is
+    counted as present: the store's unique constraint says so, a run read
+    twice in one import too.  When a batch cannot be written, each of its runs
+    is tried alone, so only the run the store refuses is skipped, with the
+    reason.  History Server marks wait in the batch and are written only once
+    the runs before them are stored.  Call :meth:`flush` at the end (and on an
+    error) so nothing read is lost.
+    """
+
+    def __init__(self, store, report: ImportReport, *, existing: set | None = None,
+                 size: int = BATCH_RUNS):
+        self.store = store
+        self.report = report
+        self.existing = set(store.run_ids(SOURCE)) if existing is None else existing
+        self.size = size
+        self.pending: list[tuple[dict, tuple | None]] = []   # (report row, store item | None)
+        self.marks: dict[str, int] = {}                       # server root -> end ms
+
+    def add(self, profile, *, main: str | None = None, attempt: str | None = None) -> None:
+        """Queue one profile's run (settings, profile, DAG); write the batch when full."""
+        run, settings = run_from_profile(profile, main=main, attempt=attempt)
+        row = {"run_id": run["run_id"], "job_key": run["workload"], "framework": run["framework"],
+               "runtime_s": run["runtime_s"], "status": run["status"], "source": profile.source}
+        self.add_row(row, None if run["run_id"] in self.existing
+                     else (run, settings, profile, stage_dag(profile)))
+
+    def add_row(self, row: dict, item: tuple | None) -> None:
+        """Queue a report row; ``item`` is its ``(run, settings, profile, dag)`` to store,
+        None for a run known to be in the store already (it is only counted)."""
+        if item is not None:
+            self.existing.add(row["run_id"])
+        self.pending.append((row, item))
+        if sum(1 for _row, queued in self.pending if queued is not None) >= self.size:
+            self.flush()
+
+    def mark(self, root: str, end_ms: int) -> None:
+        """Record ``end_ms`` as ``root``'s sync mark once the runs queued so far are stored."""
+        self.marks[root] = end_ms
+        if not self.pending:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the queued runs (one transaction), count them, then write the marks."""
+        pending, self.pending = self.pending, []
+        items = [item for _row, item in pending if item is not None]
+        try:
+            keys = iter(self.store.add_profiled_runs(items) if items else [])
+        except StoreError:
+            keys = iter([self._store_alone(item) for item in items])
+        for row, item in pending:
+            run_key = None if item is None else next(keys)
+            if run_key is _REFUSED:
+                self.existing.discard(row["run_id"])
+                continue
+            row["added"] = run_key is not None
+            _count(self.report, row)
+        marks, self.marks = self.marks, {}
+        for root, end_ms in marks.items():
+            self.store.set_sync_mark(root, end_ms)
+
+    def _store_alone(self, item: tuple):
+        """One run in its own transaction: its key, None when present, _REFUSED when refused."""
+        try:
+            return self.store.add_profiled_runs([item])[0]
+        except StoreError as exc:
+            self.report.skipped.append({"input": item[2].source or item[0]["run_id"],
+                                        "reason": str(exc)})
+            return _REFUSED
+
+
+_REFUSED = object()        # a run the store would not take (RunBatch._store_alone)
 
 
 # --------------------------------------------------------------------------- History Server
@@ -594,22 +656,31 @@ def _safe_extract(archive: zipfile.ZipFile, folder: Path) -> None:
 
 
 def import_server(store, url: str, report: ImportReport, *, since_ms: int | None = None,
-                  timeout: float = 30.0, progress=None, existing=None) -> None:
+                  timeout: float = 30.0, progress=None, existing=None,
+                  batch: RunBatch | None = None) -> None:
     """Import every application that finished after max(``since_ms``, the stored mark).
 
     The mark (newest end time read from this server) advances only over
     applications that were imported or skipped for good, so an application
-    that could not be fetched this time is asked for again next time.
+    that could not be fetched this time is asked for again next time.  Runs go
+    through ``batch`` (a :class:`RunBatch`; the caller flushes it), else through
+    one of its own over ``existing`` (the run ids already stored), flushed here.
     """
     from jobgauge.profiler.readers.sparkrest import SparkRestError
 
+    if batch is None:
+        batch = RunBatch(store, report, existing=existing)
+        try:
+            return import_server(store, url, report, since_ms=since_ms, timeout=timeout,
+                                 progress=progress, batch=batch)
+        finally:
+            batch.flush()
     root = server_root(url)
     mark = store.sync_mark(root)
     bounds = [v for v in (since_ms, None if mark is None else mark - SYNC_LOOKBACK_MS)
               if v is not None]
     after = max(bounds) if bounds else None
-    if existing is None:
-        existing = set(store.run_ids(SOURCE))
+    existing = batch.existing
     listed = list_finished_applications(root, after_ms=after, timeout=timeout)
     info = report.servers.setdefault(root, {"listed": 0, "high_water_ms": mark})
     info["listed"] += len(listed)
@@ -624,19 +695,17 @@ def import_server(store, url: str, report: ImportReport, *, since_ms: int | None
             f"/{item['attempt_id']}" if item.get("attempt_id") not in (None, "") else "")
         try:
             if listed_id in existing:           # imported before: not fetched again
-                _count(report, {"run_id": listed_id, "job_key": None, "added": False,
-                                "source": label})
+                batch.add_row({"run_id": listed_id, "job_key": None, "source": label}, None)
             else:
                 profile, main = read_server_application(root, item, timeout=timeout)
-                _count(report, store_profile(store, profile, main=main,
-                                             attempt=item.get("attempt_id"), existing=existing))
+                batch.add(profile, main=main, attempt=item.get("attempt_id"))
         except SparkRestError:
             raise                    # stop here; the mark still points before this one
         except GaugeError as exc:
             report.skipped.append({"input": label, "reason": str(exc)})
         if item["end_ms"] is not None:
             high = item["end_ms"] if high is None else max(high, item["end_ms"])
-            store.set_sync_mark(root, high)
+            batch.mark(root, high)          # written once the runs read so far are stored
             info["high_water_ms"] = high
         if progress is not None:
             progress.update(1)
@@ -675,42 +744,44 @@ def parse_since(text: str | None) -> int | None:
 
 
 def import_history(store, inputs, *, since_ms: int | None = None, progress: bool | None = None,
-                   timeout: float = 30.0) -> ImportReport:
+                   timeout: float = 30.0, batch_size: int = BATCH_RUNS) -> ImportReport:
     """Import event logs, History Server URLs and MapReduce histories into ``store``.
 
     ``since_ms`` keeps only applications that ended after it (for files too).
     An input that cannot be read (a History Server that does not answer, too)
     lands in ``report.skipped`` with the reason; the others are still imported.
+    Runs are written ``batch_size`` at a time, one transaction each (:class:`RunBatch`).
     """
     report = ImportReport()
-    existing = set(store.run_ids(SOURCE))
+    batch = RunBatch(store, report, size=batch_size)
     with _progress_bar(progress) as bar:
-        for item in inputs:
-            item = str(item)
-            if _is_url(item):
-                try:
-                    import_server(store, item, report, since_ms=since_ms, timeout=timeout,
-                                  progress=bar, existing=existing)
-                except GaugeError as exc:     # down, or not a History Server
-                    report.skipped.append({"input": item, "reason": str(exc)})
-                continue
-            local = list(_local_items(item, report))
-            bar.total = (bar.total or 0) + len(local)
-            bar.refresh()
-            for kind, path in local:
-                try:
-                    if kind == "eventlog":
-                        profile, main, attempt = read_spark_eventlog(path)
-                    else:
-                        profile, main, attempt = read_mapreduce_history(path), None, None
-                    if since_ms is not None and (profile.end_ms or 0) <= since_ms:
-                        continue
-                    _count(report, store_profile(store, profile, main=main, attempt=attempt,
-                                                 existing=existing))
-                except GaugeError as exc:
-                    report.skipped.append({"input": str(path), "reason": str(exc)})
-                finally:
-                    bar.update(1)
+        try:
+            for item in inputs:
+                item = str(item)
+                if _is_url(item):
+                    try:
+                        import_server(store, item, report, since_ms=since_ms, timeout=timeout,
+                                      progress=bar, batch=batch)
+                    except GaugeError as exc:     # down, or not a History Server
+                        report.skipped.append({"input": item, "reason": str(exc)})
+                    continue
+                local = list(_local_items(item, report))
+                bar.total = (bar.total or 0) + len(local)
+                bar.refresh()
+                for kind, path in local:
+                    try:
+                        if kind == "eventlog":
+                            profile, main, attempt = read_spark_eventlog(path)
+                        else:
+                            profile, main, attempt = read_mapreduce_history(path), None, None
+                        if since_ms is None or (profile.end_ms or 0) > since_ms:
+                            batch.add(profile, main=main, attempt=attempt)
+                    except GaugeError as exc:
+                        report.skipped.append({"input": str(path), "reason": str(exc)})
+                    finally:
+                        bar.update(1)
+        finally:
+            batch.flush()                  # what was read lands, also when an error stops us
     return report
 
 

@@ -11,7 +11,9 @@ whole or rolls back and re-raises as :class:`StoreError`; every read
 (``Store.reading``) turns a database fault into :class:`StoreError` too.  A
 second run with the same (source, run_id) is refused by the database's unique
 constraint and raised as :class:`DuplicateRun`, so concurrent writers cannot
-both insert it.
+both insert it.  ``Store.add_profiled_runs`` writes a batch of runs with their
+profiles and DAGs in one transaction; there the same constraint skips a run the
+store holds (and says which) instead of failing the batch.
 """
 
 from __future__ import annotations
@@ -281,13 +283,18 @@ class Store:
         return run_key
 
     def _insert_profile(self, connection, profile, run_key=None) -> int:
-        summary = profile.summary()
         return connection.execute(self.profiles.insert().values(
-            run=run_key, format=profile.format, app_id=profile.app_id, n_jobs=profile.n_jobs,
-            n_stages=profile.n_stages, n_tasks=profile.n_tasks,
-            summary_json=json.dumps(summary, default=str),
-            profile_json=json.dumps(profile.to_dict(), default=str),
-            created_at=_now())).inserted_primary_key[0]
+            **self._profile_row(profile, run_key))).inserted_primary_key[0]
+
+    @staticmethod
+    def _profile_row(profile, run_key) -> dict:
+        """The ``profiles`` row of a Profile (its summary and the whole profile as JSON)."""
+        return {"run": run_key, "format": profile.format, "app_id": profile.app_id,
+                "n_jobs": profile.n_jobs, "n_stages": profile.n_stages,
+                "n_tasks": profile.n_tasks,
+                "summary_json": json.dumps(profile.summary(), default=str),
+                "profile_json": json.dumps(profile.to_dict(), default=str),
+                "created_at": _now()}
 
     def add_run(self, run: dict, settings: dict | None = None, profile=None, dag=None) -> int:
         """Record one run (with its settings, profile and DAG) in one transaction."""
@@ -324,6 +331,76 @@ class Store:
                     self._insert_profile_record(connection, record, run_key)
                 added += 1
         return added, skipped
+
+    def add_profiled_runs(self, items) -> list[int | None]:
+        """Record many runs, each with its settings, profile and DAG, in ONE transaction.
+
+        ``items`` are ``(run, settings, profile, dag)`` tuples (``profile`` and
+        ``dag`` may be None), as :meth:`add_run` takes them.  Returns, in order,
+        each run's key, or None for a run whose (source, run_id) the store already
+        holds (committed before, or earlier in ``items``): the database's unique
+        constraint decides, so concurrent importers cannot both add it.  Any other
+        fault rolls the whole batch back and raises :class:`StoreError`: no run is
+        ever stored without its settings, profile and DAG.
+        """
+        keys, settings_rows, profile_rows, dag_rows = [], [], [], []
+        with self.transaction() as connection:
+            insert_run = self._run_insert_unless_present(connection)
+            for run, settings, profile, dag in items:
+                values = self._run_values(run)
+                run_key = insert_run(values)
+                keys.append(run_key)
+                if run_key is None:
+                    continue
+                settings_rows += [
+                    {"run": run_key, "key": str(k),
+                     "value": v if isinstance(v, str) else json.dumps(v)}
+                    for k, v in sorted((settings or {}).items())]
+                if profile is not None:
+                    profile_rows.append(self._profile_row(profile, run_key))
+                if dag is not None:
+                    dag_rows.append({"run": run_key, "workload": values["workload"],
+                                     "source_format": dag.get("source_format"),
+                                     "dag_json": json.dumps(dag), "created_at": _now()})
+            for table, rows in ((self.settings, settings_rows), (self.profiles, profile_rows),
+                                (self.dags, dag_rows)):
+                if rows:
+                    connection.execute(table.insert(), rows)     # one executemany per table
+        return keys
+
+    def _run_insert_unless_present(self, connection):
+        """A function ``values -> run key | None`` inserting one run row on ``connection``;
+        None when the (source, run_id) unique constraint refuses it.
+
+        SQLite and PostgreSQL say so with ``ON CONFLICT DO NOTHING ... RETURNING``
+        (the transaction goes on); other databases get one SAVEPOINT per run.
+        """
+        sa = self._sa
+        dialect = connection.dialect.name
+        if dialect in ("sqlite", "postgresql"):
+            from importlib import import_module
+
+            insert = import_module(f"sqlalchemy.dialects.{dialect}").insert
+            statement = insert(self.runs).on_conflict_do_nothing(
+                index_elements=["source", "run_id"]).returning(self.runs.c.id)
+
+            def insert_run(values):
+                return connection.execute(statement, values).scalar_one_or_none()
+            return insert_run
+
+        def insert_run_in_savepoint(values):
+            savepoint = connection.begin_nested()
+            try:
+                run_key = connection.execute(
+                    self.runs.insert().values(**values)).inserted_primary_key[0]
+            except sa.exc.IntegrityError as exc:
+                savepoint.rollback()
+                if _is_run_key_violation(exc):
+                    return None
+                raise
+            savepoint.commit()
+            return run_key
+        return insert_run_in_savepoint
 
     def _insert_profile_record(self, connection, record: dict, run_key) -> int:
         summary = record.get("summary") or {}

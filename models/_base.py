@@ -175,6 +175,11 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
 
     def predict_interval(self, X, coverage=0.8):
         """(low, high) runtime bounds in seconds holding ``coverage`` of outcomes."""
+        return self.predict_with_interval(X, coverage)[1:]
+
+    def predict_with_interval(self, X, coverage=0.8):
+        """(runtime, low, high) in seconds per row: :meth:`predict` and
+        :meth:`predict_interval` from one pass of the model."""
         self._check_fitted()
         if isinstance(coverage, bool) or not isinstance(coverage, (int, float)) \
                 or not 0.0 < coverage < 1.0:
@@ -182,7 +187,7 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         check_frame(X, owner=type(self).__name__)
         center = self._predict_log(X.reset_index(drop=True))
         low, high = conformal_offsets(self.calibration_residuals_, coverage)
-        return np.exp(center + low), np.exp(center + high)
+        return np.exp(center), np.exp(center + low), np.exp(center + high)
 
     def score(self, X, y=None, sample_weight=None):
         """Negative median absolute percentage error (higher is better)."""

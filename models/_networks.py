@@ -42,6 +42,29 @@ def _torch_session(seed, threads):
         torch.set_num_threads(previous)
 
 
+@contextlib.contextmanager
+def _inference_session(module, threads):
+    """The torch of a prediction by the networks of ``module`` (a ModuleList): seeded
+    like training only where a part of a network is still in training mode (dropout draws random numbers); in eval mode
+    the outputs do not depend on the RNG, so the costly fork and seed are skipped.
+    The thread count changes only where it differs from ``threads``."""
+    import torch
+
+    if any(part.training for network in module for part in network.modules()):
+        with _torch_session(0, threads) as seeded:
+            yield seeded
+        return
+    previous = torch.get_num_threads()
+    if previous == threads:
+        yield torch
+        return
+    torch.set_num_threads(threads)
+    try:
+        yield torch
+    finally:
+        torch.set_num_threads(previous)
+
+
 class _NetworkModel(RuntimeModel):
     """Shared training loop of the network models."""
 
@@ -165,7 +188,7 @@ class _NetworkModel(RuntimeModel):
         matrix = self._clip_sizes(matrix, X)
         static = self.scaler_.transform(matrix).astype(np.float32)
         sequences = self._sequences(X)
-        with _torch_session(0, self.n_threads) as torch, torch.no_grad():
+        with _inference_session(self.module_, self.n_threads) as torch, torch.no_grad():
             inputs = self._tensors(torch, static, sequences)
             outputs = torch.stack([network(*inputs) for network in self.module_]).mean(0)
         return outputs.numpy().astype(float) * self.target_scale_ + self.target_mean_ + offset

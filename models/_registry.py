@@ -175,8 +175,12 @@ def predict_frame(model, X, *, coverage=0.8):
     ``predicted_runtime_s``, ``predicted_low_s``, ``predicted_high_s`` (seconds)."""
     import pandas as pd
 
-    runtime = model.predict(X)
-    low, high = model.predict_interval(X, coverage=coverage)
+    together = getattr(model, "predict_with_interval", None)
+    if together is not None:  # one pass of the model instead of two
+        runtime, low, high = together(X, coverage=coverage)
+    else:
+        runtime = model.predict(X)
+        low, high = model.predict_interval(X, coverage=coverage)
     return pd.DataFrame({"predicted_runtime_s": runtime, "predicted_low_s": low,
                          "predicted_high_s": high}, index=X.index)
 

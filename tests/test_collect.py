@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,18 @@ def test_collection_resumes_without_repeating(tmp_path, tpch_data_root, capsys):
         profiles = [json.loads(line) for line in handle]
     assert sorted(p["run_id"] for p in profiles) == sorted(r["run_id"] for r in rows)
     assert all(p["summary"]["n_tasks"] >= 1 and p["physical_plan"] for p in profiles)
+
+    # A fresh checkout has the committed run table and profiles but no journal (var/):
+    # the collection resumes from the table and measures nothing again.
+    shutil.rmtree(work)
+    assert main(common + ["--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["added"] == 0
+    assert "resuming from the 4 run(s) already in" in captured.err
+    assert [r["run_id"] for r in read_run_table(tmp_path / "runs" / "tiny.csv.gz")] == \
+        [r["run_id"] for r in rows]
+    with gzip.open(tmp_path / "profiles" / "tiny.jsonl.gz", "rt") as handle:
+        assert [json.loads(line) for line in handle] == profiles
 
 
 def test_bad_plans(tmp_path):
@@ -318,6 +331,7 @@ def test_an_application_dying_while_warming_up_warms_up_on_another(tmp_path, tpc
     assert {"tpch-q6"} in warmed and all(len(w) == 1 for w in warmed)
     monkeypatch.setattr(runner, "run_batch", _dying_run_batch(
         {("tpch-q6", True), ("tpch-q14", True)}, calls))
+    (tmp_path / "runs" / "tiny.csv.gz").unlink()   # a start from nothing (no table to resume)
     collect_module.collect(_plan(tmp_path), work_dir=tmp_path / "other",
                            data_root=tpch_data_root, progress=False)
     assert not (tmp_path / "other" / "journal.jsonl").exists() or \

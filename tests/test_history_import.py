@@ -148,6 +148,101 @@ def test_progress_bar_on_request(tmp_path, corpus_dir, capsys):
     assert "import" in capsys.readouterr().err          # tqdm's bar, on stderr
 
 
+# ---------------------------------------------------------------------------- batched writes
+
+def test_profile_to_dict_is_what_asdict_gives(corpus_dir):
+    import dataclasses
+
+    from jobgauge.history_import import read_mapreduce_history
+
+    spark = [read_eventlog(corpus_dir / "spark-eventlogs" / name) for name in CORPUS_EVENTLOGS]
+    hadoop = [read_mapreduce_history(path)
+              for path in sorted((corpus_dir / "hadoop-jhist").rglob("*.jhist"))]
+    assert len(spark) == 13 and hadoop
+    for profile in spark + hadoop:
+        fast, slow = profile.to_dict(), dataclasses.asdict(profile)
+        assert fast == slow, profile.source
+        assert json.dumps(fast, default=str) == json.dumps(slow, default=str)   # order too
+    profile = spark[0]
+    copied = profile.to_dict()
+    copied["stages"][0]["parent_ids"].append(-1)      # a copy, as asdict's
+    copied["totals"].clear()
+    assert -1 not in profile.stages[0]["parent_ids"] and profile.totals
+
+
+def _spark_folder(tmp_path, corpus_dir, names) -> Path:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for index, name in enumerate(names):
+        shutil.copy(corpus_dir / "spark-eventlogs" / "apache-spark" / name,
+                    folder / f"{index:02d}-{name}")
+    return folder
+
+
+SPARK_LOGS = ["local-1422981780767", "app-20161116163331-0000", "local-1430917381534",
+               "local-1596020211915", "local-1642039451826"]
+
+
+def test_runs_read_before_a_crash_are_stored_whole(tmp_path, corpus_dir, monkeypatch):
+    from jobgauge import history_import
+
+    folder = _spark_folder(tmp_path, corpus_dir, SPARK_LOGS)
+    store = open_store(tmp_path / "s.db")
+    batches = []
+    write = store.add_profiled_runs
+    monkeypatch.setattr(store, "add_profiled_runs",
+                        lambda items: batches.append(len(items)) or write(items))
+    read = history_import.read_spark_eventlog
+    calls = []
+
+    def crash_on_the_fourth(path):
+        calls.append(path)
+        if len(calls) == 4:
+            raise RuntimeError("killed mid-import")
+        return read(path)
+
+    monkeypatch.setattr(history_import, "read_spark_eventlog", crash_on_the_fourth)
+    with pytest.raises(RuntimeError, match="killed mid-import"):
+        history_import.import_history(store, [folder], batch_size=2)
+    assert batches == [2, 1]            # a full batch, then the rest flushed on the way out
+    runs = store.runs_list(limit=10)
+    assert sorted(r["run_id"] for r in runs) == sorted(SPARK_LOGS[:3])
+    for run in runs:                     # each one whole: settings, profile and DAG
+        assert run["config"] and run["runtime_s"] > 0
+        assert store.profiles_for(run["id"])[0]["app_id"] == run["run_id"]
+    with store.reading() as connection:
+        assert len(connection.execute(store.dags.select()).all()) == 3
+    monkeypatch.setattr(history_import, "read_spark_eventlog", read)
+    again = history_import.import_history(store, [folder], batch_size=2)
+    assert (again.added, again.already_present) == (2, 3)
+    assert store.count_runs() == 5
+
+
+def test_a_run_the_store_refuses_is_skipped_alone(tmp_path, corpus_dir, monkeypatch):
+    from jobgauge import history_import
+
+    names = SPARK_LOGS[:4] + [SPARK_LOGS[0]]              # the last one: a second copy
+    folder = _spark_folder(tmp_path, corpus_dir, names)
+    to_run = history_import.run_from_profile
+
+    def refused_status(profile, **kwargs):
+        run, settings = to_run(profile, **kwargs)
+        if profile.app_id == "local-1430917381534":
+            run["status"] = "exploded"
+        return run, settings
+
+    monkeypatch.setattr(history_import, "run_from_profile", refused_status)
+    store = open_store(tmp_path / "s.db")
+    report = history_import.import_history(store, [folder], batch_size=50)
+    assert [s["input"] for s in report.skipped] == [str(folder / "02-local-1430917381534")]
+    assert "run status must be one of" in report.skipped[0]["reason"]
+    assert (report.added, report.already_present) == (3, 1)
+    assert [r["source"] for r in report.runs] == [
+        str(folder / f"{i:02d}-{n}") for i, n in enumerate(names) if i != 2]
+    assert sorted(r["run_id"] for r in store.runs_list()) == sorted(
+        n for n in SPARK_LOGS[:4] if n != "local-1430917381534")
+
+
 # ---------------------------------------------------------------------------- job keys, resources
 
 def test_reruns_share_a_job_key(corpus_dir):

@@ -1,5 +1,6 @@
 """The store: the same contract on the embedded SQLite file and on a real PostgreSQL server."""
 
+import json
 from datetime import datetime, timezone
 
 import pytest
@@ -68,6 +69,39 @@ def test_a_write_is_one_transaction(store, datasets_dir):
     assert store.add_runs(rows[:20]) == (20, 0)
     assert store.add_runs(rows[:20], skip_existing=True) == (0, 20)
     assert store.counts_by_source() == {"scout-multinode": 20}
+
+
+def _corpus_profiles(corpus_dir, names):
+    from jobgauge.profiler.readers.eventlog import read_eventlog
+
+    return [read_eventlog(corpus_dir / "spark-eventlogs" / "apache-spark" / name)
+            for name in names]
+
+
+def test_a_batch_of_profiled_runs_is_one_transaction(store, corpus_dir):
+    profiles = _corpus_profiles(corpus_dir, ["local-1642039451826", "local-1596020211915",
+                                             "local-1430917381534"])
+    items = [(dict(RUN, run_id=p.app_id, runtime_s=p.runtime_s), {"spark.app.name": p.app_name},
+              p, {"nodes": [{"id": i}], "edges": [], "source_format": p.format})
+             for i, p in enumerate(profiles)]
+    refused = dict(RUN, run_id="r-bad", status="exploded")
+    with pytest.raises(StoreError, match="run status must be one of"):
+        store.add_profiled_runs([*items[:2], (refused, {}, None, None)])
+    assert store.count_runs() == 0                # the two good runs rolled back with it
+    keys = store.add_profiled_runs(items[:2])
+    assert all(isinstance(k, int) for k in keys)
+    stored = store.profiles_for(keys[1])
+    assert stored == [json.loads(json.dumps(profiles[1].to_dict(), default=str))]
+    assert store.runs_list(limit=5)[0]["config"] == {"spark.app.name": profiles[1].app_name}
+    with store.reading() as connection:       # each run with its own DAG
+        dags = connection.execute(store.dags.select().order_by(store.dags.c.run)).all()
+    assert [(d.run, d.source_format) for d in dags] == [(k, "spark-eventlog") for k in keys]
+    # a run the store holds (committed before, or earlier in the batch) is skipped, not an error
+    again = store.add_profiled_runs([items[0], items[2], items[2]])
+    assert again[0] is None and isinstance(again[1], int) and again[2] is None
+    assert store.count_runs() == 3
+    with store.reading() as connection:
+        assert len(connection.execute(store.profiles.select()).all()) == 3
 
 
 def test_bad_runs_are_refused(store):

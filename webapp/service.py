@@ -30,6 +30,7 @@ import gzip
 import json
 import math
 import re
+import sys
 import threading
 import time
 from pathlib import Path
@@ -44,6 +45,7 @@ _SHARED_FRAMES: dict = {}
 _SHARED_CLASSIFIERS: dict = {}
 _SHARED_LOCK = threading.Lock()
 MODEL_RECHECK_S = 30       # how often the service looks for a retrained model in the store
+JOB_CLASS_CACHE_SIZE = 4096  # (workload, datasize) pairs whose job class is kept
 UI_TIMEOUT_S = 15          # a Spark UI's first REST answer can take seconds on a busy driver
 
 
@@ -112,6 +114,7 @@ class Service:
         self._model_checked = 0.0
         self._frame = None
         self._classifier = None
+        self._job_classes: dict = {}
         self._options = None
         self._lock = threading.Lock()
         self._class_lock = threading.Lock()
@@ -254,11 +257,18 @@ class Service:
         classifier = self.classifier()
         if classifier is None or request.pasted:
             return "unknown"
-        from jobgauge.models import configuration_frame
+        key = (request.workload, request.datasize)
+        answer = self._job_classes.get(key)
+        if answer is None:  # the class depends only on these two and the fitted classifier
+            from jobgauge.models import configuration_frame
 
-        frame = configuration_frame([{"workload": request.workload,
-                                      "datasize": request.datasize}])
-        return str(classifier.predict(frame)[0])
+            frame = configuration_frame([{"workload": request.workload,
+                                          "datasize": request.datasize}])
+            answer = str(classifier.predict(frame)[0])
+            if len(self._job_classes) >= JOB_CLASS_CACHE_SIZE:
+                self._job_classes.clear()
+            self._job_classes[key] = answer
+        return answer
 
     def instance_options(self) -> dict[str, Cluster]:
         """One node of each choosable type: ``local[1]``, ``local[2]`` (this machine,
@@ -288,6 +298,9 @@ class Service:
         """Load the model and start the plan session in the background (a daemon thread)."""
         def work():
             self.ensure_model()
+            torch = sys.modules.get("torch")
+            if torch is not None:  # one intra-op thread: requests run side by side already
+                torch.set_num_threads(1)
             self.classifier()
             plans = self.plans()
             if hasattr(plans, "explain"):

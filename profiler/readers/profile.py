@@ -9,7 +9,8 @@ does not say is ``None``, never a made-up zero.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
 # Totals over the whole application or job. Readers fill what their input has.
@@ -22,6 +23,28 @@ TOTAL_METRICS = (
     "executor_run_time_ms", "executor_cpu_time_ms", "jvm_gc_time_ms",
     "map_tasks", "reduce_tasks", "map_time_ms", "reduce_time_ms",
 )
+
+
+_ATOMS = frozenset((str, int, float, bool, type(None)))
+
+
+def _plain_copy(value):
+    """A deep copy of profile data as ``dataclasses.asdict`` makes it: dicts, lists and
+    tuples rebuilt, strings and numbers shared, anything else through ``asdict`` (a
+    dataclass) or ``copy.deepcopy``."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {key if type(key) in _ATOMS else _plain_copy(key): _plain_copy(item)
+                for key, item in value.items()}
+    if kind is list:
+        return [item if type(item) in _ATOMS else _plain_copy(item) for item in value]
+    if kind is tuple:
+        return tuple(_plain_copy(item) for item in value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    return copy.deepcopy(value)
 
 
 @dataclass
@@ -67,7 +90,12 @@ class Profile:
     notes: list[str] = field(default_factory=list)  # what the reader tolerated or assumed
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every field as plain data: what ``dataclasses.asdict`` gives, several times faster.
+
+        Its lists and dicts are copies (changing them leaves the profile as it
+        was), copied by :func:`_plain_copy` instead of ``asdict``'s generic walk.
+        """
+        return {name: _plain_copy(getattr(self, name)) for name in self.__dataclass_fields__}
 
     def summary(self) -> dict[str, Any]:
         """The flat, one-line view the CLI prints and the store indexes."""

@@ -434,6 +434,11 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
     journal = Journal(work_dir / "journal.jsonl")
     for note in journal.notes:
         print(f"note: {note}", file=sys.stderr)
+    if not journal.entries and plan.get("out"):
+        seeded = seed_journal(journal, work_dir, plan["out"], plan["name"])
+        if seeded:
+            print(f"note: resuming from the {seeded} run(s) already in {plan['out']}",
+                  file=sys.stderr)
     data_root = Path(data_root or DEFAULT_DATA_ROOT)
     runs = planned_runs(plan)
     todo = [r for r in runs if r["run_id"] not in journal.entries]
@@ -536,6 +541,9 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                     for number in range(int(plan["warmup_runs"]))] + left
             app_info.clear()
         attach_profiles(work_dir, journal)
+        if plan.get("out"):        # after each application: a kill loses no exported run
+            export(journal, plan["out"])
+            export_profiles(work_dir, profiles_path_for(plan["out"]))
     bar.close()
     attach_profiles(work_dir, journal)
     rows = [e["run"] for e in journal.entries.values()]
@@ -632,6 +640,35 @@ def attach_profiles(work_dir, journal: Journal) -> int:
                                       **compact_profile(profile)}, default=str) + "\n")
                 added += 1
     return added
+
+
+def seed_journal(journal: Journal, work_dir, runs_out, plan_name: str) -> int:
+    """Start an empty journal from the plan's committed run table and profiles.
+
+    The run table a plan writes (``data/runs/NAME.csv.gz``, with
+    ``data/profiles/NAME.jsonl.gz``) is the record of what was measured, so a
+    collection committed in parts resumes on a fresh checkout, where the
+    journal (under ``var/``) is not.  Returns the runs taken over.
+    """
+    import gzip
+
+    from jobgauge.runtable import read_run_table
+
+    runs_out = Path(runs_out)
+    if not runs_out.exists():
+        return 0
+    rows = read_run_table(runs_out, runtime_optional=True)
+    for row in rows:   # the table keeps ``completed``; the journal's status follows from it
+        row.setdefault("status", "succeeded" if row.get("completed") else "not completed")
+        journal.add({"run": row, "job_ids": [], "app_id": None, "plan": plan_name,
+                     "seeded_from": str(runs_out)})
+    profiles = profiles_path_for(runs_out)
+    if profiles.exists():
+        with gzip.open(profiles, "rt", encoding="utf-8") as source, \
+                open(Path(work_dir) / "profiles.jsonl", "a", encoding="utf-8") as out:
+            for line in source:
+                out.write(line if line.endswith("\n") else line + "\n")
+    return len(rows)
 
 
 def profiles_path_for(runs_out) -> Path:
