@@ -11,7 +11,9 @@ from an empty store, round after round (every query once per round).  Before
 each run the bench asks the wrapper's own recommendation code
 (``tuner.submit.recommendation``, on the same command line, so the same store,
 model and seed) for the predicted runtime and whether it tunes; after the run it
-reads the measured runtime the wrapper recorded in the store.  Every run is a
+reads the measured runtime the wrapper recorded in the store: the application's
+runtime from its event log (``time_kind`` ``application``, what the models learn
+and predict), with spark-submit's wall time (``wall_s``) beside it.  Every run is a
 line in the journal (``WORK/journal.jsonl``): an interrupted run resumes there.
 
 Writes bench/reports/learning_loop.md and learning_loop.png (prediction error
@@ -108,6 +110,8 @@ def measured(store_url: str, workload: str, before: int) -> dict | None:
         row = store.runs_list(limit=1, workload=workload)[0]
         profiles = store.profiles_for(row["id"])
         row["app_runtime_s"] = profiles[0].get("runtime_s") if profiles else None
+        if row["time_kind"] != "application":        # no event log: the wall time only
+            row["runtime_s"] = None
         return row
     finally:
         store.close()
@@ -160,6 +164,7 @@ def run_loop(args, work: Path, journal_path: Path, progress=sys.stderr) -> list[
                      "history_runs": guess["history_runs"], "models": guess["models"],
                      "measured_s": row["runtime_s"] if row else None,
                      "app_runtime_s": row["app_runtime_s"] if row else None,
+                     "submit_wall_s": row["wall_s"] if row else None,
                      "status": row["status"] if row else "not recorded",
                      "rc": done_run.returncode, "wall_s": round(wall, 3),
                      "predict_s": round(predict_s, 3),
@@ -218,8 +223,9 @@ def write_report(path: Path, entries: list[dict], command: str, args, wall: floa
              f"{time.strftime('%Y-%m-%d %H:%M')}, load average {os.getloadavg()[0]:.1f}.", "",
              "Predicted: the wrapper's recommendation (`tuner.submit.recommendation`) on the "
              "same command line just before the run; measured: the runtime the wrapper recorded "
-             "in the store (spark-submit wall time); app s: the application's runtime in its event "
-             "log (SparkContext start to stop).  Tuned: the wrapper added settings (else it ran "
+             "in the store, the application's runtime in its event log (SparkContext start to "
+             "stop), as the models learn and predict it; submit s: spark-submit's wall time "
+             "(JVM start and end included).  Tuned: the wrapper added settings (else it ran "
              "Spark's defaults).",
              "", f"![prediction error and runtime against the run index]({path.stem}.png)", "",
              "| round | runs | MdAPE % | median runtime s (tuned) | median runtime s (defaults) |",
@@ -232,12 +238,14 @@ def write_report(path: Path, entries: list[dict], command: str, args, wall: floa
         lines.append(f"| {round_ + 1} | {len(mine)} | {_f(statistics.median(apes) if apes else None, 1)} "
                      f"| {_f(statistics.median(tuned) if tuned else None)} "
                      f"| {_f(statistics.median(plain) if plain else None)} |")
-    lines += ["", "| # | query | round | predicted s | measured s | app s | APE % | tuned | added settings |",
+    lines += ["", "| # | query | round | predicted s | measured s | submit s | APE % | tuned "
+              "| added settings |",
               "|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for e in entries:
         added = ", ".join(f"{k}={v}" for k, v in sorted(e["settings"].items())) or "-"
         lines.append(f"| {e['index']} | Q{e['query']} | {e['round'] + 1} | {_f(e['predicted_s'])} "
-                     f"| {_f(e['measured_s'])} | {_f(e.get('app_runtime_s'))} | {_f(ape(e), 1)} | {'yes' if e['tuned'] else 'no'} "
+                     f"| {_f(e['measured_s'])} | {_f(e.get('submit_wall_s'))} "
+                     f"| {_f(ape(e), 1)} | {'yes' if e['tuned'] else 'no'} "
                      f"| {added} |")
     failed = [e for e in entries if e["rc"] or e["measured_s"] is None]
     if failed:

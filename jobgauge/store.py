@@ -29,7 +29,12 @@ from jobgauge.errors import GaugeError, StoreError
 
 DEFAULT_PATH = Path.home() / ".local" / "share" / "jobgauge" / "jobgauge.db"
 RUN_STATUSES = ("succeeded", "failed", "timed_out")
-TIME_KINDS = ("application", "query")
+# What a run's ``runtime_s`` timed: the application (SparkContext start to stop, from its
+# event log), one query inside it, or only the wall time of the command that ran it (JVM
+# start and end included: ``jobgauge-submit`` when no event log was written).
+TIME_KINDS = ("application", "query", "wall")
+# Columns added to ``runs`` after stores were first made: an older store gains them on open.
+ADDED_RUN_COLUMNS = {"wall_s": "FLOAT"}
 RUN_KEY_CONSTRAINT = "uq_runs_source_run_id"
 
 
@@ -115,6 +120,7 @@ def _schema(sa):
         sa.Column("started_at", sa.DateTime(timezone=True)),
         sa.Column("ended_at", sa.DateTime(timezone=True)),
         sa.Column("runtime_s", sa.Float),
+        sa.Column("wall_s", sa.Float),      # the submitting command's wall time, where known
         sa.Column("completed", sa.Boolean, nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("error", sa.Text),
@@ -194,10 +200,27 @@ class Store:
                 self.metadata.create_all(self.engine)
             except sa.exc.SQLAlchemyError:  # another process created them meanwhile
                 self.metadata.create_all(self.engine)
+            self._add_run_columns()
         except ImportError as exc:
             raise StoreError(_driver_hint(url, exc)) from None
         except sa.exc.SQLAlchemyError as exc:
             raise _database_error(f"cannot open store {self.display_url}", exc) from None
+
+    def _add_run_columns(self) -> None:
+        """``ALTER TABLE runs ADD COLUMN`` for each of ADDED_RUN_COLUMNS an older store lacks."""
+        sa = self._sa
+
+        def present():
+            return {c["name"] for c in sa.inspect(self.engine).get_columns("runs")}
+        for name, kind in ADDED_RUN_COLUMNS.items():
+            if name in present():
+                continue
+            try:
+                with self.engine.begin() as connection:
+                    connection.execute(sa.text(f"ALTER TABLE runs ADD COLUMN {name} {kind}"))
+            except sa.exc.SQLAlchemyError:
+                if name not in present():      # else another process added it meanwhile
+                    raise
 
     @property
     def display_url(self) -> str:
@@ -246,7 +269,7 @@ class Store:
                    "job_class", "datasize", "input_bytes", "instance_type", "instance_count",
                    "vcpus", "memory_gib", "hourly_price_usd", "master", "executor_instances",
                    "executor_cores", "executor_memory_mb", "time_kind", "started_at",
-                   "ended_at", "runtime_s", "completed", "status", "error")
+                   "ended_at", "runtime_s", "wall_s", "completed", "status", "error")
 
     def _run_values(self, run: dict) -> dict:
         values = {k: _clean(run.get(k)) for k in self._RUN_FIELDS}

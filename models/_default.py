@@ -70,8 +70,8 @@ def prior_run_tables(runs_dir=None) -> list[Path]:
 
 def store_run_frame(store) -> tuple:
     """(frame, notes): the store's runs a model may learn from, as a run-table frame:
-    failed runs (an error, not a time limit) and runs without a runtime are left out,
-    and ``notes`` say how many."""
+    failed runs (an error, not a time limit), runs timed only by spark-submit's wall
+    time and runs without a runtime are left out, and ``notes`` say how many."""
     frame = store.run_frame()
     notes = []
     if len(frame) and "status" in frame.columns:
@@ -79,6 +79,14 @@ def store_run_frame(store) -> tuple:
         if failed.any():
             notes.append(f"left out {int(failed.sum())} failed runs (an error, not a time limit)")
             frame = frame[~failed]
+    if len(frame) and "time_kind" in frame.columns:
+        # the models learn the application's runtime; a spark-submit wall time (JVM
+        # start included, recorded when no event log was written) means something else
+        wall = frame["time_kind"].astype(str) == "wall"
+        if wall.any():
+            notes.append(f"left out {int(wall.sum())} runs timed only by their wall time "
+                         f"(no event log: JVM start included)")
+            frame = frame[~wall]
     if len(frame):
         missing = ~(frame["runtime_s"].astype(float) > 0)
         if missing.any():

@@ -20,7 +20,7 @@ from jobgauge.cli import main
 from jobgauge.errors import UsageError
 from jobgauge.models._default import (
     job_history, learning_frame, maybe_retrain, retrain_every, retrain_lock_path,
-    runs_since_training, store_model, train_store_model, training_lock)
+    runs_since_training, store_model, store_run_frame, train_store_model, training_lock)
 from jobgauge.runtable import read_run_table
 from jobgauge.store import open_store
 from jobgauge.tuner import submit
@@ -274,6 +274,20 @@ def test_wrapped_runs_land_in_the_store_and_retrain_the_model(tmp_path, monkeypa
     store = open_store(store_path)
     runs = store.runs_list(workload="nightly")
     assert len(runs) == 2 and all(r["status"] == "succeeded" for r in runs)
+    # runtime_s: the application's runtime in the event log the wrapper switched on (what
+    # the models learn and predict); the spark-submit wall time (JVM start too) beside it
+    from jobgauge.profiler.readers.eventlog import find_eventlogs, read_eventlog
+
+    logs = find_eventlogs(tmp_path / ".local" / "share" / "jobgauge" / "eventlogs")
+    app_runtimes = sorted(read_eventlog(log).runtime_s for log in logs)
+    assert len(app_runtimes) == 2
+    assert sorted(r["runtime_s"] for r in runs) == pytest.approx(app_runtimes, abs=1e-3)
+    for run in runs:
+        assert run["time_kind"] == "application"
+        assert store.profiles_for(run["id"])[0]["runtime_s"] == run["runtime_s"]
+        assert 0 < run["runtime_s"] < run["wall_s"]
+        assert run["wall_s"] == pytest.approx(
+            (run["ended_at"] - run["started_at"]).total_seconds(), abs=1e-3)
     lock = retrain_lock_path(store)
     deadline = time.monotonic() + 120
     while len(store.list_models()) < 2 and time.monotonic() < deadline:
@@ -286,3 +300,17 @@ def test_wrapped_runs_land_in_the_store_and_retrain_the_model(tmp_path, monkeypa
     own, args = submit.split_own_options(["--master", "local[1]", str(job)])
     assert "learned from 2 runs of nightly in the store" in \
         submit.recommendation(own, args, store).reason
+
+
+def test_runs_timed_only_by_their_wall_time_are_not_learned_from(tmp_path, scout_join):
+    """A wrapped run without an event log has only spark-submit's wall time (JVM start
+    included): the models learn application runtimes, so it stays out of training."""
+    store = open_store(tmp_path / "s.db")
+    first, second = (dict(row) for row in scout_join[:2])
+    first.update(run_id="app-timed", time_kind="application")
+    second.update(run_id="wall-timed", time_kind="wall", wall_s=second["runtime_s"])
+    store.add_run(first)
+    store.add_run(second)
+    frame, notes = store_run_frame(store)
+    assert list(frame["run_id"]) == ["app-timed"]
+    assert any("1 runs timed only by their wall time" in note for note in notes)

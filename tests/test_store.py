@@ -104,6 +104,19 @@ def test_a_batch_of_profiled_runs_is_one_transaction(store, corpus_dir):
         assert len(connection.execute(store.profiles.select()).all()) == 3
 
 
+def test_an_older_store_gains_the_wall_time_column(store):
+    import sqlalchemy as sa
+
+    with store.transaction() as connection:         # a store made before wall_s existed
+        connection.execute(sa.text("ALTER TABLE runs DROP COLUMN wall_s"))
+    store.close()
+    reopened = open_store(store.url)
+    reopened.add_run(dict(RUN, time_kind="wall", runtime_s=3.5, wall_s=3.5), {})
+    row = reopened.runs_list()[0]
+    assert (row["time_kind"], row["runtime_s"], row["wall_s"]) == ("wall", 3.5, 3.5)
+    assert open_store(store.url).runs_list()[0]["wall_s"] == 3.5     # added once
+
+
 def test_bad_runs_are_refused(store):
     with pytest.raises(StoreError, match="a run needs workload"):
         store.add_run(dict(RUN, workload=""), {})

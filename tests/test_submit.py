@@ -90,6 +90,10 @@ def test_real_spark_submit_through_the_wrapper(tmp_path, monkeypatch):
     assert len(runs) == 1 and runs[0]["workload"] == "job" and runs[0]["status"] == "succeeded"
     assert runs[0]["config"]["spark.master"] == "local[1]"
     assert "tuning skipped" in result.stderr
+    # jobgauge failed before switching event logging on: no event log, so the runtime is
+    # spark-submit's wall time, and the record says so
+    assert runs[0]["time_kind"] == "wall" and runs[0]["runtime_s"] == runs[0]["wall_s"] > 0
+    assert "recording spark-submit's wall time" in result.stderr
 
 
 def test_dry_run_adds_tuned_settings_the_user_did_not_set(tmp_path, monkeypatch, capsys):

@@ -240,12 +240,25 @@ def _warn(message: str) -> None:
 
 
 def _record(own, args, settings, started, ended, returncode, eventlog_dir, store) -> None:
+    """Store the run: its ``runtime_s`` is the application's runtime from the event log it
+    wrote (SparkContext start to stop, ``time_kind="application"``), the meaning the
+    shipped and imported runs have and the models predict; ``wall_s`` is spark-submit's
+    wall time (JVM start and end included; ``started_at`` to ``ended_at``).  Only when the
+    run left no readable event log is ``runtime_s`` that wall time, marked
+    ``time_kind="wall"``."""
+    from jobgauge.errors import GaugeError
     from jobgauge.job import Cluster
-    from jobgauge.profiler.readers.eventlog import find_eventlogs, read_eventlog
 
-    logs = [p for p in find_eventlogs(eventlog_dir)
-            if p.stat().st_mtime >= started.timestamp() - 1] if eventlog_dir.is_dir() else []
-    profile = read_eventlog(logs[-1]) if logs else None
+    wall_s = (ended - started).total_seconds()
+    profile = None
+    try:
+        profile = run_eventlog_profile(eventlog_dir, started)
+    except GaugeError as exc:
+        _note(f"the run's event log could not be read ({exc})")
+    app_s = profile.runtime_s if profile is not None and (profile.runtime_s or 0) > 0 else None
+    if app_s is None:
+        _note("no event log with the application's end: recording spark-submit's wall time "
+              "(JVM start included) as the runtime (time_kind=wall)")
     master = settings.get("spark.master", "local[*]")
     cluster = Cluster.for_master(master, settings)
     run = {
@@ -254,12 +267,28 @@ def _record(own, args, settings, started, ended, returncode, eventlog_dir, store
         "engine_version": profile.engine_version if profile else None,
         "datasize": own["datasize"] or "", "instance_type": cluster.instance_type,
         "instance_count": 1, "vcpus": int(cluster.vcpus),
-        "memory_gib": cluster.memory_gib, "master": master, "time_kind": "application", "started_at": started,
-        "ended_at": ended, "runtime_s": (ended - started).total_seconds(),
+        "memory_gib": cluster.memory_gib, "master": master,
+        "time_kind": "wall" if app_s is None else "application",
+        "started_at": started, "ended_at": ended,
+        "runtime_s": wall_s if app_s is None else app_s, "wall_s": wall_s,
         "status": "succeeded" if returncode == 0 else "failed",
         "error": None if returncode == 0 else f"spark-submit exited with code {returncode}",
     }
     store.add_run(run, settings, profile=profile)
+
+
+def run_eventlog_profile(eventlog_dir: Path, started: datetime):
+    """The Profile of the event log a run started at ``started`` wrote in ``eventlog_dir``
+    (the newest log there written since), None when there is none."""
+    from jobgauge.profiler.readers.eventlog import find_eventlogs, read_eventlog
+
+    if not eventlog_dir.is_dir():
+        return None
+    logs = [p for p in find_eventlogs(eventlog_dir)
+            if p.stat().st_mtime >= started.timestamp() - 1]
+    if not logs:
+        return None
+    return read_eventlog(max(logs, key=lambda p: p.stat().st_mtime))
 
 
 def main(argv=None) -> int:
