@@ -277,6 +277,31 @@ def test_predict_one_matches_predict_and_validates(small):
         predict_one(model, workload="join", datasize="huge", config=["a=b"])
 
 
+
+def test_network_prediction_is_one_pass_and_independent_of_torch_rng(small):
+    torch = pytest.importorskip("torch")
+    model = make_model("fc", epochs=3, dropout=0.2).fit(small)
+    rows = small.iloc[:6]
+    frame = predict_frame(model, rows, coverage=0.9)
+    low, high = model.predict_interval(rows, coverage=0.9)
+    assert frame["predicted_runtime_s"].tolist() == model.predict(rows).tolist()
+    assert frame["predicted_low_s"].tolist() == low.tolist()
+    assert frame["predicted_high_s"].tolist() == high.tolist()
+    # networks in eval mode: the caller's RNG state neither matters nor moves
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    first = model.predict(rows)
+    assert torch.equal(torch.get_rng_state(), state)
+    torch.manual_seed(456)
+    assert model.predict(rows).tolist() == first.tolist()
+    # a network left in training mode draws dropout masks: still seeded, so repeatable
+    model.module_[0].train()
+    try:
+        assert model.predict(rows).tolist() == model.predict(rows).tolist()
+        assert model.predict(rows).tolist() != first.tolist()
+    finally:
+        model.module_[0].eval()
+
 # ------------------------------------------------------------- saving
 def test_save_and_load_files(small, tmp_path):
     model = make_model("tree").fit(small)

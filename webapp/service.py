@@ -355,11 +355,11 @@ class Service:
         metrics = meta.get("metrics") or {}
         seen = _listed(metrics.get("instance_types"))
         rows = []
-        for job, (_, values) in zip(jobs, predicted.iterrows()):
+        for job, *values in zip(jobs, *(predicted[column].to_numpy(dtype=float) for column in
+                                         ("predicted_runtime_s", "predicted_low_s",
+                                          "predicted_high_s"))):
             cluster = job.cluster
-            runtime, low, high = (float(values["predicted_runtime_s"]),
-                                  float(values["predicted_low_s"]),
-                                  float(values["predicted_high_s"]))
+            runtime, low, high = map(float, values)
             cost = cluster.cost_usd(runtime)
             rows.append({
                 "instance_type": cluster.instance_type, "instance_count": cluster.instance_count,
