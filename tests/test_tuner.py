@@ -531,3 +531,34 @@ def test_every_error_is_a_gauge_error():
     for cls in (EmptyRunTable, InfeasibleTuning, UnknownWorkload, UnknownInstanceType,
                 InvalidConfiguration):
         assert issubclass(cls, GaugeError)
+
+
+@pytest.mark.parametrize("config, driver_memory_mb, fits", [
+    ({"spark.sql.autoBroadcastJoinThreshold": 256 * 1024 * 1024}, None, False),  # ran out at SF 1
+    ({"spark.sql.autoBroadcastJoinThreshold": 128 * 1024 * 1024}, None, False),  # ran out at SF 1
+    ({"spark.sql.autoBroadcastJoinThreshold": 10 * 1024 * 1024}, None, True),    # Spark's default
+    ({"spark.sql.autoBroadcastJoinThreshold": -1}, None, True),                 # off
+    ({"spark.sql.autoBroadcastJoinThreshold": 256 * 1024 * 1024}, 8192, True),  # the job's 8g
+    ({"spark.sql.autoBroadcastJoinThreshold": 256 * 1024 * 1024,
+      "spark.driver.memory": 8192}, None, True),                                # the trial's 8g
+])
+def test_a_broadcast_threshold_the_driver_cannot_hold_is_never_tried(config, driver_memory_mb,
+                                                                     fits):
+    """TPC-H Q5 at SF 1 with a 1 GiB driver failed with "Not enough memory to build and
+    broadcast the table" at 128 and 256 MiB thresholds, as the learning loop tuned it."""
+    if fits:
+        check_configuration(config, driver_memory_mb=driver_memory_mb)
+    else:
+        with pytest.raises(InvalidConfiguration, match="would not fit the driver"):
+            check_configuration(config, driver_memory_mb=driver_memory_mb)
+
+
+def test_the_model_guided_tuner_keeps_the_broadcast_threshold_within_the_driver():
+    from jobgauge.job import Job
+    from jobgauge.tuner._modes import config_check
+
+    check = config_check(Job("tpch-q5", "sf1", settings={"spark.driver.memory": "1g"}).row())
+    with pytest.raises(InvalidConfiguration):
+        check({"spark.sql.autoBroadcastJoinThreshold": 256 * 1024 * 1024})
+    check = config_check(Job("tpch-q5", "sf1", settings={"spark.driver.memory": "8g"}).row())
+    check({"spark.sql.autoBroadcastJoinThreshold": 256 * 1024 * 1024})

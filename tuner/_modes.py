@@ -29,7 +29,7 @@ from jobgauge.tuner._errors import InvalidConfiguration
 from jobgauge.tuner._objective import Goal, Measurement, Objective
 from jobgauge.tuner._replay import ReplayTable
 from jobgauge.tuner._samplers import make_sampler
-from jobgauge.tuner._space import SearchSpace, check_configuration, format_setting
+from jobgauge.tuner._space import SearchSpace, check_configuration, format_setting, knob
 from jobgauge.tuner._study import create_study, level_importance, run_trials, summarise
 from jobgauge.tuner._transfer import history_frame, history_prior, history_settings
 
@@ -182,7 +182,11 @@ def config_check(base_row: Mapping, catalog=None):
             instance = catalog.get(base_row["instance_type"])
         count = config.get("instance_count", base_row.get("instance_count"))
         check_configuration(config, instance=instance,
-                            instance_count=None if count is None else int(count))
+                            instance_count=None if count is None else int(count),
+                            driver_memory_mb=driver_memory_mb)
+
+    own = (base_row.get("config") or {}).get("spark.driver.memory")
+    driver_memory_mb = None if own is None else knob("spark.driver.memory").parse(own)
     return check
 
 

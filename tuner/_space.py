@@ -27,6 +27,7 @@ from typing import Iterable, Mapping
 from jobgauge import knobs as _table
 from jobgauge.errors import UsageError
 from jobgauge.knobs import Knob, knob
+from jobgauge.units import format_size
 from jobgauge.tuner._errors import InvalidConfiguration
 
 LEVELS = ("query", "job", "instance")
@@ -221,16 +222,39 @@ def executor_footprint_mb(memory_mb: float) -> float:
     return memory_mb + max(MIN_OVERHEAD_MB, OVERHEAD_FRACTION * memory_mb)
 
 
-def check_configuration(config: Mapping, *, instance=None, instance_count: int | None = None):
+# The largest broadcast table a driver heap holds, as a share of the heap: Spark compares
+# the threshold with the table's size on disk (compressed Parquet), and the relation it
+# builds in the driver is several times larger.  Measured here: TPC-H Q5 at SF 1 with a
+# 1 GiB driver ran out of driver memory ("Not enough memory to build and broadcast the
+# table") at thresholds of 128 MiB and 256 MiB (bench/reports/learning_loop.md); Spark's
+# default, 10 MiB, is 1/100 of its default 1 GiB driver.
+BROADCAST_HEAP_SHARE = 1 / 32
+
+
+def check_configuration(config: Mapping, *, instance=None, instance_count: int | None = None,
+                        driver_memory_mb: float | None = None):
     """Raise :class:`InvalidConfiguration` if ``config`` cannot run on
     ``instance_count`` nodes of ``instance`` (an :class:`InstanceType`).
 
     Checked: executor cores fit a node's vCPUs; executor and driver heap plus
     overhead fit a node's memory less ``RESERVED_NODE_MB``; the executors asked
     for fit the cluster (executors per node times nodes); MapReduce's sort
-    buffer fits its map container and containers fit a node.  Without an
-    instance (local mode) only the engine-internal rules apply.
+    buffer fits its map container and containers fit a node; a broadcast
+    threshold is at most ``BROADCAST_HEAP_SHARE`` of the driver heap (the
+    config's ``spark.driver.memory``, else ``driver_memory_mb``, the job's own,
+    else Spark's default).  Without an instance (local mode) only the
+    engine-internal rules apply.
     """
+    threshold = config.get("spark.sql.autoBroadcastJoinThreshold")
+    if threshold is not None and float(threshold) > 0:
+        driver_mb = config.get("spark.driver.memory") or driver_memory_mb \
+            or knob("spark.driver.memory").default
+        if float(threshold) > float(driver_mb) * MiB * BROADCAST_HEAP_SHARE:
+            raise InvalidConfiguration(
+                f"spark.sql.autoBroadcastJoinThreshold={format_size(int(threshold))} is more "
+                f"than 1/{round(1 / BROADCAST_HEAP_SHARE)} of the driver heap "
+                f"({format_size(int(float(driver_mb) * MiB))}): the broadcast table would not fit "
+                f"the driver")
     sort_mb = config.get("mapreduce.task.io.sort.mb")
     if sort_mb is not None:
         map_mb = _value(config, "mapreduce.map.memory.mb")
