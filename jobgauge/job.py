@@ -39,10 +39,13 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
+from jobgauge import knobs
 from jobgauge.errors import UsageError
 
-#: Spark's default ``spark.driver.memory``: the memory of a local[N] run that does not set it.
-DEFAULT_DRIVER_MEMORY = "1g"
+#: Spark's default ``spark.driver.memory`` (the knob table's): the memory of a local[N]
+#: run that does not set it.
+DEFAULT_DRIVER_MEMORY = knobs.format_value("spark.driver.memory",
+                                           knobs.knob("spark.driver.memory").default)
 
 
 # ------------------------------------------------------------------ cost
@@ -307,8 +310,6 @@ class Job:
         each setting the knob table knows is checked (UsageError naming the knob, its
         valid values and what it got).  Measured runs (another ``source``) keep what
         they recorded."""
-        from jobgauge import knobs
-
         for name, value in self.settings.items():
             item = knobs.find(name)
             if item is not None and value is not None:
