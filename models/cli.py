@@ -234,11 +234,11 @@ def predict_command(args) -> int:
     from jobgauge.models import predict_job
 
     datasize, input_bytes, profile, history = _job_size(args)
-    model = load_chosen_model(args)
     cluster = Cluster.named(args.instance_type, args.instance_count, settings=config,
                             vcpus=args.vcpus, memory_gib=args.memory_gib)
     job = Job(args.workload, datasize, cluster, config, framework=args.framework,
-              input_bytes=input_bytes, profile=profile)
+              input_bytes=input_bytes, profile=profile)   # a bad question fails before training
+    model = load_chosen_model(args)
     result = predict_job(model, job, coverage=args.coverage)
     size = datasize if datasize or input_bytes is None else \
         f"{input_bytes / 2 ** 20:.1f} MiB of input"

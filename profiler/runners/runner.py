@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 
 from jobgauge.cli_options import SETTING_NAME
-from jobgauge.errors import RunError, UsageError
+from jobgauge.errors import UsageError
 from jobgauge.job import local_cores, memory_gib, resources  # noqa: F401 - re-exported
 from jobgauge.knobs import needs_restart
 
