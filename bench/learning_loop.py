@@ -13,8 +13,20 @@ each run the bench asks the wrapper's own recommendation code
 model and seed) for the predicted runtime and whether it tunes; after the run it
 reads the measured runtime the wrapper recorded in the store: the application's
 runtime from its event log (``time_kind`` ``application``, what the models learn
-and predict), with spark-submit's wall time (``wall_s``) beside it.  Every run is a
-line in the journal (``WORK/journal.jsonl``): an interrupted run resumes there.
+and predict), with spark-submit's wall time (``wall_s``) beside it.
+
+The baseline: each query also runs ``--defaults-repeats`` times (default 3) with
+Spark's defaults through the same wrapper with tuning off
+(``jobgauge-submit --jobgauge-no-tune``), recorded in a store of their own
+(``WORK/defaults.db``, so the loop's store still starts empty and learns only from
+its own runs).  These runs are interleaved with the loop's last rounds, before the
+query's wrapped run in even rounds and after it in odd ones, so both see the same
+machine.  The report compares, per query, the median of the defaults' runs with the
+median of the wrapped runs of the last :data:`COMPARED_ROUNDS` rounds, against the
+repeat noise (``tuner._recommend.NOISE_FLOOR``, 5 %).
+
+Every run is a line in the journal (``WORK/journal.jsonl``; the defaults' runs with
+``"tuning": "off"`` and ``"tuned": false``): an interrupted run resumes there.
 
 Writes bench/reports/learning_loop.md and learning_loop.png (prediction error
 and runtime against the run index).
@@ -33,6 +45,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_QUERIES = (1, 3, 5, 6, 10)
+#: The loop's last rounds whose wrapped runs are compared with the defaults' runs.
+COMPARED_ROUNDS = 3
 SCRIPT = '''"""TPC-H Q{number} at SF {scale} (written by bench/learning_loop.py)."""
 from pyspark.sql import SparkSession
 
@@ -68,11 +82,36 @@ def write_scripts(work: Path, queries, scale: float) -> dict[int, Path]:
 
 
 def submit_argv(store: str, retrain_every: int, master: str, script: Path,
-                eventlogs: Path) -> list[str]:
-    """The wrapper's command line after ``jobgauge-submit`` (event logs kept in ``eventlogs``)."""
-    return ["--store", store, "--jobgauge-retrain-every", str(retrain_every),
+                eventlogs: Path, *, tune: bool = True) -> list[str]:
+    """The wrapper's command line after ``jobgauge-submit`` (event logs kept in
+    ``eventlogs``); ``tune=False``: Spark's defaults (``--jobgauge-no-tune``)."""
+    own = [] if tune else ["--jobgauge-no-tune"]
+    return ["--store", store, *own, "--jobgauge-retrain-every", str(retrain_every),
             "--master", master, "--conf", "spark.eventLog.enabled=true",
             "--conf", f"spark.eventLog.dir={eventlogs}", str(script)]
+
+
+def schedule(queries, repeats: int, defaults_repeats: int) -> list[tuple]:
+    """The runs in the order they are made, as (round, query, tuning, repeat): each
+    round runs every query once through the wrapper (tuning ``"on"``); the
+    ``defaults_repeats`` runs of each query with tuning ``"off"`` fall one per round
+    into the last rounds (several into the first when there are fewer rounds), before
+    the query's wrapped run in even rounds and after it in odd ones."""
+    first = repeats - defaults_repeats
+    planned = []
+    for round_ in range(repeats):
+        baseline = [k for k in range(defaults_repeats) if max(0, first + k) == round_]
+        for number in queries:
+            runs = [(round_, number, "off", k) for k in baseline]
+            wrapped = (round_, number, "on", 0)
+            planned += [*runs, wrapped] if round_ % 2 == 0 else [wrapped, *runs]
+    return planned
+
+
+def _key(entry: dict) -> tuple:
+    """A journal entry's place in :func:`schedule` (entries before the defaults' runs
+    existed are wrapped runs)."""
+    return (entry["round"], entry["query"], entry.get("tuning", "on"), entry.get("repeat", 0))
 
 
 def job_key(argv: list[str]) -> str:
@@ -136,46 +175,64 @@ def load_journal(path: Path) -> list[dict]:
 def run_loop(args, work: Path, journal_path: Path, progress=sys.stderr) -> list[dict]:
     scripts = write_scripts(work, args.queries, args.scale)
     store = args.store or str(work / "store.db")
+    defaults_store = str(work / "defaults.db")
     eventlogs = work / "eventlogs"
     eventlogs.mkdir(exist_ok=True)
-    done = {(e["round"], e["query"]) for e in load_journal(journal_path)}
+    done = {_key(e) for e in load_journal(journal_path)}
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     submit = str(Path(sys.executable).parent / "jobgauge-submit")
-    index = 0
-    for round_ in range(args.repeats):
-        for number in args.queries:
-            index += 1
-            if (round_, number) in done:
-                continue
-            argv = submit_argv(store, args.retrain_every, args.master, scripts[number], eventlogs)
-            workload = job_key(argv)
-            before = run_count(store, workload)
-            started = time.perf_counter()
-            guess = predict(argv)
-            predict_s = time.perf_counter() - started
-            started = time.perf_counter()
-            done_run = subprocess.run([submit, *argv], env=env, capture_output=True, text=True)
-            wall = time.perf_counter() - started
-            row = measured(store, workload, before)
-            entry = {"index": index, "round": round_, "query": number, "workload": workload,
-                     "predicted_s": guess["predicted_runtime_s"],
-                     "baseline_s": guess["baseline_runtime_s"], "tuned": guess["tuned"],
-                     "settings": guess["settings"], "reason": guess["reason"],
-                     "history_runs": guess["history_runs"], "models": guess["models"],
-                     "measured_s": row["runtime_s"] if row else None,
-                     "app_runtime_s": row["app_runtime_s"] if row else None,
-                     "submit_wall_s": row["wall_s"] if row else None,
-                     "status": row["status"] if row else "not recorded",
-                     "rc": done_run.returncode, "wall_s": round(wall, 3),
-                     "predict_s": round(predict_s, 3),
-                     "stderr_tail": done_run.stderr.strip().splitlines()[-3:]}
-            with open(journal_path, "a") as journal:
-                journal.write(json.dumps(entry) + "\n")
-            print(f"[{index}] q{number} round {round_ + 1}: predicted "
-                  f"{_f(entry['predicted_s'])} s, measured {_f(entry['measured_s'])} s, "
-                  f"{'tuned' if entry['tuned'] else 'defaults'} (rc {entry['rc']})",
-                  file=progress, flush=True)
+    planned = schedule(args.queries, args.repeats, args.defaults_repeats)
+    for index, (round_, number, tuning, repeat) in enumerate(planned, 1):
+        if (round_, number, tuning, repeat) in done:
+            continue
+        wrapped = tuning == "on"
+        into = store if wrapped else defaults_store
+        argv = submit_argv(into, args.retrain_every if wrapped else 0, args.master,
+                           scripts[number], eventlogs, tune=wrapped)
+        workload = job_key(argv)
+        before = run_count(into, workload)
+        started = time.perf_counter()
+        guess = predict(argv) if wrapped else {
+            "predicted_runtime_s": None, "baseline_runtime_s": None, "tuned": False,
+            "settings": {}, "reason": "tuning off (--jobgauge-no-tune): Spark's defaults",
+            "history_runs": None, "models": None}
+        predict_s = time.perf_counter() - started
+        started = time.perf_counter()
+        done_run = subprocess.run([submit, *argv], env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        row = measured(into, workload, before)
+        entry = {"index": index, "round": round_, "query": number, "workload": workload,
+                 "tuning": tuning, "repeat": repeat,
+                 "predicted_s": guess["predicted_runtime_s"],
+                 "baseline_s": guess["baseline_runtime_s"], "tuned": guess["tuned"],
+                 "settings": guess["settings"], "reason": guess["reason"],
+                 "history_runs": guess["history_runs"], "models": guess["models"],
+                 "measured_s": row["runtime_s"] if row else None,
+                 "app_runtime_s": row["app_runtime_s"] if row else None,
+                 "submit_wall_s": row["wall_s"] if row else None,
+                 "status": row["status"] if row else "not recorded",
+                 "rc": done_run.returncode, "wall_s": round(wall, 3),
+                 "predict_s": round(predict_s, 3),
+                 "stderr_tail": done_run.stderr.strip().splitlines()[-3:]}
+        with open(journal_path, "a") as journal:
+            journal.write(json.dumps(entry) + "\n")
+        print(f"[{index}] q{number} round {round_ + 1}: predicted "
+              f"{_f(entry['predicted_s'])} s, measured {_f(entry['measured_s'])} s, "
+              f"{run_kind(entry)} (rc {entry['rc']})", file=progress, flush=True)
     return sorted(load_journal(journal_path), key=lambda e: e["index"])
+
+
+def is_wrapped(entry: dict) -> bool:
+    """A run of the loop (through the wrapper with tuning on), not a defaults' run."""
+    return entry.get("tuning", "on") == "on"
+
+
+def run_kind(entry: dict) -> str:
+    """What ran, in words: ``tuned``, ``defaults kept`` (by the wrapper) or
+    ``defaults, tuning off`` (a defaults' run)."""
+    if not is_wrapped(entry):
+        return "defaults, tuning off"
+    return "tuned" if entry["tuned"] else "defaults kept"
 
 
 def _f(value, digits=2):
@@ -183,7 +240,7 @@ def _f(value, digits=2):
 
 
 def ape(entry) -> float | None:
-    if entry["predicted_s"] is None or not entry["measured_s"]:
+    if not is_wrapped(entry) or entry["predicted_s"] is None or not entry["measured_s"]:
         return None
     return abs(entry["predicted_s"] - entry["measured_s"]) / entry["measured_s"] * 100
 
@@ -197,11 +254,16 @@ def plot(entries: list[dict], path: Path) -> None:
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5), sharex=True)
     for number in sorted({e["query"] for e in entries}):
         mine = [e for e in entries if e["query"] == number]
-        top.plot([e["index"] for e in mine], [ape(e) for e in mine], "o-", label=f"Q{number}")
-        for tuned, marker in ((True, "s"), (False, "o")):
-            some = [e for e in mine if bool(e["tuned"]) == tuned and e["measured_s"]]
-            bottom.scatter([e["index"] for e in some], [e["measured_s"] for e in some],
-                           marker=marker, label=f"Q{number} {'tuned' if tuned else 'defaults'}")
+        loop = [e for e in mine if is_wrapped(e)]
+        top.plot([e["index"] for e in loop], [ape(e) for e in loop], "o-", label=f"Q{number}")
+        kinds = (("s", "tuned", lambda e: is_wrapped(e) and e["tuned"]),
+                 ("o", "defaults kept", lambda e: is_wrapped(e) and not e["tuned"]),
+                 ("x", "defaults, tuning off", lambda e: not is_wrapped(e)))
+        for marker, label, chosen in kinds:
+            some = [e for e in mine if chosen(e) and e["measured_s"]]
+            if some:
+                bottom.scatter([e["index"] for e in some], [e["measured_s"] for e in some],
+                               marker=marker, label=f"Q{number} {label}")
     top.set_ylabel("prediction error (APE, %)")
     top.set_yscale("symlog", linthresh=10)
     top.legend(fontsize=7, ncol=5)
@@ -213,44 +275,104 @@ def plot(entries: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def _median(values) -> float | None:
+    values = [v for v in values if v]
+    return statistics.median(values) if values else None
+
+
+def compare_with_defaults(entries: list[dict], noise: float) -> list[dict]:
+    """Per query: the median runtime of its defaults' runs (tuning off) and of its
+    wrapped runs in the last :data:`COMPARED_ROUNDS` rounds, and ``verdict``: whether
+    the wrapped median is slower or faster than the defaults' beyond ``noise`` (a
+    fraction), or within it."""
+    rounds = sorted({e["round"] for e in entries if is_wrapped(e)})[-COMPARED_ROUNDS:]
+    rows = []
+    for number in sorted({e["query"] for e in entries}):
+        mine = [e for e in entries if e["query"] == number and e["measured_s"]]
+        plain = [e["measured_s"] for e in mine if not is_wrapped(e)]
+        last = [e for e in mine if is_wrapped(e) and e["round"] in rounds]
+        defaults, wrapped = _median(plain), _median(e["measured_s"] for e in last)
+        change = None if defaults is None or wrapped is None else wrapped / defaults - 1
+        verdict = "n/a" if change is None else (
+            "slower beyond the noise" if change > noise else
+            "faster beyond the noise" if change < -noise else "within the noise")
+        rows.append({"query": number, "defaults_runs": len(plain), "defaults_s": defaults,
+                     "wrapped_runs": len(last), "tuned_runs": sum(bool(e["tuned"]) for e in last),
+                     "wrapped_s": wrapped, "change": change, "verdict": verdict})
+    return rows
+
+
 def write_report(path: Path, entries: list[dict], command: str, args, wall: float) -> None:
+    from jobgauge.tuner._recommend import NOISE_FLOOR
+
+    loop = [e for e in entries if is_wrapped(e)]
     rounds = sorted({e["round"] for e in entries})
     lines = ["# Learning loop: the same jobs through jobgauge-submit, from an empty store", "",
              f"Command: `{command}`  ",
              f"TPC-H SF {args.scale}, queries {', '.join(map(str, args.queries))}, "
              f"{args.repeats} rounds, master {args.master}, retrain every {args.retrain_every} "
-             f"runs; wall time of this invocation {wall:.0f} s, "
+             f"runs, {args.defaults_repeats} runs of each query with Spark's defaults; wall "
+             f"time of this invocation {wall:.0f} s, "
              f"{time.strftime('%Y-%m-%d %H:%M')}, load average {os.getloadavg()[0]:.1f}.", "",
              "Predicted: the wrapper's recommendation (`tuner.submit.recommendation`) on the "
              "same command line just before the run; measured: the runtime the wrapper recorded "
              "in the store, the application's runtime in its event log (SparkContext start to "
              "stop), as the models learn and predict it; submit s: spark-submit's wall time "
-             "(JVM start and end included).  Tuned: the wrapper added settings (else it ran "
-             "Spark's defaults).",
+             "(JVM start and end included).  Tuned: the wrapper added settings (else it kept "
+             "Spark's defaults and said why).  Defaults, tuning off: the same script through "
+             "the same wrapper with `--jobgauge-no-tune`, recorded in a store of its own so "
+             "the loop learns only from its own runs; interleaved with the last rounds.",
              "", f"![prediction error and runtime against the run index]({path.stem}.png)", "",
-             "| round | runs | MdAPE % | median runtime s (tuned) | median runtime s (defaults) |",
-             "|---:|---:|---:|---:|---:|"]
+             "## Tuned against Spark's defaults", "",
+             f"Per query: the median of its runs with Spark's defaults (tuning off) against "
+             f"the median of its wrapped runs in the last {COMPARED_ROUNDS} rounds (tuned or "
+             f"not, as the wrapper decided), judged against the repeat noise of "
+             f"{100 * NOISE_FLOOR:.0f} % (`tuner._recommend.NOISE_FLOOR`).", "",
+             "| query | defaults runs | median s, defaults | wrapped runs (tuned) "
+             "| median s, wrapped | wrapped vs defaults | verdict |",
+             "|---:|---:|---:|---:|---:|---:|---|"]
+    compared = compare_with_defaults(entries, NOISE_FLOOR)
+    for row in compared:
+        change = "n/a" if row["change"] is None else f"{100 * row['change']:+.1f} %"
+        lines.append(f"| Q{row['query']} | {row['defaults_runs']} | {_f(row['defaults_s'])} "
+                     f"| {row['wrapped_runs']} ({row['tuned_runs']}) | {_f(row['wrapped_s'])} "
+                     f"| {change} | {row['verdict']} |")
+    slower = [f"Q{row['query']}" for row in compared if row["verdict"].startswith("slower")]
+    judged = [row for row in compared if row["verdict"] != "n/a"]
+    lines += ["", (f"Slower than the defaults beyond the noise: {', '.join(slower)}." if slower
+                   else f"No query's wrapped runs are slower than its defaults beyond the noise "
+                        f"({len(judged)} of {len(compared)} queries compared).")]
+    lines += ["", "## Per round", "",
+              "| round | wrapped runs | MdAPE % | median s, tuned | median s, defaults kept "
+              "| median s, defaults (tuning off) |",
+              "|---:|---:|---:|---:|---:|---:|"]
     for round_ in rounds:
         mine = [e for e in entries if e["round"] == round_]
-        apes = [a for a in map(ape, mine) if a is not None]
-        tuned = [e["measured_s"] for e in mine if e["tuned"] and e["measured_s"]]
-        plain = [e["measured_s"] for e in mine if not e["tuned"] and e["measured_s"]]
-        lines.append(f"| {round_ + 1} | {len(mine)} | {_f(statistics.median(apes) if apes else None, 1)} "
-                     f"| {_f(statistics.median(tuned) if tuned else None)} "
-                     f"| {_f(statistics.median(plain) if plain else None)} |")
-    lines += ["", "| # | query | round | predicted s | measured s | submit s | APE % | tuned "
+        wrapped = [e for e in mine if is_wrapped(e)]
+        apes = [a for a in map(ape, wrapped) if a is not None]
+        lines.append(f"| {round_ + 1} | {len(wrapped)} "
+                     f"| {_f(statistics.median(apes) if apes else None, 1)} "
+                     f"| {_f(_median(e['measured_s'] for e in wrapped if e['tuned']))} "
+                     f"| {_f(_median(e['measured_s'] for e in wrapped if not e['tuned']))} "
+                     f"| {_f(_median(e['measured_s'] for e in mine if not is_wrapped(e)))} |")
+    lines += ["", "## Every run", "",
+              "| # | query | round | run | predicted s | measured s | submit s | APE % "
               "| added settings |",
-              "|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+              "|---:|---:|---:|---|---:|---:|---:|---:|---|"]
     for e in entries:
         added = ", ".join(f"{k}={v}" for k, v in sorted(e["settings"].items())) or "-"
-        lines.append(f"| {e['index']} | Q{e['query']} | {e['round'] + 1} | {_f(e['predicted_s'])} "
-                     f"| {_f(e['measured_s'])} | {_f(e.get('submit_wall_s'))} "
-                     f"| {_f(ape(e), 1)} | {'yes' if e['tuned'] else 'no'} "
-                     f"| {added} |")
+        lines.append(f"| {e['index']} | Q{e['query']} | {e['round'] + 1} | {run_kind(e)} "
+                     f"| {_f(e['predicted_s'])} | {_f(e['measured_s'])} "
+                     f"| {_f(e.get('submit_wall_s'))} | {_f(ape(e), 1)} | {added} |")
     failed = [e for e in entries if e["rc"] or e["measured_s"] is None]
     if failed:
         lines += ["", f"{len(failed)} run(s) failed or were not recorded; last stderr lines of the "
                   f"first: `{' / '.join(failed[0]['stderr_tail'])}`"]
+    kept = [e for e in loop if not e["tuned"] and e.get("reason")]
+    if kept:
+        last = kept[-1]
+        lines += ["", f"Why the wrapper kept the defaults, its last such run (Q{last['query']}, "
+                      f"round {last['round'] + 1}): {last['reason']}"]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -261,13 +383,19 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=6, help="rounds of every query")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--retrain-every", type=int, default=5)
+    parser.add_argument("--defaults-repeats", type=int, default=3,
+                        help="runs of each query with Spark's defaults (jobgauge-submit "
+                             "--jobgauge-no-tune), interleaved with the last rounds (default 3)")
     parser.add_argument("--store", help="store URL or SQLite file (default WORK/store.db, "
                         "created empty)")
     parser.add_argument("--work", help="work folder with the scripts, store and journal "
                         "(default bench/reports/cache/learning_loop-sf<SCALE>)")
     parser.add_argument("--out", default=str(REPO / "bench" / "reports" / "learning_loop.md"))
-    parser.add_argument("--fresh", action="store_true", help="forget the journal and the store")
+    parser.add_argument("--fresh", action="store_true",
+                        help="forget the journal and the stores")
     args = parser.parse_args(argv)
+    if args.repeats < 1 or args.defaults_repeats < 0:
+        parser.error("--repeats must be at least 1 and --defaults-repeats at least 0")
     given = sys.argv[1:] if argv is None else list(argv)
     command = " ".join(["nice -n 10 .venv/bin/python bench/learning_loop.py", *given])
     work = Path(args.work or REPO / "bench" / "reports" / "cache" / f"learning_loop-sf{args.scale:g}")
@@ -276,6 +404,7 @@ def main(argv=None) -> int:
     if args.fresh:
         journal.unlink(missing_ok=True)
         (work / "store.db").unlink(missing_ok=True)
+        (work / "defaults.db").unlink(missing_ok=True)
     started = time.perf_counter()
     entries = run_loop(args, work, journal)
     out = Path(args.out)
@@ -284,7 +413,7 @@ def main(argv=None) -> int:
     write_report(out, entries, command, args, time.perf_counter() - started)
     for e in entries:
         print(f"{e['index']}\tQ{e['query']}\tround {e['round'] + 1}\tpredicted {_f(e['predicted_s'])}"
-              f"\tmeasured {_f(e['measured_s'])}\t{'tuned' if e['tuned'] else 'defaults'}")
+              f"\tmeasured {_f(e['measured_s'])}\t{run_kind(e)}")
     print(f"report: {out}", file=sys.stderr)
     return 0
 

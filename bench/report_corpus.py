@@ -7,6 +7,13 @@ runtime (median of repeats per configuration), max/min, Spark's defaults
 (``jobgauge.knobs.default_config``) over the best configuration, and the noise
 of repeated configurations as the mean coefficient of variation.  Writes
 ``corpus.md`` and ``corpus.png``.
+
+With quiet tables (``--quiet``, default ``data/quiet/runs/*.csv.gz``: the re-collection
+of issue 13, measured on a quiet machine) it adds, per plan, the runs, failures, quiet
+starts and the load at start; the repeat noise per scale (median over runs of the
+deviation from their configuration's median, the figure ``jobgauge collect`` prints);
+and the shipped-versus-quiet comparison: every (workload, size, configuration) measured
+in both, shipped median over quiet median.
 """
 
 from __future__ import annotations
@@ -107,11 +114,110 @@ def warmup_drift(runs_files, profile_dir: Path) -> list[dict]:
     return rows
 
 
+def quiet_summary(frame) -> dict:
+    """Per plan and per scale: runs, failures, quiet starts, load at start and repeat noise
+    (median relative deviation of a finished run from its configuration's median)."""
+    import numpy as np
+
+    frame = frame.copy()
+    frame["plan"] = frame["run_id"].str.split(":").str[0]
+    frame["config_key"] = frame["run_id"].str.rsplit(":r", n=1).str[0]
+    done = frame[frame["completed"]].copy()
+    median = done.groupby("config_key")["runtime_s"].transform("median")
+    count = done.groupby("config_key")["runtime_s"].transform("count")
+    done["deviation"] = (done["runtime_s"] - median).abs() / median
+    repeated = done[count >= 2]
+
+    def rows(key):
+        out = []
+        for value, part in frame.groupby(key, sort=False):
+            noise = repeated[repeated[key] == value]["deviation"]
+            quiet = part["quiet_start"].dropna() if "quiet_start" in part else []
+            load = part["load_at_start"].dropna() if "load_at_start" in part else []
+            out.append({key: value, "runs": len(part), "failed": int((~part["completed"]).sum()),
+                        "quiet_share": float(np.mean(quiet.astype(bool))) if len(quiet) else None,
+                        "load_median": float(np.median(load)) if len(load) else None,
+                        "noise": float(noise.median()) if len(noise) else None,
+                        "noise_p90": float(noise.quantile(0.9)) if len(noise) else None,
+                        "sum_default_s": _default_sum(part)})
+        return out
+
+    return {"plans": rows("plan"), "scales": rows("datasize")}
+
+
+def _default_sum(part):
+    """Sum over the TPC-H queries of their median runtime with Spark's defaults on local[2]
+    (None unless all 22 have one)."""
+    defaults = part[part["completed"] & (part["config_json"] == '{"spark.master": "local[2]"}')
+                    & part["workload"].str.startswith("tpch-")]
+    medians = defaults.groupby("workload")["runtime_s"].median()
+    return float(medians.sum()) if len(medians) == 22 else None
+
+
+def shipped_versus_quiet(shipped, quiet):
+    """Every (workload, size, configuration) measured in both: medians and their ratio."""
+    keys = ["workload", "datasize", "framework", "config_json"]
+    a = shipped[shipped["completed"]].groupby(keys)["runtime_s"].agg(["median", "count"])
+    b = quiet[quiet["completed"]].groupby(keys)["runtime_s"].agg(["median", "count"])
+    both = a.merge(b, left_index=True, right_index=True, suffixes=("_shipped", "_quiet"))
+    both = both.reset_index()
+    both["ratio"] = both["median_shipped"] / both["median_quiet"]
+    return both
+
+
+def quiet_lines(summary, both, sources) -> list[str]:
+    def fmt(value, pattern="{:.2f}"):
+        return "" if value is None else pattern.format(value)
+
+    lines = ["", "## Quiet re-collection (issue 13)", "",
+             "Sources: " + ", ".join(f"`{s}`" for s in sources), "",
+             "Measured with nothing else running: each run waits until the 1-minute load of "
+             "other processes is low, every application is warmed up with 3 runs, every "
+             "configuration is measured twice. *noise* is the median relative deviation of a "
+             "run from its configuration's median (p90 beside it); *sum of defaults* adds the "
+             "22 queries' medians with Spark's defaults on local[2].", "",
+             "| plan | runs | failed | quiet starts | median load at start | noise (p90) "
+             "| sum of defaults s |", "|---|---|---|---|---|---|---|"]
+    for r in summary["plans"]:
+        lines.append(f"| {r['plan']} | {r['runs']} | {r['failed']} | "
+                     f"{fmt(r['quiet_share'], '{:.0%}')} | {fmt(r['load_median'])} | "
+                     f"{fmt(r['noise'], '{:.1%}')} ({fmt(r['noise_p90'], '{:.1%}')}) | "
+                     f"{fmt(r['sum_default_s'], '{:.1f}')} |")
+    lines += ["", "Repeat noise per scale (the target at SF >= 1 is <= 5 %):", "",
+              "| scale | runs | failed | noise | p90 |", "|---|---|---|---|---|"]
+    for r in summary["scales"]:
+        lines.append(f"| {r['datasize']} | {r['runs']} | {r['failed']} | "
+                     f"{fmt(r['noise'], '{:.1%}')} | {fmt(r['noise_p90'], '{:.1%}')} |")
+    if len(both):
+        lines += ["", "### Shipped versus quiet", "",
+                  "The same workload, size and configuration in the shipped tables "
+                  "(`data/runs/`, measured beside other work) and in the quiet ones: the "
+                  "shipped median over the quiet median.", "",
+                  "| size | configurations | median ratio | min | max |", "|---|---|---|---|---|"]
+        for size, part in both.groupby("datasize"):
+            lines.append(f"| {size} | {len(part)} | {part['ratio'].median():.2f}x | "
+                         f"{part['ratio'].min():.2f}x | {part['ratio'].max():.2f}x |")
+        defaults = both[both["config_json"] == '{"spark.master": "local[2]"}']
+        if len(defaults):
+            lines += ["", "Spark's defaults on local[2], per query:", "",
+                      "| workload | size | shipped median s | quiet median s | ratio |",
+                      "|---|---|---|---|---|"]
+            for r in defaults.sort_values(["datasize", "workload"],
+                                          key=lambda c: c.map(_sort_key)).itertuples():
+                lines.append(f"| {r.workload} | {r.datasize} | {r.median_shipped:.2f} | "
+                             f"{r.median_quiet:.2f} | {r.ratio:.2f}x |")
+    return lines
+
+
+def _sort_key(value):
+    return _order(value) if "-q" in str(value) else str(value)
+
+
 def _order(name: str):
     return (name.split("-q")[0], int(name.split("-q")[1])) if "-q" in name else (name, 0)
 
 
-def write_report(table, out_dir: Path, sources: list[str], drift=()) -> Path:
+def write_report(table, out_dir: Path, sources: list[str], drift=(), extra=()) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -171,6 +277,7 @@ def write_report(table, out_dir: Path, sources: list[str], drift=()) -> Path:
             lines.append(f"| {r['plan']} | {r['runs']} | {r['workloads']} | "
                          f"{fmt(r['spearman'])} | {r['negative']} | "
                          f"{fmt(r['earliest_over_median'])} | {r['repeat_sets']} |")
+    lines += list(extra)
     path = out_dir / "corpus.md"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -182,6 +289,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
     parser.add_argument("--profiles", default=str(REPO / "data" / "profiles"),
                         help="folder of <plan>.jsonl.gz profiles (for the warm-up drift)")
+    parser.add_argument("--quiet", default=str(REPO / "data" / "quiet" / "runs" / "*.csv.gz"),
+                        help="quiet run tables (issue 13); '' for none")
     args = parser.parse_args(argv)
     files = sorted(glob.glob(args.runs))
     if not files:
@@ -189,9 +298,27 @@ def main(argv=None) -> int:
         return 1
     table = summarize(read_run_tables(files))
     drift = warmup_drift(files, Path(args.profiles))
-    path = write_report(table, Path(args.out), [str(Path(f).relative_to(REPO)) if Path(f).is_relative_to(REPO) else f for f in files], drift)
+    quiet_files = sorted(glob.glob(args.quiet)) if args.quiet else []
+    extra = []
+    if quiet_files:
+        import pandas as pd
+
+        quiet = read_run_tables(quiet_files)
+        guard = pd.concat([pd.read_csv(f) for f in quiet_files])  # the guard's own columns
+        guard = guard.drop_duplicates("run_id").set_index("run_id")
+        for column in ("quiet_start", "load_at_start"):
+            if column in guard:
+                quiet[column] = quiet["run_id"].map(guard[column])
+        extra = quiet_lines(quiet_summary(quiet),
+                            shipped_versus_quiet(read_run_tables(files), quiet),
+                            [_relative(f) for f in quiet_files])
+    path = write_report(table, Path(args.out), [_relative(f) for f in files], drift, extra)
     print(path.read_text())
     return 0
+
+
+def _relative(path) -> str:
+    return str(Path(path).relative_to(REPO)) if Path(path).is_relative_to(REPO) else str(path)
 
 
 if __name__ == "__main__":

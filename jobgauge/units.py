@@ -169,6 +169,22 @@ def format_size(size: int, *, unit: str = "B") -> str:
     return str(value)
 
 
+def human_size(size: float) -> str:
+    """``size`` bytes rounded for a reader, in binary units: ``"98 MiB"``, ``"1.1 GiB"``,
+    ``"512 B"`` (two significant digits below ten of a unit, whole units above).
+
+    >>> human_size(1.1 * GiB), human_size(102586108), human_size(512)
+    ('1.1 GiB', '98 MiB', '512 B')
+    """
+    value = float(size)
+    for suffix, scale in (("PiB", PiB), ("TiB", TiB), ("GiB", GiB), ("MiB", MiB),
+                          ("KiB", KiB)):
+        if abs(value) >= scale:
+            count = value / scale
+            return f"{count:.1f} {suffix}" if abs(count) < 9.95 else f"{count:.0f} {suffix}"
+    return f"{value:.0f} B"
+
+
 def format_duration(seconds: float) -> str:
     """``seconds`` in the largest unit that holds it exactly (``"3s"``, ``"100ms"``, ``"5min"``)."""
     value = float(seconds)
@@ -181,5 +197,5 @@ def format_duration(seconds: float) -> str:
 
 
 __all__ = ["DEFAULT_SIZE_UNITS", "DEFAULT_TIME_UNITS", "MAX_BYTES", "MAX_NUMBER", "MAX_SECONDS",
-           "SIZE_UNITS", "TIME_UNITS", "format_duration", "format_size", "parse_duration",
-           "parse_number", "parse_quantity", "parse_size"]
+           "SIZE_UNITS", "TIME_UNITS", "format_duration", "format_size", "human_size",
+           "parse_duration", "parse_number", "parse_quantity", "parse_size"]

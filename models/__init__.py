@@ -8,7 +8,8 @@ run-table DataFrame (``jobgauge.runtable.read_run_tables``), optionally with
     model = make_model("fc", random_state=0).fit(frame)
     predict_one(model, workload="terasort", datasize="huge",
                 instance_type="m4.xlarge", instance_count=8, vcpus=4, memory_gib=16)
-    # {'runtime_s': ..., 'low_s': ..., 'high_s': ...}
+    # {'runtime_s': ..., 'low_s': ..., 'high_s': ..., 'outside_measured': False,
+    #  'note': None}
 
 A question about one job is a :class:`jobgauge.job.Job` (``predict_job(model,
 job)``); ``train_model(frame, kind=...)`` is the one way a model is trained
@@ -17,7 +18,9 @@ job)``); ``train_model(frame, kind=...)`` is the one way a model is trained
 Registered models (``MODELS``): tree, svm, forest, gbm, ernest, fc, rnn, stage
 (:class:`StagePredictor`, a stage-level replay of a job's profile); any
 of them with ``+classes`` (``with_classes=True``) adds :class:`JobClassifier`
-classes to its features.
+classes to its features.  Every fitted model keeps :class:`MeasuredRange`
+(``measured_range_``): what its runs covered, so a prediction far outside it
+says so (``outside_measured`` and a note naming the nearest measured size).
 
 Names are loaded on first use (PEP 562), so ``import jobgauge.models.cli``
 (the ``jobgauge --help`` path) does not import scikit-learn or torch.
@@ -36,6 +39,7 @@ _EXPORTS = {
     "JobClassifier": "_classifier",
     "DagRNN": "_networks", "FullyConnectedModel": "_networks",
     "InvalidParameterError": "_params",
+    "MeasuredRange": "_coverage",
     "DEFAULT_MODEL": "_registry", "FORMAT_VERSION": "_registry", "MODELS": "_registry",
     "configuration_frame": "_registry", "dumps_model": "_registry", "load_model": "_registry",
     "loads_model": "_registry", "make_model": "_registry", "model_name": "_registry",
@@ -51,8 +55,8 @@ _EXPORTS = {
 __all__ = [
     "DEFAULT_MODEL", "FORMAT_VERSION", "MODELS", "DagRNN", "DecisionTreeModel", "ErnestModel",
     "FullyConnectedModel", "GradientBoostingModel", "InvalidParameterError", "JobClassifier",
-    "RandomForestModel", "RunFeatures", "RuntimeModel", "SVRModel", "StagePredictor",
-    "configuration_frame",
+    "MeasuredRange", "RandomForestModel", "RunFeatures", "RuntimeModel", "SVRModel",
+    "StagePredictor", "configuration_frame",
     "dumps_model", "load_model", "loads_model", "make_model", "model_name", "model_names",
     "predict_frame", "predict_job", "predict_one", "read_header", "save_model",
     "train_model", "training_summary",

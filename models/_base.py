@@ -15,6 +15,10 @@ everything.  ``predict_interval(X, coverage)`` returns the residual
 quantiles around the prediction, so an 80 % interval covered 80 % of unseen
 configurations during fit.  ``calibration_size=0`` skips the extra fit and
 uses training residuals (cheaper, intervals too narrow).
+
+``fit`` also keeps ``measured_range_``, what the training runs covered
+(:class:`jobgauge.models._coverage.MeasuredRange`), so that a prediction far
+outside it can say so.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from jobgauge.errors import ModelError
+from jobgauge.models._coverage import MeasuredRange
 from jobgauge.models._params import Boolean, Interval, Options, RandomState, validate_params
 from jobgauge.models.features import RunFeatures, check_fitted, check_frame
 
@@ -165,6 +170,7 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         self.interval_source_ = source
         self.n_training_rows_ = len(X)
         self.n_censored_ = int(censored.sum())
+        self.measured_range_ = MeasuredRange.from_frame(X)
         return self
 
     def predict(self, X):

@@ -33,8 +33,9 @@ from pathlib import Path
 from jobgauge.errors import UsageError
 
 __all__ = ["DEFAULT_MODEL_NAME", "DEFAULT_RETRAIN_EVERY", "MODEL_KIND_ENV", "RETRAIN_EVERY_ENV",
-           "job_history",
-           "learning_frame", "maybe_retrain", "prior_run_tables", "retrain_every",
+           "job_history", "learning_frame", "learns_reference_profiles", "maybe_retrain",
+           "prior_profile_files", "prior_run_tables", "reference_profile_records",
+           "retrain_every",
            "retrain_lock_path", "runs_since_training", "store_model", "store_run_frame",
            "train_store_model", "training_lock"]
 
@@ -66,6 +67,40 @@ def prior_run_tables(runs_dir=None) -> list[Path]:
         paths += [p for p in (Path(shared) / "scout_multinode.csv", Path(shared) / "c3o_emr.csv")
                   if p.is_file()]
     return paths
+
+
+def prior_profile_files(run_tables=None) -> list[Path]:
+    """The profile records of run tables: ``profiles/NAME.jsonl.gz`` beside
+    ``runs/NAME.csv.gz`` for each of ``run_tables`` (default
+    :func:`prior_run_tables`), where that file exists."""
+    from jobgauge.commands import _profiles_beside   # the one home of "beside"
+
+    tables = prior_run_tables() if run_tables is None else run_tables
+    return list(dict.fromkeys(p for table in tables for p in _profiles_beside(table)))
+
+
+def learns_reference_profiles(kind: str | None) -> bool:
+    """True when the model ``kind`` (None: the registry's default) keeps a reference
+    profile per workload (the stage model): it is trained with the profile records
+    of its runs, and replays them for questions that come without one.  Other
+    models learn from numeric features only and are trained without profiles, so
+    what they see in training is what a question gives them."""
+    from jobgauge.models._registry import CLASSES_SUFFIX, DEFAULT_MODEL, MODELS
+
+    base = (kind or DEFAULT_MODEL).removesuffix(CLASSES_SUFFIX)
+    return bool(getattr(MODELS.get(base), "learns_reference_profiles", False))
+
+
+def reference_profile_records(kind: str | None, profile_files) -> dict | None:
+    """The profile records (``read_profile_records`` of ``profile_files``) a ``kind``
+    model is trained with: None for a model that does not keep reference profiles
+    (:func:`learns_reference_profiles`) or when there are none."""
+    if not learns_reference_profiles(kind):
+        return None
+    from jobgauge.runtable import read_profile_records
+
+    files = list(profile_files or [])
+    return (read_profile_records(files) or None) if files else None
 
 
 def store_run_frame(store) -> tuple:
@@ -159,17 +194,23 @@ def job_history(store, workload: str, framework: str | None = None) -> dict:
 # ------------------------------------------------------------------ the store's model
 
 def train_store_model(store, *, name: str = DEFAULT_MODEL_NAME, kind: str | None = None,
-                      runs_dir=None, prior=None, seed: int = 0, progress=None):
+                      runs_dir=None, prior=None, profile_files=None, seed: int = 0,
+                      progress=None):
     """Train a ``kind`` model (default: the registry's) on :func:`learning_frame` with
     ``jobgauge train``'s code (``models._training.train_model``), save it in the store
-    as ``name`` and return (model, meta).  Its metrics add ``store_runs``: how many
+    as ``name`` and return (model, meta).  A model that keeps reference profiles gets
+    the profile records of ``profile_files`` (default: those beside the prior run
+    tables, :func:`prior_profile_files`).  Its metrics add ``store_runs``: how many
     runs the store held, which :func:`runs_since_training` counts from."""
     from jobgauge.models import dumps_model
     from jobgauge.models._training import train_model
 
     store_runs = store.count_runs()
     frame, origin, notes = learning_frame(store, runs_dir=runs_dir, prior=prior)
+    if profile_files is None and learns_reference_profiles(kind):
+        profile_files = prior_profile_files(prior_run_tables(runs_dir))
     model, summary = train_model(frame, kind=kind, seed=seed, origin=origin, notes=notes,
+                                 profiles=reference_profile_records(kind, profile_files),
                                  progress=progress)
     summary["store_runs"] = int(store_runs)
     store.save_model(name, summary["model"], dumps_model(model), summary)

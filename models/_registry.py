@@ -3,7 +3,7 @@
 >>> model = make_model("gbm", random_state=0).fit(frame)              # doctest: +SKIP
 >>> predict_one(model, workload="tpch-q3", datasize="sf1",
 ...             config={"spark.sql.shuffle.partitions": "64"})        # doctest: +SKIP
-{'runtime_s': 41.2, 'low_s': 36.0, 'high_s': 47.9}
+{'runtime_s': 41.2, 'low_s': 36.0, 'high_s': 47.9, 'outside_measured': False, 'note': None}
 
 Saved models are bytes: the line ``JOBGAUGE-MODEL``, one JSON header line
 (``format_version``, model name, versions) and a pickle of the fitted model.
@@ -43,8 +43,11 @@ MODELS = {
 }
 #: Suffix of a registry name that turns on job classes (``"fc+classes"``).
 CLASSES_SUFFIX = "+classes"
-#: The model ``jobgauge train`` uses unless told otherwise (best in bench/reports/evaluation.md).
-DEFAULT_MODEL = "fc"
+#: The model ``jobgauge train``, the web service, ``jobgauge predict``, the tuner and the
+#: wrapper use unless told otherwise: the stage replay, the one that holds the physical
+#: sanity properties (tests/test_sanity.py: more data never faster, more nodes never much
+#: slower), which the FC network breaks on most workloads of the shipped corpus.
+DEFAULT_MODEL = "stage"
 FORMAT_VERSION = 1
 MAGIC = b"JOBGAUGE-MODEL\n"
 
@@ -172,8 +175,13 @@ def load_model(path) -> RuntimeModel:
 
 def predict_frame(model, X, *, coverage=0.8):
     """Predictions for every row of a run table, as a DataFrame aligned with ``X``:
-    ``predicted_runtime_s``, ``predicted_low_s``, ``predicted_high_s`` (seconds)."""
+    ``predicted_runtime_s``, ``predicted_low_s``, ``predicted_high_s`` (seconds), and
+    ``outside_measured`` (bool) with ``measured_note`` (why, naming the nearest measured
+    size; None when inside) from the model's ``measured_range_``
+    (:mod:`jobgauge.models._coverage`)."""
     import pandas as pd
+
+    from jobgauge.models._coverage import outside_measured
 
     together = getattr(model, "predict_with_interval", None)
     if together is not None:  # one pass of the model instead of two
@@ -181,8 +189,11 @@ def predict_frame(model, X, *, coverage=0.8):
     else:
         runtime = model.predict(X)
         low, high = model.predict_interval(X, coverage=coverage)
+    outside, notes = outside_measured(model, X)
     return pd.DataFrame({"predicted_runtime_s": runtime, "predicted_low_s": low,
-                         "predicted_high_s": high}, index=X.index)
+                         "predicted_high_s": high, "outside_measured": outside,
+                         "measured_note": pd.Series(notes, index=X.index, dtype=object)},
+                        index=X.index)
 
 
 def _job(index, raw):
@@ -218,19 +229,23 @@ def configuration_frame(configurations):
 
 def predict_job(model, job, *, coverage=0.8) -> dict:
     """Predicted runtime of a :class:`jobgauge.job.Job`: ``{"runtime_s", "low_s",
-    "high_s"}`` (seconds); low/high bound the ``coverage`` interval."""
+    "high_s", "outside_measured", "note"}``; seconds, low/high bound the ``coverage``
+    interval; ``note`` says why the job is far outside what the model was trained on
+    (None when it is not)."""
     result = predict_frame(model, job.frame(), coverage=coverage).iloc[0]
     return {"runtime_s": float(result["predicted_runtime_s"]),
             "low_s": float(result["predicted_low_s"]),
-            "high_s": float(result["predicted_high_s"])}
+            "high_s": float(result["predicted_high_s"]),
+            "outside_measured": bool(result["outside_measured"]),
+            "note": result["measured_note"]}
 
 
 def predict_one(model, *, workload, datasize, config=None, framework="spark",
                 instance_type="local", instance_count=1, vcpus=2, memory_gib=None,
                 input_bytes=None, hourly_price_usd=None, profile=None, dag=None,
                 coverage=0.8) -> dict:
-    """Predicted runtime of one configuration: ``{"runtime_s", "low_s", "high_s"}`` (seconds);
-    low/high bound the ``coverage`` interval."""
+    """Predicted runtime of one configuration: :func:`predict_job`'s ``{"runtime_s",
+    "low_s", "high_s", "outside_measured", "note"}``."""
     job = _job(0, {"workload": workload, "datasize": datasize, "config": config,
                    "framework": framework, "instance_type": instance_type,
                    "instance_count": instance_count, "vcpus": vcpus, "memory_gib": memory_gib,

@@ -34,8 +34,13 @@ the volume, so a task's share of the work never shrinks when the data grows, and
 term of the replay is non-decreasing in the data size and non-increasing in the slots.
 Predictions are positive and finite; more data is never faster; more nodes never slower.
 
-Rows without a stage profile fall back to the measured runs of the same workload,
-scaled to the asked size and slots (``prediction_method`` and ``explain`` say so).
+The fitted model keeps the reference profile of every workload it was trained with
+(:func:`reference_runs`: the run marked ``profile_reference``, else the smallest
+profiled input; only the stages the replay needs).  A row without a profile of its
+own (a question from the web form, the API, ``jobgauge predict``, the what-if plot or
+the tuner) is replayed from its workload's reference profile.  Rows of a workload
+trained without any profile fall back to the measured runs of that workload, scaled
+to the asked size and slots (``prediction_method`` and ``explain`` say which).
 
 What the shipped corpus limits: its runs are at SF <= 0.3 and HiBench tiny/medium,
 measured under heavy load (issue 13), so the learned rates describe a machine where
@@ -58,7 +63,7 @@ import numpy as np
 
 from jobgauge.errors import ModelError
 from jobgauge.models._base import RuntimeModel, _pooled_slope, join_columns
-from jobgauge.models._params import Interval, store_params
+from jobgauge.models._params import Interval, Options, store_params
 from jobgauge.models.features import KNOB_DEFAULTS, RunFeatures, _as_summary, parse_knob, \
     row_configs
 
@@ -94,6 +99,8 @@ SPILL_COST = 1.0
 #: Work of the shuffle join that replaces a broadcast join, as a share of the build and
 #: probe stages' data work (both sides are shuffled and sorted once more).
 SHUFFLE_JOIN_WORK_SHARE = 0.5
+#: Settings the residual corrector never reads: they set the slots (the replay's job).
+SLOT_SETTINGS = ("spark.master",)
 
 
 # ------------------------------------------------------------ profile stages
@@ -178,6 +185,30 @@ def profile_stages(dag=None, summary=None) -> list[dict]:
                        "input_bytes": float(stage.get("input_bytes") or 0.0),
                        "parents": parents})
     return stages
+
+
+def reference_runs(frame, has_profile) -> dict:
+    """{(workload, framework): position of its reference run}: the one profile that
+    stands for "the user profiled this job once" (Hadoop sort and Spark sort are two
+    jobs).  Among the rows where ``has_profile`` is true, the run marked
+    ``profile_reference`` wins, then the smallest input, the fewest settings, the
+    smallest run_id.  ``models.evaluation.attach_reference_profiles`` chooses the
+    profile it attaches with it, and :class:`StagePredictor` the profile it keeps."""
+    has_profile = np.asarray(has_profile, dtype=bool)
+    columns = frame.columns
+    marked = frame["profile_reference"].fillna(False).astype(bool).to_numpy() \
+        if "profile_reference" in columns else np.zeros(len(frame), dtype=bool)
+    sizes = frame["input_bytes"].astype(float).fillna(np.inf).to_numpy() \
+        if "input_bytes" in columns else np.full(len(frame), np.inf)
+    settings = [len(config) for config in row_configs(frame)]
+    run_ids = frame["run_id"].astype(str).tolist() if "run_id" in columns else [""] * len(frame)
+    jobs = list(zip(frame["workload"].astype(str), frame["framework"].astype(str)))
+    best = {}
+    for i in np.flatnonzero(has_profile):
+        rank = (not marked[i], sizes[i], settings[i], run_ids[i])
+        if jobs[i] not in best or rank < best[jobs[i]][0]:
+            best[jobs[i]] = (rank, int(i))
+    return {job: position for job, (_, position) in best.items()}
 
 
 def _positive(value) -> bool:
@@ -271,16 +302,24 @@ def task_count(kind, volume, slots, config, framework):
 # --------------------------------------------------------------------- model
 class StagePredictor(RuntimeModel):
     """Stage-level replay of a profiled job at the asked size, settings and slots
-    (see the module docstring).  Rows without a profile fall back to the measured
-    runs of their workload, scaled to the asked size and slots.
+    (see the module docstring).  Rows without a profile are replayed from their
+    workload's reference profile (``reference_profiles_``: (workload, framework) ->
+    ``stages``, ``read_bytes``, ``dataset_bytes``, ``datasize``); a workload trained
+    without one falls back to its measured runs, scaled to the asked size and slots.
 
     ``overhead_prior_s``: starting value of the per-task overhead; ``speed_regularization``:
     how strongly an instance type's learned speed is shrunk to 1; ``max_iterations``:
-    function evaluations of the least-squares fit; ``random_state`` and
+    function evaluations of the least-squares fit; ``residual_corrector``: None (off),
+    or ``"gbm"``: a small gradient-boosted model of the replay's log residual from the
+    workload and the settings only (never the data size or the slots, so a prediction
+    stays non-decreasing in size and non-increasing in slots); ``random_state`` and
     ``calibration_size``: the held-out split of the conformal intervals.  Censored runs
     (``completed=False``) count only where the prediction is below their bound.
     """
 
+    #: Trained with its runs' profile records, it keeps each workload's reference
+    #: profile (``models._default.learns_reference_profiles``).
+    learns_reference_profiles: ClassVar[bool] = True
     # job classes and a size exponent are other models' features: the replay has neither
     _parameter_constraints: ClassVar[dict] = {
         **{name: allowed for name, allowed in RuntimeModel._parameter_constraints.items()
@@ -288,18 +327,32 @@ class StagePredictor(RuntimeModel):
         "overhead_prior_s": [Interval(float, 0.0, None, closed="neither")],
         "speed_regularization": [Interval(float, 0.0, None)],
         "max_iterations": [Interval(int, 1, None)],
+        "residual_corrector": [None, Options({"gbm"})],
     }
 
     def __init__(self, *, overhead_prior_s=0.01, speed_regularization=1.0,
-                 max_iterations=200, random_state=0, calibration_size=0.2):
+                 max_iterations=200, residual_corrector=None, random_state=0,
+                 calibration_size=0.2):
         store_params(self, locals())
+
+    def __setstate__(self, state):
+        if "calibration_residuals_" in state and "reference_profiles_" not in state:
+            raise ModelError("this stage model was saved by an older jobgauge (it keeps no "
+                             "reference profiles); retrain it with 'jobgauge train'")
+        state.setdefault("residual_corrector", None)     # saved before the corrector existed
+        super().__setstate__(state)
 
     # ------------------------------------------------------------ rows
     def _rows(self, X):
-        """One dict per row (``stages``: the profile's stages, None without a usable
-        profile; ``config``, ``framework``, ``slots``, ``task_memory`` in bytes and
-        ``ratio``: asked input bytes over the profiled input bytes) and the feature
-        matrix."""
+        """One dict per row (``stages``: the stages it is replayed from, None without
+        any; ``reference``: True when they are its workload's reference profile;
+        ``config``, ``framework``, ``slots``, ``task_memory`` in bytes and ``ratio``:
+        asked input bytes over the profiled input bytes) and the feature matrix.
+
+        A row's own stage DAG wins; a row without one (a question from the web form,
+        the API, ``jobgauge predict``, the tuner) is replayed from the reference profile
+        its workload had in training (:attr:`reference_profiles_`); a row of an unknown
+        workload with only a profile summary is one stage; else it has no stages."""
         names = list(self.features_.get_feature_names_out())
         matrix = self.features_.transform(X)
         slots = np.exp(matrix[:, names.index("log_parallel_slots")])
@@ -309,55 +362,60 @@ class StagePredictor(RuntimeModel):
         configs = row_configs(X)
         dags = X["dag"].tolist() if "dag" in X.columns else [None] * len(X)
         summaries = X["profile"].tolist() if "profile" in X.columns else [None] * len(X)
-        workloads = X["workload"].astype(str).tolist()
+        keys = list(zip(X["workload"].astype(str), X["framework"].astype(str)))
         rows = []
         for i in range(len(X)):
             dag = None if _missing(dags[i]) else dags[i]
             summary = None if _missing(summaries[i]) else _as_summary(summaries[i])
-            stages = profile_stages(dag, summary) if (dag is not None or summary) else []
-            ratio = None
+            stages = profile_stages(dag, summary) if _has_stages(dag) else []
+            reference = self.reference_profiles_.get(keys[i])
+            ratio, from_reference = None, False
             if stages:
-                profiled = self._profiled_size(workloads[i], stages, summary)
+                profiled = self._profiled_size(keys[i], stages, summary)
+                ratio = max(size[i], 1.0) / profiled if profiled else None
+            elif reference is not None:
+                stages, from_reference = reference["stages"], True
+                ratio = max(size[i], 1.0) / reference["dataset_bytes"]
+            elif summary:
+                stages = profile_stages(None, summary)
+                profiled = self._profiled_size(keys[i], stages, summary) if stages else None
                 ratio = max(size[i], 1.0) / profiled if profiled else None
             fraction = _setting(configs[i], "spark.memory.fraction")
-            rows.append({"stages": stages if ratio else None, "config": configs[i],
-                         "framework": str(X["framework"].iat[i]), "slots": slots[i],
+            rows.append({"stages": stages if ratio else None, "reference": from_reference,
+                         "config": configs[i], "framework": keys[i][1], "slots": slots[i],
                          "task_memory": memory[i] * fraction / cores[i], "ratio": ratio})
         return rows, matrix
 
-    def _profiled_size(self, workload, stages, summary):
-        """Input bytes of the job's data set when it was profiled."""
+    def _profiled_size(self, key, stages, summary):
+        """Input bytes of the job's data set when it was profiled: the reference run's
+        when the profile reads what the reference read, else the bytes it read over
+        the share of its data set a run of the workload reads."""
         read = _profile_read_bytes(stages, summary)
-        known = self.profile_sizes_.get(workload)
-        if known and read and abs(known[0] - read) <= 1e-6 * max(read, 1.0):
-            return known[1]
+        known = self.reference_profiles_.get(key)
+        if known and read and abs(known["read_bytes"] - read) <= 1e-6 * max(read, 1.0):
+            return known["dataset_bytes"]
         if not read:
-            return known[1] if known else None
-        return read / self.read_fractions_.get(workload, self.read_fraction_)
+            return known["dataset_bytes"] if known else None
+        return read / self.read_fractions_.get(key, self.read_fraction_)
 
-    def _fit_profile_sizes(self, X, size):
-        """Learn which data-set size each workload's profile was taken at (the run marked
-        ``profile_reference``, else the smallest input of the rows that carry it)."""
-        self.profile_sizes_, fractions = {}, {}
+    def _fit_reference_profiles(self, X, size):
+        """Remember, per workload and framework, the reference profile of the training
+        runs (:func:`reference_runs`): its stages (what the replay needs, not the whole
+        DAG), the bytes it read and the input bytes of its data set (``size``)."""
+        self.reference_profiles_, fractions = {}, {}
         dags = X["dag"].tolist() if "dag" in X.columns else [None] * len(X)
         summaries = X["profile"].tolist() if "profile" in X.columns else [None] * len(X)
-        marked = X["profile_reference"].fillna(False).astype(bool).to_numpy() \
-            if "profile_reference" in X.columns else np.zeros(len(X), dtype=bool)
-        workloads = X["workload"].astype(str).to_numpy()
-        for workload in np.unique(workloads):
-            rows = np.flatnonzero(workloads == workload)
-            with_profile = [i for i in rows if not _missing(dags[i]) or not _missing(summaries[i])]
-            if not with_profile:
-                continue
-            first = with_profile[0]
-            summary = None if _missing(summaries[first]) else _as_summary(summaries[first])
-            stages = profile_stages(None if _missing(dags[first]) else dags[first], summary)
+        has = np.array([not _missing(d) or not _missing(s) for d, s in zip(dags, summaries)])
+        for key, i in reference_runs(X, has).items():
+            summary = None if _missing(summaries[i]) else _as_summary(summaries[i])
+            stages = profile_stages(None if _missing(dags[i]) else dags[i], summary)
             read = _profile_read_bytes(stages, summary)
-            chosen = [i for i in with_profile if marked[i]] or with_profile
-            dataset = float(min(size[i] for i in chosen))
-            if read and dataset > 0:
-                self.profile_sizes_[workload] = (read, dataset)
-                fractions[workload] = read / dataset
+            if stages and read and size[i] > 0:
+                self.reference_profiles_[key] = {"stages": stages, "read_bytes": read,
+                                                 "dataset_bytes": float(size[i]),
+                                                 "datasize": str(X["datasize"].iat[i])
+                                                 if "datasize" in X.columns else ""}
+                fractions[key] = read / float(size[i])
         self.read_fractions_ = fractions
         self.read_fraction_ = float(np.median(list(fractions.values()))) if fractions else 1.0
 
@@ -438,7 +496,7 @@ class StagePredictor(RuntimeModel):
         self.exponents_ = dict(STAGE_EXPONENTS)
         names = list(self.features_.get_feature_names_out())
         matrix = self.features_.transform(X)
-        self._fit_profile_sizes(X, np.expm1(matrix[:, names.index("log_input_bytes")]))
+        self._fit_reference_profiles(X, np.expm1(matrix[:, names.index("log_input_bytes")]))
         rows, matrix = self._rows(X)
         self._fit_fallback(X, matrix, log_y, censored)
         staged = np.array([r["stages"] is not None for r in rows])
@@ -451,6 +509,47 @@ class StagePredictor(RuntimeModel):
         if staged.any():
             self._fit_rates(rows, types, log_y, censored, staged)
         self.n_profiled_rows_ = int(staged.sum())
+        self.corrector_ = None
+        if self.residual_corrector and (staged & ~censored).sum() >= 2:
+            self._fit_corrector(X, rows, log_y, staged & ~censored)
+
+    def _corrector_matrix(self, X):
+        """The corrector's inputs: workload, framework and setting columns of its
+        RunFeatures, never a size, slot or cluster column."""
+        matrix = self.corrector_features_.transform(X)
+        return matrix[:, self.corrector_columns_]
+
+    def _fit_corrector(self, X, rows, log_y, usable):
+        """Fit the residual corrector on the log residuals of the replayed runs."""
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        self.corrector_features_ = RunFeatures(family_onehot=False, profile=False).fit(X)
+        names = list(self.corrector_features_.get_feature_names_out())
+        self.corrector_columns_ = [
+            i for i, name in enumerate(names)
+            if name.startswith(("workload=", "framework=", "knob:"))
+            and not name.removeprefix("knob:").startswith(SLOT_SETTINGS)]
+        if not self.corrector_columns_:
+            return
+        table = self._stage_table(rows)
+        seconds = self._row_seconds(table, self.params_, self._rates(), self._speeds(X),
+                                    len(rows))
+        keep = np.flatnonzero(usable)
+        residual = log_y[keep] - np.log(seconds[keep])
+        self.corrector_ = HistGradientBoostingRegressor(
+            max_iter=100, learning_rate=0.1, max_depth=3, min_samples_leaf=10,
+            random_state=self.random_state).fit(
+                self._corrector_matrix(X.iloc[keep].reset_index(drop=True)), residual)
+
+    def _correction(self, X, rows):
+        """Per row, the corrector's log factor (0 where it is off or the row is not
+        replayed)."""
+        out = np.zeros(len(rows))
+        staged = [i for i, r in enumerate(rows) if r["stages"] is not None]
+        if getattr(self, "corrector_", None) is not None and staged:
+            out[staged] = self.corrector_.predict(
+                self._corrector_matrix(X.iloc[staged].reset_index(drop=True)))
+        return out
 
     def _fit_rates(self, rows, types, log_y, censored, staged):
         """Least squares on log runtime of the profiled rows: per-byte rates per group,
@@ -565,14 +664,15 @@ class StagePredictor(RuntimeModel):
             table = self._stage_table(rows)
             seconds = self._row_seconds(table, self.params_, self._rates(), self._speeds(X),
                                         len(rows))
-            out[staged] = np.log(seconds[staged])
+            out[staged] = np.log(seconds[staged]) + self._correction(X, rows)[staged]
         rest = sorted(set(range(len(rows))) - set(staged))
         if rest:
             out[rest] = self._fallback_log(X, matrix, rest)[0][rest]
         return out
 
     def prediction_method(self, X) -> list[str]:
-        """Per row, how it is predicted: ``"stages"`` (replay of its profile) or
+        """Per row, how it is predicted: ``"stages"`` (replay of its own profile),
+        ``"stages: ..."`` (replay of its workload's reference profile, naming it) or
         ``"fallback: ..."`` (scaled from measured runs, naming what they share)."""
         self._check_fitted()
         X = X.reset_index(drop=True)
@@ -580,8 +680,13 @@ class StagePredictor(RuntimeModel):
         rest = [i for i, r in enumerate(rows) if r["stages"] is None]
         levels = self._fallback_log(X, matrix, rest)[1] if rest else [None] * len(rows)
         out = []
+        keys = list(zip(X["workload"].astype(str), X["framework"].astype(str)))
         for i, row in enumerate(rows):
-            if row["stages"] is not None:
+            if row["reference"]:
+                datasize = self.reference_profiles_[keys[i]]["datasize"]
+                out.append("stages: no profile given; replay of the reference profile of "
+                           + keys[i][0] + (f" ({datasize} run)" if datasize else ""))
+            elif row["stages"] is not None:
                 out.append("stages")
             elif levels[i]:
                 out.append("fallback: no profile; scaled from measured runs with the same "
@@ -612,6 +717,7 @@ class StagePredictor(RuntimeModel):
             return result
         table = self._stage_table(rows)
         seconds = self._stage_seconds(table, self.params_, self._rates(), self._speeds(row)[0])
+        seconds = seconds * math.exp(self._correction(row, rows)[0])   # the corrector's factor
         stages = [{"stage_id": int(sid) if float(sid).is_integer() else float(sid),
                    "kind": kind, "tasks": int(tasks), "waves": int(waves),
                    "seconds": float(s)}
@@ -639,6 +745,17 @@ class StagePredictor(RuntimeModel):
 
 def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _has_stages(dag) -> bool:
+    """True when ``dag`` (a DAG dict or object, or a list of stage dicts) holds
+    event-log stages; a plan DAG alone has none."""
+    if hasattr(dag, "to_dict"):
+        dag = dag.to_dict()
+    if isinstance(dag, dict):
+        dag = dag.get("nodes") or []
+    return isinstance(dag, (list, tuple)) and any(
+        isinstance(item, dict) and item.get("stage_id") is not None for item in dag)
 
 
 def _profile_read_bytes(stages, summary):

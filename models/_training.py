@@ -12,7 +12,8 @@ with its summary, the one metrics layout the store keeps with every model::
      "interval_80_factors": [0.8, 1.3], "trained_from": "data/runs/...", "notes": [...]}
 
 ``workloads``, ``datasizes`` and ``instance_types`` are what the model has
-seen, so an estimate can say when it extrapolates; ``settings_varied`` the
+seen (from its ``measured_range_``, :mod:`jobgauge.models._coverage`), so an
+estimate can say when it extrapolates; ``settings_varied`` the
 settings whose effect the runs can show (a recommendation changes no other).
 """
 
@@ -53,17 +54,15 @@ def training_summary(model, frame) -> dict:
     relative = np.abs(np.expm1(residuals))
     low, high = conformal_offsets(residuals, 0.8)
 
-    def seen(column):
-        return sorted({str(v) for v in frame[column].dropna()})
-
+    measured = model.measured_range_   # what the runs covered: the model's own record
     return {
         "model": model_name(model),
         "training_rows": len(frame),
         "censored_rows": int(model.n_censored_),
         "sources": {str(k): int(v) for k, v in frame["source"].value_counts().sort_index().items()},
-        "workloads": seen("workload"),
-        "datasizes": seen("datasize"),
-        "instance_types": seen("instance_type"),
+        "workloads": measured.workload_names(),
+        "datasizes": measured.size_labels(),
+        "instance_types": measured.instance_type_names(),
         "settings_varied": settings_varied(frame),
         "error_estimate_from": model.interval_source_,
         "calibration_rows": len(residuals),

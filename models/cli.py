@@ -20,6 +20,7 @@ from jobgauge.cli_options import (add_command, add_conf_option, add_datasize_opt
                                   add_deprecated_alias, add_model_options, parse_key_values,
                                   print_result)
 from jobgauge.errors import UsageError
+from jobgauge.units import human_size
 
 
 def register(subparsers) -> None:
@@ -30,13 +31,15 @@ def register(subparsers) -> None:
                         help="run tables (CSV, optionally .gz); default: the store's runs")
     parser.add_argument("--kind", default=None, metavar="NAME",
                         help="which model (default: the best one of the evaluation); one of "
-                             "tree, svm, forest, gbm, ernest, fc, rnn, optionally with +classes")
+                             "tree, svm, forest, gbm, ernest, fc, rnn, stage, optionally with "
+                             "+classes")
     add_deprecated_alias(parser, "--model", "--kind", dest="kind", metavar="NAME")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="a hyperparameter (value as JSON, else text); repeatable")
     parser.add_argument("--profiles", nargs="+", metavar="FILE.jsonl.gz",
                         help="profile records (JSON lines keyed by source and run_id): each "
-                             "workload gets the profile and plan DAG of one reference run")
+                             "workload gets the profile and plan DAG of one reference run "
+                             "(default for the stage model: the records beside the run tables)")
     parser.add_argument("--out", metavar="PATH", help="write the model file here")
     parser.add_argument("--model-name", metavar="NAME",
                         help="name of the model in the store (default: its kind)")
@@ -157,6 +160,12 @@ def _train(args) -> int:
         from jobgauge.runtable import read_profile_records
 
         profiles = read_profile_records(args.profiles)
+    else:   # a model that keeps reference profiles gets those of its run tables
+        from jobgauge.models._default import (prior_profile_files, prior_run_tables,
+                                              reference_profile_records)
+
+        tables = args.runs or prior_run_tables()   # the store's runs: the shipped ones' ids
+        profiles = reference_profile_records(args.kind, prior_profile_files(tables))
     model, summary = train_model(frame, kind=args.kind, params=_parse_params(args.param),
                                  profiles=profiles, seed=args.seed, origin=origin, notes=notes,
                                  progress=sys.stderr)
@@ -240,13 +249,14 @@ def predict_command(args) -> int:
               input_bytes=input_bytes, profile=profile)   # a bad question fails before training
     model = load_chosen_model(args)
     result = predict_job(model, job, coverage=args.coverage)
-    size = datasize if datasize or input_bytes is None else \
-        f"{input_bytes / 2 ** 20:.1f} MiB of input"
+    size = datasize if datasize or input_bytes is None else f"{human_size(input_bytes)} of input"
+    lines = [f"{args.workload} ({size}) on {args.instance_count} x {args.instance_type}: "
+             f"{result['runtime_s']:.1f} s ({int(args.coverage * 100)} % interval "
+             f"{result['low_s']:.1f} .. {result['high_s']:.1f} s)"]
+    if result["note"]:
+        lines.append(result["note"])
     print_result(args.json, {**result, "coverage": args.coverage, "datasize": datasize,
-                             "input_bytes": input_bytes, "history_runs": history},
-                 f"{args.workload} ({size}) on {args.instance_count} x {args.instance_type}: "
-                 f"{result['runtime_s']:.1f} s ({int(args.coverage * 100)} % interval "
-                 f"{result['low_s']:.1f} .. {result['high_s']:.1f} s)")
+                             "input_bytes": input_bytes, "history_runs": history}, lines)
     return 0
 
 
@@ -254,7 +264,8 @@ def _job_size(args) -> tuple:
     """(size label, input bytes, profile summary, runs of the job in the store) of
     ``predict --workload``: ``--datasize`` and ``--input-bytes`` as given; a job
     without a size label (a user's own job) is sized by its input bytes, and takes
-    the input bytes and profile of its newest run in the store when it has runs."""
+    the profile of its newest run in the store when it has runs, and that run's input
+    bytes when it has the asked size label."""
     history = {"runs": 0, "datasize": "", "input_bytes": None, "profile": None}
     if args.datasize is None or args.input_bytes is None:
         from jobgauge.models._default import job_history
@@ -262,7 +273,9 @@ def _job_size(args) -> tuple:
 
         history = job_history(open_store(args.store), args.workload, args.framework)
     datasize = args.datasize if args.datasize is not None else history["datasize"]
-    input_bytes = args.input_bytes if args.input_bytes is not None else history["input_bytes"]
+    input_bytes = args.input_bytes
+    if input_bytes is None and datasize == history["datasize"]:
+        input_bytes = history["input_bytes"]   # the newest run's size, when it is the one asked
     if args.datasize is None and not datasize and input_bytes is None:
         raise UsageError(f"--workload needs --datasize (a size label such as sf1 or huge) "
                          f"or --input-bytes: the store has no runs of {args.workload!r} to "
@@ -280,8 +293,10 @@ def _predict_table(model, args) -> int:
     predicted = predict_frame(model, frame, coverage=args.coverage)
     extra = list(predicted.columns)
     rows = []
-    for record, (_, values) in zip(frame.to_dict("records"), predicted.iterrows()):
-        record.update({k: f"{v:.3f}" for k, v in values.items()})
+    for record, values in zip(frame.to_dict("records"), predicted.to_dict("records")):
+        record.update({k: f"{v:.3f}" for k, v in values.items() if k.startswith("predicted_")})
+        record.update(outside_measured=bool(values["outside_measured"]),
+                      measured_note=values["measured_note"])
         rows.append(record)
     if args.out:
         count = write_run_table(rows, args.out, extra_columns=extra)
@@ -295,9 +310,17 @@ def _predict_table(model, args) -> int:
     writer.writeheader()
     for row in rows:
         out = format_row(row)
-        out.update({k: row[k] for k in extra})
+        out.update({k: _cell(row[k]) for k in extra})
         writer.writerow(out)
     return 0
+
+
+def _cell(value) -> str:
+    """A prediction column's value as write_run_table writes it: booleans as
+    true/false, None as empty."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else value
 
 
 def evaluate_command(args) -> int:

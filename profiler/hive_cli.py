@@ -310,6 +310,8 @@ def explain_command(args) -> int:
         return 0
     print(text)
     if prediction is not None:
+        if prediction["note"]:   # far outside what the model was trained on; the answer last
+            print(prediction["note"])
         where = f"{resources['instance_count']} x {resources['instance_type']}"
         print(f"predicted runtime of {workload} on {where}: {prediction['runtime_s']:.1f} s "
               f"({int(prediction['coverage'] * 100)} % interval {prediction['low_s']:.1f} .. "

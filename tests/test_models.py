@@ -88,6 +88,8 @@ def test_contract(name, small):
     assert model.get_params() == _model(name, random_state=3).get_params()
     assert model.n_training_rows_ == len(small)
     assert model.interval_source_ == "held-out configurations"
+    # what the runs covered, for the "far outside what was measured" note
+    assert model.measured_range_.workload_names() == sorted(set(small["workload"]))
     # determinism: same seed, same data -> same predictions; refitting too
     again = _model(name, random_state=3).fit(small).predict(small.iloc[:7])
     np.testing.assert_allclose(again, predicted, rtol=1e-6)
@@ -249,8 +251,11 @@ def test_unseen_workload_and_instance_type_get_predictions(small):
     result = predict_one(model, workload="brand-new-job", datasize="huge",
                          instance_type="x1.32xlarge", instance_count=5, vcpus=128,
                          memory_gib=1952, input_bytes=3e10)
-    assert set(result) == {"runtime_s", "low_s", "high_s"}
+    assert set(result) == {"runtime_s", "low_s", "high_s", "outside_measured", "note"}
     assert 0 < result["low_s"] <= result["runtime_s"] <= result["high_s"]
+    assert result["outside_measured"] is True
+    assert result["note"].startswith("far outside what was measured: brand-new-job was "
+                                     "never measured")
 
 
 # ------------------------------------------------------------- one-call predictions
@@ -265,7 +270,8 @@ def test_predict_one_matches_predict_and_validates(small):
                       input_bytes=float(row["input_bytes"].iat[0]))
     assert one["runtime_s"] == pytest.approx(direct)
     frame = predict_frame(model, small.iloc[:4])
-    assert list(frame.columns) == ["predicted_runtime_s", "predicted_low_s", "predicted_high_s"]
+    assert list(frame.columns) == ["predicted_runtime_s", "predicted_low_s", "predicted_high_s",
+                                   "outside_measured", "measured_note"]
     assert list(frame.index) == list(small.index[:4])
     with pytest.raises(UsageError, match="instance_count must be an int >= 1, got 0"):
         predict_one(model, workload="join", datasize="huge", instance_count=0)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from jobgauge.errors import ModelError, NotFittedError, UsageError
-from jobgauge.models import StagePredictor, make_model, predict_frame
+from jobgauge.models import StagePredictor, dumps_model, loads_model, make_model, predict_frame
 from jobgauge.models._stage import (
     STAGE_EXPONENTS,
     measure_stage_exponents,
@@ -184,9 +184,41 @@ def test_task_count_follows_spark_rules():
     assert task_count("reduce", 10 * mib, 2, {"mapreduce.job.reduces": "3"}, "hadoop")[1] == 3
 
 
-def test_rows_without_a_profile_fall_back_and_say_so(corpus, fitted):
+def test_rows_without_a_profile_are_replayed_from_the_reference_profile(corpus, fitted):
+    """A question without a profile (a Job from the web form, the API, the tuner) gets the
+    replay of its workload's reference profile: the same answer as the row carrying it."""
+    import pickle
+
+    from jobgauge.job import Cluster, Job
+
     frame, _ = corpus
-    rows = one_row_per_workload(frame).drop(columns=["profile", "dag"])
+    rows = one_row_per_workload(frame)
+    bare = rows.drop(columns=["profile", "dag", "profile_reference"])
+    np.testing.assert_allclose(fitted.predict(bare), fitted.predict(rows), rtol=1e-9)
+    methods = fitted.prediction_method(bare)
+    assert all(m.startswith("stages: no profile given; replay of the reference profile of ")
+               for m in methods), methods
+    assert "tpch-q3 (sf0.01 run)" in methods[rows.index[rows["workload"] == "tpch-q3"][0]]
+    assert len(fitted.reference_profiles_) == len(rows)
+    assert len(pickle.dumps(fitted.reference_profiles_)) < 200_000   # stages, not whole plans
+    job = Job("tpch-q3", "sf1", Cluster.local_mode("local[2]"))
+    explained = fitted.explain(job.frame())
+    assert explained["method"].startswith("stages: no profile given")
+    assert explained["stages"] and explained["critical_path"]
+    assert explained["dominating_stage"] in [s["stage_id"] for s in explained["stages"]]
+    assert explained["runtime_s"] == pytest.approx(float(fitted.predict(job.frame())[0]))
+    older = pickle.loads(pickle.dumps(fitted))   # a model saved before reference profiles
+    del older.reference_profiles_
+    with pytest.raises(ModelError, match="saved by an older jobgauge.*retrain it"):
+        loads_model(dumps_model(older))
+
+
+def test_rows_without_a_profile_fall_back_and_say_so(corpus):
+    frame, _ = corpus
+    unprofiled = frame.drop(columns=["profile", "dag", "profile_reference"])
+    fitted = make_model("stage").fit(unprofiled)
+    assert fitted.reference_profiles_ == {}
+    rows = one_row_per_workload(unprofiled)
     methods = fitted.prediction_method(rows)
     assert all(m.startswith("fallback: no profile; scaled from measured runs with the same")
                for m in methods)
@@ -205,3 +237,87 @@ def test_stage_exponents_are_the_ones_measured_on_the_corpus(corpus):
             assert abs(STAGE_EXPONENTS[key] - exponent) <= 0.01, key
             compared += 1
     assert compared >= 6
+
+
+@pytest.fixture(scope="module")
+def quiet_sf1():
+    """The quiet TPC-H runs at SF 1 (8 configurations x 22 queries x 2 repeats), each with
+    its query's reference profile."""
+    from jobgauge.models.evaluation import attach_reference_profiles
+    from jobgauge.runtable import read_profile_records, read_run_tables
+
+    runs, profiles = (REPO / "data" / "quiet" / "runs" / "tpch-sf1.csv.gz",
+                      REPO / "data" / "quiet" / "profiles" / "tpch-sf1.jsonl.gz")
+    if not runs.is_file() or not profiles.is_file():
+        pytest.skip("no quiet SF 1 runs in data/quiet")
+    return attach_reference_profiles(read_run_tables([runs]), read_profile_records([profiles]))
+
+
+def held_out_configuration_errors(frame, **params):
+    """Absolute percentage errors of the stage model on each configuration of ``frame``
+    held out in turn (the reference runs are not scored)."""
+    from sklearn.model_selection import GroupKFold
+
+    groups = frame["config_json"].to_numpy()
+    errors = []
+    for train, test in GroupKFold(n_splits=len(set(groups))).split(frame, groups=groups):
+        model = make_model("stage", **params).fit(frame.iloc[train])
+        scored = frame.iloc[test][~frame.iloc[test]["profile_reference"].to_numpy(bool)]
+        truth = scored["runtime_s"].to_numpy()
+        errors += list(np.abs(model.predict(scored) - truth) / truth)
+    return np.array(errors)
+
+
+def test_the_residual_corrector_helps_on_held_out_quiet_configurations(quiet_sf1):
+    """Observed: MdAPE 23.3 % for the replay alone, 17.1 % with the corrector (it is still
+    off by default: on the shipped, load-contaminated corpus it does not help, 52.8 %
+    against 52.4 % on held-out configurations)."""
+    alone = float(np.median(held_out_configuration_errors(quiet_sf1)))
+    corrected = float(np.median(held_out_configuration_errors(quiet_sf1,
+                                                              residual_corrector="gbm")))
+    print(f"quiet SF 1 held-out configurations: MdAPE {alone:.1%} alone, "
+          f"{corrected:.1%} with the residual corrector")
+    assert alone == pytest.approx(0.233, abs=0.02)
+    assert corrected == pytest.approx(0.171, abs=0.02)
+    assert make_model("stage").residual_corrector is None
+
+
+def test_the_residual_corrector_keeps_size_and_slots_out(quiet_sf1):
+    from jobgauge.job import Cluster, Job, jobs_frame
+
+    model = make_model("stage", residual_corrector="gbm").fit(quiet_sf1)
+    names = model.corrector_features_.get_feature_names_out()[model.corrector_columns_]
+    assert all(n.startswith(("workload=", "framework=", "knob:")) for n in names)
+    assert not [n for n in names if "spark.master" in n]
+    assert any(n.startswith("knob:spark.sql.") for n in names)
+    for workload in sorted(set(quiet_sf1["workload"])):
+        sizes = [Job(workload, label, Cluster.local_mode("local[2]"), {"spark.master": "local[2]"})
+                 for label in ("sf1", "sf3", "sf10", "sf100")]
+        nodes = [Job(workload, "sf10", Cluster.from_catalog("m5.xlarge", count))
+                 for count in (1, 2, 4, 8)]
+        grown, spread = model.predict(jobs_frame(sizes)), model.predict(jobs_frame(nodes))
+        assert (np.diff(grown) >= 0).all() and (np.diff(spread) <= 1e-9).all(), workload
+    explained = model.explain(jobs_frame(sizes[:1]))
+    assert explained["driver_s"] > 0
+    assert math.isclose(sum(s["seconds"] for s in explained["stages"]) + explained["driver_s"],
+                        explained["runtime_s"], rel_tol=1e-9)
+    with pytest.raises(ModelError, match="'residual_corrector' parameter of StagePredictor"):
+        make_model("stage", residual_corrector="forest").fit(quiet_sf1)
+
+
+def test_jobgauge_train_gives_the_stage_model_the_profiles_beside_its_runs(tmp_path, capsys):
+    """``jobgauge train --runs data/runs/...`` (the default kind) reads the profile records
+    beside the run tables; a model that keeps no reference profiles is trained without."""
+    from jobgauge.cli import main
+    from jobgauge.models import load_model
+    from jobgauge.models._default import learns_reference_profiles
+
+    runs = sorted((REPO / "data" / "runs").glob("mapreduce-*.csv.gz"))
+    assert main(["train", "--runs", *map(str, runs), "--out", str(tmp_path / "m.jgm")]) == 0
+    assert "reference profiles for 3 of 3 workloads" in capsys.readouterr().out
+    model = load_model(tmp_path / "m.jgm")
+    assert isinstance(model, StagePredictor)
+    assert sorted(model.reference_profiles_) == [("sort", "hadoop"), ("terasort", "hadoop"),
+                                                 ("wordcount", "hadoop")]
+    assert learns_reference_profiles(None) and learns_reference_profiles("stage")
+    assert not learns_reference_profiles("fc") and not learns_reference_profiles("gbm+classes")

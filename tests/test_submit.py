@@ -61,6 +61,37 @@ def test_off_switch_passes_through(monkeypatch):
     assert calls == [[submit.spark_submit_path(), *USER_ARGS]]
 
 
+def test_no_tune_switch_adds_no_settings_but_records_the_run(tmp_path, monkeypatch, capsys):
+    """``--jobgauge-no-tune``: Spark's defaults for every setting the user left, event
+    logging on and the run recorded (the defaults' baseline of bench/learning_loop.py);
+    no model is asked, so a fresh store trains none."""
+    store_path = tmp_path / "s.db"
+    monkeypatch.setenv("JOBGAUGE_STORE", str(store_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    own, rest = submit.split_own_options(["--jobgauge-no-tune", *USER_ARGS])
+    assert own["no_tune"] and not own["off"] and rest == USER_ARGS
+    assert submit.main(["--jobgauge-no-tune", "--jobgauge-dry-run", *USER_ARGS]) == 0
+    captured = capsys.readouterr()
+    command = submit.shlex.split(captured.out.strip())
+    app, first = command.index("job.py"), 1 + USER_ARGS.index("job.py")
+    assert command[:first] == [submit.spark_submit_path(), *USER_ARGS[:first - 1]]
+    added = command[first:app]             # event logging only: nothing tuned
+    assert added[0::2] == ["--conf", "--conf"] and added[1] == "spark.eventLog.enabled=true"
+    assert added[3].startswith("spark.eventLog.dir=")
+    assert command[app:] == ["job.py", "--conf", "app-arg"]
+    assert captured.err == "" and open_store(store_path).list_models() == []
+    calls = []
+    monkeypatch.setattr(submit.subprocess, "call", lambda command: calls.append(command) or 0)
+    assert submit.main(["--jobgauge-no-tune", *USER_ARGS]) == 0
+    assert calls == [command]
+    runs = open_store(store_path).runs_list()
+    assert len(runs) == 1 and runs[0]["workload"] == "job" and runs[0]["status"] == "succeeded"
+    assert runs[0]["config"]["spark.sql.shuffle.partitions"] == "8"
+    assert not any(k.startswith("spark.sql.") and k != "spark.sql.shuffle.partitions"
+                   for k in runs[0]["config"])
+    assert open_store(store_path).list_models() == []
+
+
 JOB = """
 from pyspark.sql import SparkSession
 spark = SparkSession.builder.appName("jobgauge-submit-test").getOrCreate()
@@ -96,24 +127,55 @@ def test_real_spark_submit_through_the_wrapper(tmp_path, monkeypatch):
     assert "recording spark-submit's wall time" in result.stderr
 
 
-def test_dry_run_adds_tuned_settings_the_user_did_not_set(tmp_path, monkeypatch, capsys):
+def _forest_of_the_shipped_tpch_runs(store_path):
     from jobgauge.models import dumps_model, make_model
     from jobgauge.runtable import read_run_tables
 
     shipped = sorted((submit.Path(__file__).resolve().parent.parent / "data" / "runs").glob(
         "tpch-*.csv.gz"))
     model = make_model("forest", random_state=0).fit(read_run_tables(shipped))
-    open_store(tmp_path / "s.db").save_model("default", "forest", dumps_model(model), {})
+    open_store(store_path).save_model("default", "forest", dumps_model(model), {})
+
+
+@pytest.mark.parametrize("model, job, tunes", [
+    # a forest of the shipped TPC-H runs predicts the job "job" (no size label) 2 % faster
+    # with other settings: within the repeat noise, so Spark's defaults are kept
+    ("forest", [], False),
+    # the tree model a fresh store trains on first need: TPC-H Q13 at SF 0.1 with AQE off
+    # and no broadcast join, predicted beyond the noise and inside the measured range
+    ("tree", ["--jobgauge-workload", "tpch-q13", "--jobgauge-datasize", "sf0.1"], True),
+])
+def test_dry_run_adds_tuned_settings_the_user_did_not_set(tmp_path, monkeypatch, capsys,
+                                                          model, job, tunes):
+    """The dry run never overrides a setting the user set; it adds tuned settings when
+    the model has evidence that they help, and otherwise says on stderr why it keeps
+    Spark's defaults (tuner/_recommend.py)."""
+    from jobgauge.tuner._recommend import KEPT_DEFAULTS
+
+    monkeypatch.delenv("JOBGAUGE_SHARED_DATASETS", raising=False)
+    monkeypatch.setenv("JOBGAUGE_MODEL_KIND", model)
+    if model == "forest":
+        _forest_of_the_shipped_tpch_runs(tmp_path / "s.db")
     monkeypatch.setenv("JOBGAUGE_STORE", str(tmp_path / "s.db"))
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert submit.main(["--jobgauge-dry-run", *USER_ARGS]) == 0
+    assert submit.main(["--jobgauge-dry-run", *job, *USER_ARGS]) == 0
     captured = capsys.readouterr()
     command = submit.shlex.split(captured.out.strip())
-    assert captured.err == ""
     app = command.index("job.py")
-    added = [command[i + 1] for i in range(len(USER_ARGS) - 1, app) if command[i] == "--conf"]
+    first = 1 + USER_ARGS.index("job.py")               # after spark-submit and the user's options
+    added = [command[i + 1] for i in range(first, app) if command[i] == "--conf"]
     keys = [a.split("=", 1)[0] for a in added]
     assert "spark.sql.shuffle.partitions" not in keys  # the user's own value is kept
-    assert "spark.eventLog.enabled" in keys and any(k.startswith("spark.sql.") for k in keys)
+    assert "spark.executor.memory" not in keys and "spark.master" not in keys
+    assert "spark.eventLog.enabled" in keys
     assert command[app:] == ["job.py", "--conf", "app-arg"]
     assert command[1:app][:len(USER_ARGS) - 3] == USER_ARGS[:len(USER_ARGS) - 3]
+    tuned = [k for k in keys if k.startswith("spark.sql.")]
+    kept = [line for line in captured.err.splitlines()
+            if line.startswith(f"jobgauge-submit: {KEPT_DEFAULTS}")]
+    if tunes:
+        assert tuned and not kept, captured.err
+    else:
+        assert not tuned and len(kept) == 1, captured.err
+        assert "not beyond the repeat noise" in kept[0]
+        assert captured.err.strip().splitlines() == kept    # that line and nothing else

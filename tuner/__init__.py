@@ -39,6 +39,9 @@ _EXPORTS = {
     "tune_replay": "_modes", "tune_with_model": "_modes", "tune_measured": "_modes",
     "tune_space": "_modes", "model_evaluator": "_modes", "measured_evaluator": "_modes",
     "ReplayTable": "_replay", "history_prior": "_transfer", "history_frame": "_transfer",
+    # the recommendation and its trust region
+    "recommend": "_recommend", "Recommendation": "_recommend", "TrustRegion": "_recommend",
+    "store_trust_region": "_recommend",
     # errors
     "UnknownWorkload": "_errors", "UnknownInstanceType": "_errors",
     "EmptyRunTable": "_errors", "InvalidConfiguration": "_errors",

@@ -2,33 +2,62 @@
 search found, or Spark's defaults kept when the model has no evidence that a
 change helps.
 
-``jobgauge-submit``, ``jobgauge tune`` (model-guided) and the web form tune with
-:func:`jobgauge.tuner.tune_with_model`; :func:`recommend` reads its result:
+``jobgauge-submit`` and ``jobgauge tune`` (model-guided) tune with
+:func:`jobgauge.tuner.tune_with_model`; :func:`recommend` reads its result and
+recommends a change only inside a *trust region* (:func:`store_trust_region` builds
+it from the runs a store's model learns from):
 
 - a change is only a setting whose tuned value differs from the engine default,
   and that the model's training runs varied (its metrics' ``settings_varied``;
   a model without that list is trusted on every setting): a model that never saw
   a setting change cannot know what changing it does;
-- the changes must make the job at least ``min_gain`` (default 1 %) faster than
-  the defaults by the model's own prediction.
+- the value must lie inside the range measured for that setting
+  (:class:`TrustRegion`): in the job's own runs when they measured the setting
+  at two values or more, else in the runs of the corpus (the model's prior);
+  a value outside is put back to its default;
+- the predicted gain over the defaults must exceed the model's uncertainty: the
+  defaults' predicted runtime minus the candidate's must be more than the
+  repeat noise of the job's size (:attr:`TrustRegion.noise`, at least
+  :data:`NOISE_FLOOR`), and the candidate's 80 % upper bound must not be above
+  the defaults' prediction.
 
-Otherwise the recommendation keeps Spark's defaults and says so
-(:data:`KEPT_DEFAULTS`), rather than writing the defaults out as if tuned.
+The search's best trials (up to :data:`MAX_CANDIDATES` distinct ones) are each put
+inside the ranges and priced again; the fastest whose gain passes is recommended.
+Otherwise the recommendation keeps Spark's defaults and says why
+(:data:`KEPT_DEFAULTS` and the reason), rather than writing the defaults out as if
+tuned.  Recommended before this guard (issue 13, bench/reports/learning_loop.md):
+``spark.sql.shuffle.partitions=1`` with AQE off, and 1767 partitions with 512 MiB
+splits and AQE off, with which TPC-H Q1 at SF 1 took 36 s against 12 s with the
+defaults; each has a value outside every range the shipped runs measured.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Iterable, Mapping
 
 from jobgauge.tuner._space import format_setting
 
-__all__ = ["KEPT_DEFAULTS", "MIN_GAIN", "Recommendation", "recommend"]
+__all__ = ["KEPT_DEFAULTS", "MIN_GAIN", "NOISE_FLOOR", "MeasuredRange", "Recommendation",
+           "TrustRegion", "recommend", "store_trust_region"]
 
 KEPT_DEFAULTS = "keeping Spark's defaults: no measured evidence that a change helps"
 #: Choices of the cluster, not settings of a run: their evidence is the instance types seen.
 CLUSTER_CHOICES = ("instance_type", "instance_count")
-#: The predicted speed-up a change must bring to be recommended.
+#: The predicted speed-up a change must bring to be recommended, at the least.
 MIN_GAIN = 0.01
+#: The smallest repeat noise a recommendation assumes: quiet TPC-H runs at SF 1 on this
+#: machine, each after 3 warm-ups, deviate 5.4 % from their configuration's median
+#: (data/README.md, "Quiet re-collection").
+NOISE_FLOOR = 0.05
+#: The repeated runs a repeat-noise figure needs (fewer: the next wider set of runs).
+MIN_NOISE_RUNS = 10
+#: The coverage of the interval whose upper bound must stay below the defaults' prediction
+#: (``model_evaluator``'s default: a two-sided 80 % interval).
+COVERAGE = 0.8
+#: How many of the search's best distinct trials are priced inside the trust region.
+MAX_CANDIDATES = 25
 
 
 @dataclass
@@ -52,49 +81,277 @@ class Recommendation:
                 "history_runs": self.history_runs}
 
 
+# ------------------------------------------------------------------ trust region
+
+def _typed(name: str, value):
+    """``value`` in the type of knob ``name`` (text as it is for a setting the knob
+    table does not list, or a value it cannot read)."""
+    from jobgauge.errors import GaugeError
+    from jobgauge.knobs import find
+
+    item = find(name)
+    if item is None:
+        return format_setting(name, value)
+    try:
+        return item.parse(value)
+    except (GaugeError, TypeError, ValueError):
+        return str(value)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class MeasuredRange:
+    """The values of one setting that runs measured, and whose runs they were.
+
+    Numbers count as measured from the lowest to the highest positive value seen;
+    zero and negative values (a switch: ``-1`` turns a broadcast threshold off) only
+    as seen.  Other values (switches, choices, text) only as seen.  ``source`` says
+    whose runs they are, in words (``"the 72 runs of tpch-q1"``)."""
+
+    name: str
+    seen: frozenset
+    source: str = ""
+
+    @property
+    def span(self) -> tuple | None:
+        """(lowest, highest) positive number seen; None without one."""
+        positive = [v for v in self.seen if _is_number(v) and v > 0]
+        return (min(positive), max(positive)) if positive else None
+
+    def __contains__(self, value) -> bool:
+        value = _typed(self.name, value)
+        if value in self.seen:
+            return True
+        span = self.span
+        return _is_number(value) and value > 0 and span is not None \
+            and span[0] <= value <= span[1]
+
+    def describe(self) -> str:
+        """The measured values in words: ``2 to 395``, ``1m to 100m, -1`` or ``false, true``."""
+        from jobgauge.knobs import find
+
+        item = find(self.name)
+
+        def show(value):
+            return item.show(value) if item is not None else format_setting(self.name, value)
+        span = self.span
+        shown = [show(v) for v in sorted(
+            (v for v in self.seen if not (span and _is_number(v) and v > 0)), key=str)]
+        if span:
+            shown.insert(0, show(span[0]) if span[0] == span[1] else
+                         f"{show(span[0])} to {show(span[1])}")
+        return ", ".join(shown)
+
+
+@dataclass
+class TrustRegion:
+    """Where a recommendation may go: per setting, the :class:`MeasuredRange` of the
+    runs that are its evidence, and ``noise``, the repeat noise of runs of the job's
+    size (a fraction): a predicted gain within it is no evidence.  A setting without
+    a range (no run measured it) is trusted nowhere but at its default."""
+
+    ranges: dict = field(default_factory=dict)
+    noise: float = NOISE_FLOOR
+
+    @classmethod
+    def from_runs(cls, frame, workload: str, names: Iterable[str], *, defaults: Mapping,
+                  framework: str | None = None, datasize: str | None = None) -> "TrustRegion":
+        """The trust region of job ``workload`` from a run-table ``frame`` (with
+        ``config`` or ``config_json``): the runs the model learned from, the job's
+        own among them.  For each setting of ``names``: the values the job's own runs
+        measured when they measured two or more, else those of every run of
+        ``framework`` in ``frame`` (the corpus); a run without the setting ran at its
+        default (``defaults``).  ``noise``: the repeat noise
+        (``models.evaluation.noise_floor``) of the job's own runs at ``datasize``,
+        else of the frame's runs at that size, else of all its runs (the first with
+        :data:`MIN_NOISE_RUNS` repeated runs); at least :data:`NOISE_FLOOR`."""
+        from jobgauge.models.features import row_configs
+
+        if framework and "framework" in frame.columns and len(frame):
+            frame = frame[frame["framework"].astype(str) == str(framework)]
+        frame = frame.reset_index(drop=True)
+        configs = row_configs(frame)
+        own = [str(w) == str(workload) for w in frame["workload"]] if len(frame) else []
+        mine = [c for c, is_own in zip(configs, own) if is_own]
+        ranges = {}
+        for name in names:
+            if name in CLUSTER_CHOICES:
+                continue
+            measured = _values(name, mine, defaults.get(name))
+            if len(measured) >= 2:
+                ranges[name] = MeasuredRange(name, measured, f"the {len(mine)} runs of "
+                                                             f"{workload}")
+            elif configs:
+                ranges[name] = MeasuredRange(name, _values(name, configs, defaults.get(name)),
+                                             f"the {len(configs)} runs the model learns from")
+        return cls(ranges, _repeat_noise(frame, own, datasize))
+
+    def outside(self, name: str, value) -> str | None:
+        """Why ``value`` of setting ``name`` is outside the region (None: inside)."""
+        if name in CLUSTER_CHOICES:
+            return None
+        measured = self.ranges.get(name)
+        if measured is None:
+            return f"{name}={format_setting(name, value)} (no run measured {name})"
+        if value in measured:
+            return None
+        return (f"{name}={format_setting(name, value)} (outside {measured.describe()}, "
+                f"measured in {measured.source})")
+
+
+def _values(name: str, configs, default) -> frozenset:
+    """The values of setting ``name`` in ``configs`` (a config without it: ``default``)."""
+    values = (config.get(name, default) for config in configs)
+    return frozenset(_typed(name, value) for value in values if value is not None)
+
+
+def _repeat_noise(frame, own, datasize) -> float:
+    from jobgauge.models.evaluation import noise_floor
+
+    if not len(frame) or "completed" not in frame.columns:
+        return NOISE_FLOOR
+    if "config_json" not in frame.columns:       # noise_floor groups runs by it
+        import json
+
+        from jobgauge.models.features import row_configs
+
+        frame = frame.assign(config_json=[json.dumps(c, sort_keys=True)
+                                          for c in row_configs(frame)])
+    frame = frame.assign(completed=frame["completed"].fillna(False).astype(bool))
+    sized = (frame["datasize"].astype(str) == str(datasize)).to_numpy() \
+        if datasize else [True] * len(frame)
+    mine = [o and s for o, s in zip(own, sized)]
+    for rows in (mine, sized, [True] * len(frame)):
+        if any(rows):
+            found = noise_floor(frame[list(rows)].reset_index(drop=True))
+            if found is not None and found["runs"] >= MIN_NOISE_RUNS:
+                return max(NOISE_FLOOR, float(found["mdape"]))
+    return NOISE_FLOOR
+
+
+# ------------------------------------------------------------------ the recommendation
+
 def _same(name, value, default) -> bool:
     return default is not None and format_setting(name, value) == format_setting(name, default)
 
 
+def _upper(measurement) -> float:
+    bounds = measurement.runtime_interval
+    return float(bounds[1]) if bounds else float(measurement.runtime_s)
+
+
 def recommend(result, space, evaluate, *, metrics: dict | None = None,
-              min_gain: float = MIN_GAIN) -> Recommendation:
-    """The recommendation of a model-guided ``result`` over ``space``.
+              region: TrustRegion | None = None, min_gain: float = MIN_GAIN) -> Recommendation:
+    """The recommendation of a model-guided ``result`` over ``space``, inside ``region``.
 
     ``evaluate(config) -> Measurement`` is the model's prediction
-    (``model_evaluator``): it prices the defaults and the kept changes.
-    ``metrics``: the model's training summary (for ``settings_varied``)."""
+    (``model_evaluator``, with its 80 % interval): it prices the defaults and the
+    candidates.  ``metrics``: the model's training summary (for
+    ``settings_varied``).  ``region``: the :class:`TrustRegion` of the runs the
+    model learned from (None: no measured ranges known, every value trusted, and
+    the noise :data:`NOISE_FLOOR`).  A gain must exceed ``min_gain`` and the
+    region's noise."""
     defaults = space.defaults()
-    baseline = float(evaluate(dict(defaults)).runtime_s)
+    base = evaluate(dict(defaults))
+    baseline = float(base.runtime_s)
     if result.best is None:
         return Recommendation({}, baseline, baseline, False, f"{KEPT_DEFAULTS} (no trial "
                                                              "finished)")
+    noise = max(min_gain, region.noise if region is not None else NOISE_FLOOR)
     varied = (metrics or {}).get("settings_varied")
-    changes, unseen = {}, []
-    for name, value in result.best.config.items():
-        if name in defaults and _same(name, value, defaults[name]):
-            continue
-        if varied is not None and name not in varied and name not in CLUSTER_CHOICES:
-            unseen.append(name)
-            continue
-        changes[name] = value
-    if not changes:
+    trials = sorted((t for t in result.trials
+                     if t.state == "complete" and t.feasible and t.values),
+                    key=lambda t: t.values[0])
+    if result.best not in trials:
+        trials.insert(0, result.best)
+    unseen, outside, candidates = set(), {}, []
+    for trial in trials:
+        changes = {}
+        for name, value in trial.config.items():
+            if name in defaults and _same(name, value, defaults[name]):
+                continue
+            if varied is not None and name not in varied and name not in CLUSTER_CHOICES:
+                unseen.add(name)
+                continue
+            why = region.outside(name, value) if region is not None else None
+            if why is not None:
+                outside.setdefault(name, why)
+                continue
+            changes[name] = value
+        if changes and changes not in candidates:
+            candidates.append(changes)
+        if len(candidates) >= MAX_CANDIDATES:
+            break
+    if not candidates:
         blind = varied is not None and not any(
             name in varied for name in space.names if name not in CLUSTER_CHOICES)
         if blind:
             why = (f" (the runs the model learned from never changed any of the "
                    f"{len(space)} settings searched)")
-        elif unseen:
+        elif unseen and not outside:
             why = f" (the runs the model learned from never changed {', '.join(sorted(unseen))})"
+        elif outside:
+            never = (f"; the runs the model learned from never changed "
+                     f"{', '.join(sorted(unseen))}" if unseen else "")
+            why = (" (every change the search found lies outside the measured range: "
+                   + "; ".join(outside[name] for name in sorted(outside)) + never + ")")
         else:
             why = " (the best settings found are the defaults)"
         return Recommendation({}, baseline, baseline, False, KEPT_DEFAULTS + why)
-    predicted = float(evaluate({**defaults, **changes}).runtime_s)
+    priced = []                        # (predicted s, upper bound s, changes), fastest first
+    for changes in candidates:
+        measurement = evaluate({**defaults, **changes})
+        priced.append((float(measurement.runtime_s), _upper(measurement), changes))
+    priced.sort(key=lambda item: item[0])
+    for predicted, upper, changes in priced:
+        if baseline - predicted > noise * baseline and upper <= baseline:
+            return _tuned(changes, predicted, upper, baseline, noise, outside)
+    predicted, upper, changes = priced[0]
     gain = 1.0 - predicted / baseline if baseline > 0 else 0.0
-    if gain < min_gain:
-        return Recommendation({}, baseline, baseline, False,
-                              f"{KEPT_DEFAULTS} (predicted {predicted:.1f} s with the best "
-                              f"settings found, {baseline:.1f} s with the defaults)")
+    if baseline - predicted <= noise * baseline:
+        why = (f"predicted {predicted:.1f} s with the best settings inside the measured "
+               f"range, {baseline:.1f} s with the defaults: {_percent(gain)} % faster, not "
+               f"beyond the repeat noise of {_percent(noise)} %")
+    else:
+        why = (f"predicted {predicted:.1f} s with the best settings inside the measured "
+               f"range, {baseline:.1f} s with the defaults, but its {_percent(COVERAGE)} % "
+               f"upper bound, {upper:.1f} s, is above the defaults' prediction")
+    return Recommendation({}, baseline, baseline, False,
+                          f"{KEPT_DEFAULTS} ({why}{_left_out(outside)})")
+
+
+def _percent(fraction: float) -> str:
+    value = 100 * fraction
+    return f"{value:.0f}" if math.isfinite(value) else "n/a"
+
+
+def _left_out(outside: Mapping) -> str:
+    if not outside:
+        return ""
+    return "; left out " + "; ".join(outside[name] for name in sorted(outside))
+
+
+def _tuned(changes, predicted, upper, baseline, noise, outside) -> Recommendation:
     settings = {name: format_setting(name, value) for name, value in changes.items()}
+    gain = 1.0 - predicted / baseline if baseline > 0 else 0.0
     return Recommendation(settings, predicted, baseline, True,
                           f"predicted {predicted:.1f} s with {len(settings)} changed settings, "
-                          f"{baseline:.1f} s with Spark's defaults ({100 * gain:.0f} % faster)")
+                          f"{baseline:.1f} s with Spark's defaults ({_percent(gain)} % faster, "
+                          f"beyond the repeat noise of {_percent(noise)} %; "
+                          f"{_percent(COVERAGE)} % upper bound {upper:.1f} s)"
+                          + _left_out(outside))
+
+
+def store_trust_region(store, job, space, *, prior=None) -> TrustRegion:
+    """The :class:`TrustRegion` of ``job`` (a :class:`jobgauge.job.Job`) over ``space``
+    from the runs a store's model learns from: the prior (``prior``: a run-table frame,
+    default the shipped run tables) plus the store's own runs
+    (``models._default.learning_frame``), the job's own among them."""
+    from jobgauge.models._default import learning_frame
+
+    frame, _, _ = learning_frame(store, prior=prior)
+    return TrustRegion.from_runs(frame, job.workload, space.names, defaults=space.defaults(),
+                                 framework=job.framework, datasize=job.datasize)

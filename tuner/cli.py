@@ -296,10 +296,12 @@ def _tune_model(args) -> int:
     answer = None
     if goal.objective != "both" and result.best is not None:
         from jobgauge.tuner._modes import model_evaluator
-        from jobgauge.tuner._recommend import recommend
+        from jobgauge.store import open_store
+        from jobgauge.tuner._recommend import recommend, store_trust_region
 
         answer = recommend(result, space, model_evaluator(model, job, catalog=catalog),
-                           metrics=meta.get("metrics"))
+                           metrics=meta.get("metrics"),
+                           region=store_trust_region(open_store(args.store), job, space))
         answer.history_runs = history["runs"]
         answer.reason += (f"; learned from {history['runs']} runs of {job.workload} in the "
                           f"store" if history["runs"] else "")

@@ -16,6 +16,10 @@ Options of its own, removed before spark-submit sees the command:
                                     every N new runs (default ``$JOBGAUGE_RETRAIN_EVERY``,
                                     else 5; 0: never)
 ``--jobgauge-dry-run``              print the final command and exit
+``--jobgauge-no-tune``              add no tuned settings (Spark's defaults for every
+                                    setting the user did not set), but switch event
+                                    logging on and record the run as usual: the
+                                    defaults' baseline of a tuned job
 ``--jobgauge-off``                  run the command unchanged, record nothing
 ``--store URL``                     the run store, as for ``jobgauge --store`` (default
                                     ``$JOBGAUGE_STORE``, else the user's store); only
@@ -51,13 +55,13 @@ FLAG_SETTINGS = {
 }
 OWN_VALUE_OPTIONS = ("--jobgauge-objective", "--jobgauge-workload", "--jobgauge-datasize",
                      "--jobgauge-retrain-every")
-OWN_FLAGS = ("--jobgauge-dry-run", "--jobgauge-off")
+OWN_FLAGS = ("--jobgauge-dry-run", "--jobgauge-no-tune", "--jobgauge-off")
 
 
 def split_own_options(argv: list[str]) -> tuple[dict, list[str]]:
     """Separate jobgauge's options from the spark-submit arguments (kept in order)."""
     own = {"objective": "time", "workload": None, "datasize": None, "dry_run": False,
-           "off": False, "store": None, "retrain_every": None}
+           "no_tune": False, "off": False, "store": None, "retrain_every": None}
     rest, index = [], 0
     in_application = value_next = False   # past the application / next item is an option's value
     while index < len(argv):
@@ -205,7 +209,7 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     from jobgauge.models._default import store_model
     from jobgauge.tuner import Goal, spark_sql_space, tune_with_model
     from jobgauge.tuner._modes import model_evaluator
-    from jobgauge.tuner._recommend import Recommendation, recommend
+    from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
 
     model, meta = store_model(store, progress=progress)
     job, history = submit_job(own, args, store)
@@ -216,7 +220,8 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
                               history_runs=history["runs"])
     result = tune_with_model(model, space, job, goal=Goal(own["objective"]),
                              n_trials=trials, seed=0, importance=False)
-    answer = recommend(result, space, model_evaluator(model, job), metrics=meta.get("metrics"))
+    answer = recommend(result, space, model_evaluator(model, job), metrics=meta.get("metrics"),
+                       region=store_trust_region(store, job, space))
     answer.settings = {k: v for k, v in answer.settings.items() if k.startswith("spark.")}
     answer.history_runs = history["runs"]
     where = (f"{history['runs']} runs of {job.workload} in the store" if history["runs"]
@@ -312,10 +317,11 @@ def main(argv=None) -> int:
         from jobgauge.store import open_store
 
         store = open_store(own["store"])   # None: $JOBGAUGE_STORE, else the user's store
-        answer = recommendation(own, args, store, progress=sys.stderr)
-        added = dict(answer.settings)
-        if not answer.tuned:
-            _note(answer.reason)
+        if not own["no_tune"]:
+            answer = recommendation(own, args, store, progress=sys.stderr)
+            added = dict(answer.settings)
+            if not answer.tuned:
+                _note(answer.reason)
         if "spark.eventLog.enabled" not in mine and "spark.eventLog.dir" not in mine:
             from jobgauge.profiler.runners.runner import DEFAULT_EVENTLOG_DIR
 

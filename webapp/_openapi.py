@@ -124,6 +124,12 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
             "cost_high_usd": _nullable(NUMBER), "meets_deadline": _nullable({"type": "boolean"}),
             "within_budget": _nullable({"type": "boolean"}),
             "seen_in_training": _nullable({"type": "boolean"}),
+            "outside_measured": {"type": "boolean", "description":
+                                 "far outside the sizes, cores and instance types the model "
+                                 "was trained on"},
+            "measured_note": _nullable({"type": "string", "description":
+                                        "why it is far outside, naming the nearest measured "
+                                        "size"}),
         },
     }
     dag = {"type": "object", "description": "node-link JSON of the query DAG (QueryDag.to_dict)",
@@ -152,6 +158,11 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
             "best_per_type": {"type": "array", "items": {"$ref": "#/components/schemas/Option"}},
             "recommended": {"$ref": "#/components/schemas/Option"},
             "recommendation": {"type": "string"},
+            "outside_measured": {"type": "boolean",
+                                 "description": "the recommended option is far outside what "
+                                                "the model was trained on"},
+            "measured_note": _nullable({"type": "string",
+                                        "description": "why, naming the nearest measured size"}),
             "dag": dag,
             "plan_error": _nullable({"type": "string",
                                      "description": "why no DAG could be drawn, when asked for"}),
@@ -168,6 +179,7 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
             "predicted_runtime_s": NUMBER, "predicted_low_s": NUMBER,
             "predicted_high_s": NUMBER, "cost_usd": _nullable(NUMBER),
             "baseline_runtime_s": _nullable(NUMBER), "trials": {"type": "integer"},
+            "tuned": {"type": "boolean"}, "reason": _nullable({"type": "string"}),
             "spark_submit": {"type": "array", "items": {"type": "string"}},
             "hive_set": {"type": "array", "items": {"type": "string"}},
             "estimate": {"$ref": "#/components/schemas/Estimate"},

@@ -20,7 +20,8 @@ def what_if_png(rows: list[dict], *, recommended: dict | None = None, deadline_s
     """PNG of runtime (with its interval) and cost per node count, per instance type.
 
     ``rows`` are :meth:`Service.estimate` options (``instance_type``,
-    ``instance_count``, ``runtime_s``, ``low_s``, ``high_s``, ``cost_usd``).
+    ``instance_count``, ``runtime_s``, ``low_s``, ``high_s``, ``cost_usd``, and
+    ``outside_measured``: such points are drawn hollow, with a legend entry).
     Local types (one point each) are drawn as markers; their cost axis is empty
     (this machine has no hourly price).
     """
@@ -31,7 +32,7 @@ def what_if_png(rows: list[dict], *, recommended: dict | None = None, deadline_s
     FigureCanvasAgg(figure)
     runtime_axes, cost_axes = figure.subplots(1, 2)
     names = list(dict.fromkeys(r["instance_type"] for r in rows))
-    any_cost = False
+    any_cost = any_outside = False
     for index, name in enumerate(names):
         own = sorted((r for r in rows if r["instance_type"] == name),
                      key=lambda r: r["instance_count"])
@@ -52,6 +53,22 @@ def what_if_png(rows: list[dict], *, recommended: dict | None = None, deadline_s
         if all(c is not None for c in costs):
             any_cost = True
             cost_axes.plot(counts, costs, marker=marker, markersize=4, color=color, label=name)
+        outside = [r for r in own if r.get("outside_measured")]
+        if outside:
+            any_outside = True
+            hollow = {"marker": marker, "markersize": 7, "linestyle": "none",
+                      "markerfacecolor": "white", "markeredgecolor": color,
+                      "markeredgewidth": 1.5, "zorder": 4}
+            runtime_axes.plot([r["instance_count"] for r in outside],
+                              [r["runtime_s"] for r in outside], **hollow)
+            priced = [r for r in outside if r["cost_usd"] is not None]
+            if priced and all(c is not None for c in costs):
+                cost_axes.plot([r["instance_count"] for r in priced],
+                               [r["cost_usd"] for r in priced], **hollow)
+    if any_outside:   # one legend entry for every hollow point
+        runtime_axes.plot([], [], marker="o", markersize=7, linestyle="none",
+                          markerfacecolor="white", markeredgecolor="#555", markeredgewidth=1.5,
+                          label="far outside what was measured")
     if recommended is not None:
         runtime_axes.plot([recommended["instance_count"]], [recommended["runtime_s"]],
                           marker="*", markersize=14, color="#222", linestyle="none",

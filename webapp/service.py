@@ -230,8 +230,11 @@ class Service:
         if progress is not None:
             print(f"no model in the store yet: training {kind} from "
                   f"{len(files)} run tables in {self.runs_dir} ...", file=progress, flush=True)
+        profile_files = sorted(self.profiles_dir.glob("*.jsonl.gz")) \
+            if self.profiles_dir.is_dir() else []
         return train_store_model(self.store, name=self.model_name, kind=kind,
-                                 prior=self.training_frame().drop(columns=["profile"]))
+                                 prior=self.training_frame().drop(columns=["profile"]),
+                                 profile_files=profile_files)
 
     def classifier(self):
         """A JobClassifier fitted on the shipped runs (None when they cannot teach one);
@@ -355,9 +358,10 @@ class Service:
         metrics = meta.get("metrics") or {}
         seen = _listed(metrics.get("instance_types"))
         rows = []
-        for job, *values in zip(jobs, *(predicted[column].to_numpy(dtype=float) for column in
-                                         ("predicted_runtime_s", "predicted_low_s",
-                                          "predicted_high_s"))):
+        for job, note, *values in zip(jobs, predicted["measured_note"],
+                                      *(predicted[column].to_numpy(dtype=float) for column in
+                                        ("predicted_runtime_s", "predicted_low_s",
+                                         "predicted_high_s"))):
             cluster = job.cluster
             runtime, low, high = map(float, values)
             cost = cluster.cost_usd(runtime)
@@ -372,6 +376,7 @@ class Service:
                 "within_budget": None if request.budget_usd is None
                 else (cost or 0.0) <= request.budget_usd,
                 "seen_in_training": (cluster.instance_type in seen) if seen else None,
+                "outside_measured": note is not None, "measured_note": note,
             })
         recommended, reason = recommend(rows, request)
         return {
@@ -385,6 +390,9 @@ class Service:
                       "trained_on_runs": metrics.get("training_rows")},
             "options": rows, "best_per_type": best_per_type(rows, request),
             "recommended": recommended, "recommendation": reason,
+            # the headline answer is the recommended option's: is it far outside the runs?
+            "outside_measured": recommended["outside_measured"],
+            "measured_note": recommended["measured_note"],
             "dag": dag, "plan_error": plan_error,
         }
 
@@ -406,11 +414,17 @@ class Service:
              estimate: dict | None = None) -> dict:
         """The recommended cluster with Spark SQL settings tuned by the model
         (``jobgauge.tuner.tune_with_model``, goal: time; the engine defaults are the
-        first trial, then TPE proposals).  The tuner's closing fANOVA importance is
-        skipped: the page does not show it and it costs a forest fit per request."""
+        first trial, then TPE proposals) and recommended as the wrapper and
+        ``jobgauge tune`` recommend them (``tuner._recommend.recommend``): a change only
+        inside the trust region of the runs this service's model learns from (the run
+        tables of ``runs_dir`` plus the store's runs), else Spark's defaults, with the
+        reason.  The tuner's closing fANOVA importance is skipped: the page does not
+        show it and it costs a forest fit per request."""
         from jobgauge.tuner import Goal, spark_sql_space, tune_with_model
+        from jobgauge.tuner._modes import model_evaluator
+        from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
 
-        model, _ = self.ensure_model()
+        model, meta = self.ensure_model()
         estimate = estimate or self.estimate(request)
         best = estimate["recommended"]
         option = self.instance_options()[best["instance_type"]]
@@ -424,14 +438,22 @@ class Service:
             job = self.job(request, option, count, settings=fixed)
             result = tune_with_model(model, space, job, goal=Goal("time"), n_trials=n_trials,
                                      seed=seed, sampler="tpe", importance=False)
-            chosen, runtime_s = result.best.config, result.best.runtime_s
-            interval = result.best.runtime_interval_s or [runtime_s, runtime_s]
-            baseline = next((t.runtime_s for t in result.trials if t.number == 0), None)
+            evaluate = model_evaluator(model, job)
+            region = store_trust_region(self.store, job, space,
+                                        prior=self.training_frame().drop(columns=["profile"]))
+            answer = recommend(result, space, evaluate, metrics=meta.get("metrics"),
+                               region=region)
+            # every searched knob: the recommended changes, the others at their defaults
+            chosen = {**space.defaults(), **space.parse(answer.settings)}
+            priced = evaluate(chosen)
+            runtime_s, baseline = priced.runtime_s, answer.baseline_runtime_s
+            interval = priced.runtime_interval or [runtime_s, runtime_s]
         else:
             chosen, runtime_s = {}, best["runtime_s"]
             interval, baseline, n_trials = [best["low_s"], best["high_s"]], best["runtime_s"], 0
+            answer = Recommendation(reason="you set every setting the tuner searches")
         return tuned_answer(option, count, request.config, fixed, chosen, runtime_s, interval,
-                            baseline, n_trials)
+                            baseline, n_trials, recommendation=answer)
 
     # -- running applications ----------------------------------------------------------
     def _source(self, url: str) -> str:
@@ -579,8 +601,11 @@ def _where(row) -> str:
 
 
 def tuned_answer(option: Cluster, count: int, user_config: dict, layout: dict,
-                 chosen: dict, runtime_s: float, interval, baseline, trials: int) -> dict:
-    """The tuned configuration in the user's terms, with copyable lines."""
+                 chosen: dict, runtime_s: float, interval, baseline, trials: int, *,
+                 recommendation=None) -> dict:
+    """The tuned configuration in the user's terms, with copyable lines; ``tuned`` and
+    ``reason`` from ``recommendation`` (a ``tuner._recommend.Recommendation``): whether
+    any setting was changed from Spark's defaults, and why (or why not), in words."""
     from jobgauge.tuner import format_setting, hive_set_lines
 
     typed = {**{k: _typed(v) for k, v in user_config.items()}, **chosen}
@@ -597,6 +622,8 @@ def tuned_answer(option: Cluster, count: int, user_config: dict, layout: dict,
         "cost_usd": cost,
         "baseline_runtime_s": None if baseline is None else float(baseline),
         "trials": trials,
+        "tuned": bool(recommendation is not None and recommendation.tuned),
+        "reason": recommendation.reason if recommendation is not None else None,
         "spark_submit": submit,
         "hive_set": hive_set_lines({k: v for k, v in typed.items()
                                     if k.startswith("spark.sql.")}),

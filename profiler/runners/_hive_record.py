@@ -117,7 +117,7 @@ def plan_prediction(model, workload: str, dag, resources: dict, *, engine: str =
     ``workload`` with its plan ``dag`` (a QueryDag or its dict) on the server's
     ``resources`` (:func:`server_resources`), read by ``model`` as the web service
     reads a pasted query.  Returns ``predict_job``'s ``{"runtime_s", "low_s",
-    "high_s"}`` plus ``coverage``."""
+    "high_s", "outside_measured", "note"}`` plus ``coverage``."""
     from jobgauge.job import Cluster, Job
     from jobgauge.models import predict_job
 

@@ -1,0 +1,310 @@
+"""What a model was trained on, and whether a question is far outside it.
+
+:class:`MeasuredRange` is a small record a model keeps from its training frame
+(``RuntimeModel.fit`` sets ``measured_range_``): per workload and framework, the
+measured data sizes (size labels and input bytes), the cores (vCPUs x nodes)
+the runs had, and over all runs the instance types with their node counts.
+:meth:`MeasuredRange.notes` says, for every row of a frame to predict, whether
+the question is far outside what was measured and why, naming the nearest
+measured size::
+
+    >>> measured = MeasuredRange.from_frame(training_frame)           # doctest: +SKIP
+    >>> measured.notes(configuration_frame([{"workload": "tpch-q3",
+    ...                                      "datasize": "sf100"}]))  # doctest: +SKIP
+    ['far outside what was measured: tpch-q3 was measured at sf0.01-sf0.3 (largest
+      input 98 MiB), not at sf100 (about 30 GiB of input); nearest measured size sf0.3']
+
+A row is far outside what was measured when any of these holds:
+
+- its workload was never measured with its framework (an unseen workload is then
+  compared with every measured run);
+- its input is more than ``SIZE_FACTOR`` (3) times above the largest or below a
+  third of the smallest input measured for the workload.  A row without input
+  bytes is sized from its label: a label measured for the workload is inside; a
+  TPC-H scale factor is the workload's measured bytes per scale factor times the
+  factor; a HiBench size (tiny < small < medium < ...) is outside when it lies
+  beyond the measured HiBench sizes of the workload;
+- its cores (vCPUs x nodes) are more than ``SLOTS_FACTOR`` (2) times above the most
+  or below half the fewest cores the workload's runs had;
+- its instance type was never measured, or its node count is more than
+  ``SLOTS_FACTOR`` times beyond the node counts measured on that type.
+
+A row whose size cannot be told (no input bytes, and a label that is neither
+measured nor a scale factor or HiBench size to compare) is not called outside for
+its size.  Why these factors: one step of the TPC-H scales (sf0.3 to sf1, 3.3x)
+already leaves what was measured, and that is where the models went wrong (issue
+13: SF 1 predicted 1.3 s, measured 8.5 s, from runs up to SF 0.3); cores are the
+coarser knob (local[1] and local[2] measured: local[4] is near, local[8] is not).
+A model loaded from an older pickle has no ``measured_range_``:
+:func:`outside_measured` then says nothing (never an error).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from jobgauge.units import human_size
+
+#: An input more than this many times above the largest (or below 1/x of the smallest)
+#: measured input of its workload is far outside what was measured.
+SIZE_FACTOR = 3.0
+#: Cores or nodes more than this many times beyond the measured range are far outside it.
+SLOTS_FACTOR = 2.0
+#: How many measured instance types a note lists before "and N more".
+LISTED_TYPES = 5
+PREFIX = "far outside what was measured: "
+
+
+@dataclass
+class WorkloadRange:
+    """What was measured of one workload with one framework (or of every run).
+
+    ``sizes``: (size label, median input bytes) per measured label, smallest first
+    (label ``""`` for runs without one, at their smallest and largest input);
+    ``smallest_bytes``/``largest_bytes``: the measured input range;
+    ``bytes_per_scale_factor``: median input bytes per TPC-H scale factor;
+    ``labels``: every measured size label (with or without input bytes);
+    ``hibench_sizes``: label -> HiBench size ordinal of the measured labels;
+    ``cores``: (fewest, most) vCPUs x nodes of the runs.
+    """
+
+    sizes: list = field(default_factory=list)
+    smallest_bytes: float | None = None
+    largest_bytes: float | None = None
+    bytes_per_scale_factor: float | None = None
+    labels: frozenset = frozenset()
+    hibench_sizes: dict = field(default_factory=dict)
+    cores: tuple | None = None
+
+    @classmethod
+    def from_frame(cls, frame) -> "WorkloadRange":
+        """The range of the run-table rows of ``frame``."""
+        import numpy as np
+        import pandas as pd
+
+        from jobgauge.models.features import size_scale
+
+        labels = frame["datasize"].fillna("").astype(str).str.strip() \
+            if "datasize" in frame.columns else pd.Series([""] * len(frame), index=frame.index)
+        size = pd.to_numeric(frame["input_bytes"], errors="coerce") \
+            if "input_bytes" in frame.columns else pd.Series(np.nan, index=frame.index)
+        known = size.notna() & (size > 0)
+        sizes = []
+        for label, values in size[known].groupby(labels[known]):
+            if label:
+                sizes.append((str(label), float(values.median())))
+            else:
+                sizes += [("", float(values.min())), ("", float(values.max()))]
+        sizes = sorted(set(sizes), key=lambda item: (item[1], item[0]))
+        factors = np.array([size_scale(label)[0] for label in labels])
+        usable = known.to_numpy() & np.isfinite(factors) & (factors > 0)
+        ordinals = {label: size_scale(label)[1] for label in set(labels) if label}
+        vcpus = pd.to_numeric(frame["vcpus"], errors="coerce")
+        count = pd.to_numeric(frame["instance_count"], errors="coerce").fillna(1)
+        cores = (vcpus * count).dropna()
+        cores = cores[cores > 0]
+        return cls(
+            sizes=sizes,
+            smallest_bytes=float(size[known].min()) if known.any() else None,
+            largest_bytes=float(size[known].max()) if known.any() else None,
+            bytes_per_scale_factor=float(np.median(size.to_numpy()[usable] / factors[usable]))
+            if usable.any() else None,
+            labels=frozenset(label for label in labels if label),
+            hibench_sizes={k: float(v) for k, v in ordinals.items() if math.isfinite(v)},
+            cores=(float(cores.min()), float(cores.max())) if len(cores) else None,
+        )
+
+    # -------------------------------------------------------------- sizes
+    def size_span(self) -> str:
+        """The measured sizes in words: ``sf0.01-sf0.3`` (labels) or ``3.1 MiB-98 MiB``."""
+        if self.sizes and all(label for label, _ in self.sizes):
+            first, last = self.sizes[0][0], self.sizes[-1][0]
+            return first if first == last else f"{first}-{last}"
+        if self.smallest_bytes is None:
+            return ", ".join(sorted(self.labels)) or "no known size"
+        low, high = human_size(self.smallest_bytes), human_size(self.largest_bytes)
+        return low if low == high else f"{low}-{high}"
+
+    def nearest_size(self, input_bytes: float) -> str:
+        """The measured size nearest to ``input_bytes`` (on a log scale): its label, or
+        its input bytes when it has none."""
+        label, size = min(self.sizes, key=lambda item: abs(math.log(item[1] / input_bytes)))
+        return label or human_size(size)
+
+    def asked_bytes(self, label: str, input_bytes) -> float | None:
+        """Input bytes of a question: as given, else from its size label (see the
+        module docstring); None when neither tells."""
+        if input_bytes is not None and math.isfinite(input_bytes) and input_bytes > 0:
+            return float(input_bytes)
+        for measured, size in self.sizes:
+            if label and measured == label:
+                return size
+        from jobgauge.models.features import size_scale
+
+        factor = size_scale(label)[0]
+        if self.bytes_per_scale_factor and math.isfinite(factor) and factor > 0:
+            return self.bytes_per_scale_factor * factor
+        return None
+
+    def size_reason(self, name: str, label: str, input_bytes) -> str | None:
+        """Why a question's size is far outside this range (None when it is not)."""
+        if label in self.labels and (input_bytes is None or not math.isfinite(input_bytes)):
+            return None
+        asked = self.asked_bytes(label, input_bytes)
+        if asked is not None and self.largest_bytes:
+            above = asked > SIZE_FACTOR * self.largest_bytes
+            if not above and asked >= self.smallest_bytes / SIZE_FACTOR:
+                return None
+            edge = (f"largest input {human_size(self.largest_bytes)}" if above
+                    else f"smallest input {human_size(self.smallest_bytes)}")
+            given = f"{label} (about {human_size(asked)} of input)" if label \
+                else f"{human_size(asked)} of input"
+            return (f"{name} was measured at {self.size_span()} ({edge}), not at {given}; "
+                    f"nearest measured size {self.nearest_size(asked)}")
+        from jobgauge.models.features import size_scale
+
+        ordinal = size_scale(label)[1]
+        if not math.isfinite(ordinal) or not self.hibench_sizes:
+            return None   # the size cannot be told: nothing to say about it
+        measured = sorted(self.hibench_sizes.items(), key=lambda item: item[1])
+        if measured[0][1] <= ordinal <= measured[-1][1]:
+            return None
+        nearest = measured[-1][0] if ordinal > measured[-1][1] else measured[0][0]
+        span = measured[0][0] if len(measured) == 1 else f"{measured[0][0]}-{measured[-1][0]}"
+        return f"{name} was measured at {span}, not at {label}; nearest measured size {nearest}"
+
+    def cores_reason(self, name: str | None, cores: float, where: str) -> str | None:
+        """Why a question's cores are far outside this range (None when they are not);
+        ``name`` is the workload (None: this is the range of every run)."""
+        if self.cores is None or not math.isfinite(cores):
+            return None
+        fewest, most = self.cores
+        if fewest / SLOTS_FACTOR <= cores <= SLOTS_FACTOR * most:
+            return None
+        span = f"{fewest:g}" if fewest == most else f"{fewest:g}-{most:g}"
+        subject = f"{name} was measured on" if name else "the measured runs had"
+        return f"{subject} {span} cores, not {cores:g} ({where})"
+
+
+@dataclass
+class MeasuredRange:
+    """What a model's training runs covered (see the module docstring).
+
+    ``workloads``: (workload, framework) -> :class:`WorkloadRange`; ``everything``:
+    the range of all runs (for a workload never measured); ``instance_types``:
+    instance type -> (fewest, most) nodes measured on it.
+    """
+
+    workloads: dict = field(default_factory=dict)
+    everything: WorkloadRange = field(default_factory=WorkloadRange)
+    instance_types: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_frame(cls, frame) -> "MeasuredRange":
+        """The record of a training frame (a run table: ``workload``, ``framework``,
+        ``datasize``, ``input_bytes``, ``instance_type``, ``instance_count``,
+        ``vcpus``)."""
+        import pandas as pd
+
+        keys = [frame["workload"].astype(str), frame["framework"].astype(str)]
+        workloads = {(str(workload), str(framework)): WorkloadRange.from_frame(rows)
+                     for (workload, framework), rows in frame.groupby(keys, sort=True)}
+        count = pd.to_numeric(frame["instance_count"], errors="coerce").fillna(1)
+        nodes = count.groupby(frame["instance_type"].astype(str)).agg(["min", "max"])
+        return cls(workloads=workloads, everything=WorkloadRange.from_frame(frame),
+                   instance_types={str(t): (float(r["min"]), float(r["max"]))
+                                   for t, r in nodes.iterrows()})
+
+    def workload_names(self) -> list[str]:
+        """The measured workloads, sorted."""
+        return sorted({workload for workload, _ in self.workloads})
+
+    def size_labels(self) -> list[str]:
+        """The measured size labels (``sf0.1``, ``huge``, ...), sorted."""
+        return sorted(self.everything.labels)
+
+    def instance_type_names(self) -> list[str]:
+        """The measured instance types, sorted."""
+        return sorted(self.instance_types)
+
+    def notes(self, X) -> list[str | None]:
+        """Per row of the run-table frame ``X``: why it is far outside what was
+        measured (``"far outside what was measured: ..."``), or None when it is not."""
+        import pandas as pd
+
+        def column(name, default):
+            return X[name].tolist() if name in X.columns else [default] * len(X)
+
+        sizes = pd.to_numeric(X["input_bytes"], errors="coerce").tolist() \
+            if "input_bytes" in X.columns else [None] * len(X)
+        rows = zip(column("workload", ""), column("framework", "spark"),
+                   column("datasize", ""), sizes, column("instance_type", ""),
+                   column("instance_count", 1), column("vcpus", math.nan))
+        answers: dict = {}
+        out = []
+        for row in rows:
+            key = tuple(str(v) if not isinstance(v, float) else v for v in row)
+            if key not in answers:  # a what-if grid asks the same size many times
+                answers[key] = self._note(*row)
+            out.append(answers[key])
+        return out
+
+    def _note(self, workload, framework, label, input_bytes, instance_type, count,
+              vcpus) -> str | None:
+        workload, framework = str(workload), str(framework)
+        label = "" if label is None or (isinstance(label, float) and math.isnan(label)) \
+            else str(label).strip()
+        instance_type = str(instance_type)
+        input_bytes = None if input_bytes is None or not math.isfinite(float(input_bytes)) \
+            else float(input_bytes)
+        reasons = []
+        measured = self.workloads.get((workload, framework))
+        if measured is None:
+            others = sorted(f for w, f in self.workloads if w == workload)
+            reasons.append(f"{workload} was measured only with {', '.join(others)}, not "
+                           f"{framework}" if others else f"{workload} was never measured")
+            if input_bytes is not None and self.everything.largest_bytes:
+                everything = self.everything
+                if input_bytes > SIZE_FACTOR * everything.largest_bytes:
+                    reasons.append(f"its input ({human_size(input_bytes)}) is above every "
+                                   f"measured input (largest "
+                                   f"{human_size(everything.largest_bytes)})")
+            measured, name = self.everything, None
+        else:
+            reason = measured.size_reason(workload, label, input_bytes)
+            if reason:
+                reasons.append(reason)
+            name = workload
+        nodes = float(count) if count is not None and math.isfinite(float(count)) else 1.0
+        cores = float(vcpus) * nodes if vcpus is not None else math.nan
+        where = instance_type if nodes == 1 else f"{nodes:g} x {instance_type}"
+        reason = measured.cores_reason(name, cores, where)
+        if reason:
+            reasons.append(reason)
+        if instance_type not in self.instance_types:
+            known = sorted(self.instance_types)
+            listed = ", ".join(known[:LISTED_TYPES]) + (
+                f" and {len(known) - LISTED_TYPES} more" if len(known) > LISTED_TYPES else "")
+            reasons.append(f"{instance_type} was never measured (measured: {listed})")
+        else:
+            fewest, most = self.instance_types[instance_type]
+            if not fewest / SLOTS_FACTOR <= nodes <= SLOTS_FACTOR * most:
+                span = f"{fewest:g}" if fewest == most else f"{fewest:g}-{most:g}"
+                reasons.append(f"{instance_type} was measured on {span} nodes, not {nodes:g}")
+        return PREFIX + "; ".join(reasons) if reasons else None
+
+
+def outside_measured(model, X) -> tuple[list[bool], list[str | None]]:
+    """(far outside?, note) per row of ``X`` for a fitted ``model``: its
+    ``measured_range_`` (:meth:`MeasuredRange.notes`); a model without one (an older
+    pickle, a model from elsewhere) says nothing."""
+    measured = getattr(model, "measured_range_", None)
+    if not isinstance(measured, MeasuredRange):
+        return [False] * len(X), [None] * len(X)
+    notes = measured.notes(X)
+    return [note is not None for note in notes], notes
+
+
+__all__ = ["PREFIX", "SIZE_FACTOR", "SLOTS_FACTOR", "MeasuredRange", "WorkloadRange",
+           "outside_measured"]

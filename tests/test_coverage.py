@@ -1,0 +1,251 @@
+"""An answer far outside what the model was trained on says so, with the nearest measured size.
+
+A decision tree fitted on the run tables shipped in data/runs (real measured
+runs) keeps ``measured_range_``; predictions, the JSON API and ``jobgauge
+predict`` carry ``outside_measured`` and the note.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from jobgauge.data import run_tables
+from jobgauge.models import (
+    MeasuredRange, configuration_frame, dumps_model, loads_model, make_model, predict_frame,
+    predict_one, save_model,
+)
+from jobgauge.models._coverage import PREFIX, WorkloadRange
+from jobgauge.runtable import read_run_tables
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return read_run_tables(run_tables())
+
+
+@pytest.fixture(scope="module")
+def tree(runs):
+    return make_model("tree", random_state=0).fit(runs)
+
+
+def _q3_sizes(runs) -> list[str]:
+    """The measured TPC-H Q3 size labels, smallest input first."""
+    q3 = runs[runs["workload"] == "tpch-q3"]
+    return list(q3.groupby("datasize")["input_bytes"].median().sort_values().index)
+
+
+def test_a_measured_size_on_a_measured_machine_is_inside(tree):
+    answer = predict_one(tree, workload="tpch-q3", datasize="sf0.1", instance_type="local[2]",
+                         vcpus=2)
+    assert answer["outside_measured"] is False and answer["note"] is None
+    assert answer["runtime_s"] > 0
+
+
+def test_sf100_is_far_outside_and_names_the_nearest_measured_size(tree, runs):
+    sizes = _q3_sizes(runs)
+    answer = predict_one(tree, workload="tpch-q3", datasize="sf100", instance_type="local[2]",
+                         vcpus=2)
+    assert answer["outside_measured"] is True
+    note = answer["note"]
+    assert note.startswith(PREFIX)
+    assert f"tpch-q3 was measured at {sizes[0]}-{sizes[-1]} (largest input " in note
+    assert "not at sf100 (about " in note
+    assert note.endswith(f"nearest measured size {sizes[-1]}")
+    # far below the smallest: the nearest is the smallest measured size
+    tiny = predict_one(tree, workload="tpch-q3", datasize="sf0.0001", instance_type="local[2]",
+                       vcpus=2)
+    assert tiny["outside_measured"] is True
+    assert "(smallest input " in tiny["note"]
+    assert tiny["note"].endswith(f"nearest measured size {sizes[0]}")
+
+
+def test_input_bytes_decide_over_the_label(tree, runs):
+    q3 = runs[runs["workload"] == "tpch-q3"]
+    largest = float(q3["input_bytes"].max())
+    inside = predict_one(tree, workload="tpch-q3", datasize="", input_bytes=2 * largest,
+                         instance_type="local[2]", vcpus=2)
+    assert inside["outside_measured"] is False
+    outside = predict_one(tree, workload="tpch-q3", datasize="", input_bytes=4 * largest,
+                          instance_type="local[2]", vcpus=2)
+    assert outside["outside_measured"] is True
+    assert "not at " in outside["note"] and "of input" in outside["note"]
+
+
+def test_an_unseen_workload_says_so(tree):
+    answer = predict_one(tree, workload="brand-new-job", datasize="huge",
+                         instance_type="local[2]", vcpus=2)
+    assert answer["outside_measured"] is True
+    assert answer["note"] == PREFIX + "brand-new-job was never measured"
+
+
+def test_a_workload_measured_with_another_framework_only(tree, runs):
+    frameworks = sorted(runs.loc[runs["workload"] == "tpch-q3", "framework"].unique())
+    assert "hadoop" not in frameworks
+    answer = predict_one(tree, workload="tpch-q3", datasize="sf0.1", framework="hadoop",
+                         instance_type="local[2]", vcpus=2)
+    assert answer["note"].startswith(
+        PREFIX + f"tpch-q3 was measured only with {', '.join(frameworks)}, not hadoop")
+
+
+def test_many_nodes_of_an_unmeasured_type_are_far_outside(tree, runs):
+    answer = predict_one(tree, workload="tpch-q3", datasize="sf0.1", instance_type="m5.xlarge",
+                         instance_count=64, vcpus=4, memory_gib=16)
+    assert answer["outside_measured"] is True
+    q3 = runs[runs["workload"] == "tpch-q3"]
+    most = float((q3["vcpus"] * q3["instance_count"]).max())
+    assert (most < 128) == ("cores, not 256 (64 x m5.xlarge)" in answer["note"])
+    measured = "m5.xlarge" in set(runs["instance_type"])
+    assert measured != ("m5.xlarge was never measured (measured: " in answer["note"])
+
+
+def test_hibench_labels_beyond_the_measured_ones(tree, runs):
+    measured = set(runs.loc[(runs["workload"] == "wordcount")
+                            & (runs["framework"] == "spark"), "datasize"])
+    assert "huge" not in measured and "tiny" in measured
+    answer = predict_one(tree, workload="wordcount", datasize="huge", instance_type="local[2]",
+                         vcpus=2)
+    assert answer["outside_measured"] is True
+    largest = max(measured, key=lambda label: ("tiny", "small", "medium", "large").index(label))
+    assert answer["note"].endswith(f"not at huge; nearest measured size {largest}")
+
+
+def test_predict_frame_has_the_columns_and_a_grid_costs_little(tree):
+    asked = configuration_frame(
+        [{"workload": "tpch-q3", "datasize": size, "instance_type": "local[2]", "vcpus": 2}
+         for size in ("sf0.1", "sf100")])
+    frame = predict_frame(tree, asked)
+    assert list(frame["outside_measured"]) == [False, True]
+    assert frame["measured_note"].iloc[0] is None
+    assert frame["measured_note"].iloc[1].startswith(PREFIX)
+
+
+def test_the_record_survives_saving_and_an_old_model_without_it_says_nothing(tree):
+    loaded = loads_model(dumps_model(tree))
+    assert isinstance(loaded.measured_range_, MeasuredRange)
+    assert predict_one(loaded, workload="tpch-q3", datasize="sf100", instance_type="local[2]",
+                       vcpus=2)["outside_measured"] is True
+    del loaded.measured_range_   # as a model pickled before the record existed
+    old = predict_one(loaded, workload="tpch-q3", datasize="sf100", instance_type="local[2]",
+                      vcpus=2)
+    assert old["outside_measured"] is False and old["note"] is None
+    assert old["runtime_s"] > 0
+
+
+def test_a_range_without_sizes_says_nothing_about_size(runs):
+    unlabelled = runs[runs["workload"] == "tpch-q3"].assign(input_bytes=float("nan"),
+                                                            datasize="")
+    measured = WorkloadRange.from_frame(unlabelled)
+    assert measured.size_reason("tpch-q3", "sf1000", None) is None
+    assert measured.cores is not None
+    assert measured.cores_reason("tpch-q3", 64.0, "local[64]") == \
+        "tpch-q3 was measured on 1-2 cores, not 64 (local[64])"
+
+
+# ----------------------------------------------------------------------- the JSON API
+
+@pytest.fixture
+def client(tmp_path):
+    from jobgauge.webapp import create_app
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for path in run_tables():
+        shutil.copy(path, folder)
+    app = create_app({"TESTING": True, "WARM_UP": False, "MODEL_KIND": "tree",
+                      "STORE_URL": str(tmp_path / "store.db"), "RUNS_DIR": str(folder),
+                      "PROFILES_DIR": str(tmp_path / "no-profiles"), "TUNE_TRIALS": 2})
+    return app.test_client()
+
+
+def test_the_estimate_api_says_when_it_is_far_outside(client):
+    inside = client.post("/api/v1/estimate", json={
+        "workload": "tpch-q3", "scale": 0.1, "instance_types": ["local[2]"]}).get_json()
+    assert inside["outside_measured"] is False and inside["measured_note"] is None
+    assert inside["options"][0]["outside_measured"] is False
+
+    response = client.post("/api/v1/estimate", json={
+        "workload": "tpch-q3", "scale": 100, "instance_types": ["local[2]", "m5.xlarge"],
+        "nodes_min": 1, "nodes_max": 64})
+    assert response.status_code == 200, response.get_data(as_text=True)[:300]
+    body = response.get_json()
+    assert body["outside_measured"] is True
+    assert body["measured_note"] == body["recommended"]["measured_note"]
+    assert "not at sf100" in body["measured_note"]
+    assert "nearest measured size sf" in body["measured_note"]
+    for option in body["options"]:
+        assert option["outside_measured"] is True
+        assert option["measured_note"].startswith(PREFIX)
+    many = [o for o in body["options"] if o["instance_count"] == 64]
+    assert many and "not 256 (64 x m5.xlarge)" in many[0]["measured_note"]
+
+
+def test_the_form_shows_a_warning_line(client):
+    # a HiBench job: no query plan to draw, so no Spark session starts
+    page = client.post("/", data={"workload": "wordcount", "size": "huge",
+                                  "instance_types": ["local[2]"]})
+    assert page.status_code == 200, page.get_data(as_text=True)[:300]
+    text = page.get_data(as_text=True)
+    assert 'id="outside-measured"' in text
+    assert ("This answer is far outside what was measured: wordcount was measured at "
+            "tiny-medium, not at huge; nearest measured size medium.") in text
+    inside = client.post("/", data={"workload": "wordcount", "size": "tiny",
+                                    "instance_types": ["local[2]"]}).get_data(as_text=True)
+    assert 'id="what-if"' in inside and 'id="outside-measured"' not in inside
+
+
+def test_the_what_if_plot_draws_points_outside_the_measured_range_hollow():
+    from jobgauge.webapp._plots import what_if_png
+
+    rows = [{"instance_type": "m5.xlarge", "instance_count": n, "runtime_s": 10.0 / n,
+             "low_s": 8.0 / n, "high_s": 12.0 / n, "cost_usd": 0.01 * n,
+             "cost_high_usd": 0.012 * n, "outside_measured": False} for n in (1, 2, 4, 8)]
+    plain = what_if_png(rows)
+    marked = what_if_png([dict(r, outside_measured=r["instance_count"] > 2) for r in rows])
+    assert plain.startswith(b"\x89PNG") and marked.startswith(b"\x89PNG")
+    assert marked != plain
+    assert what_if_png([{k: v for k, v in r.items() if k != "outside_measured"}
+                        for r in rows]) == plain   # rows without the key: nothing marked
+
+
+# ----------------------------------------------------------------------- jobgauge predict
+
+def test_jobgauge_predict_prints_the_note(tree, tmp_path, capsys):
+    from jobgauge.cli import main
+
+    path = save_model(tree, tmp_path / "tree.jgm")
+    base = ["predict", "--model", str(path), "--workload", "tpch-q3",
+            "--instance-type", "local[2]"]
+    assert main([*base, "--datasize", "sf100", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["outside_measured"] is True
+    assert answer["note"].startswith(PREFIX + "tpch-q3 was measured at")
+    assert main([*base, "--datasize", "sf100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[1] == answer["note"]
+    assert main([*base, "--datasize", "sf0.1", "--json"]) == 0
+    inside = json.loads(capsys.readouterr().out)
+    assert inside["outside_measured"] is False and inside["note"] is None
+
+
+def test_jobgauge_predict_runs_marks_rows_far_outside(tree, tmp_path, capsys):
+    import csv
+    import io
+
+    from jobgauge.cli import main
+    from jobgauge.runtable import read_run_table, write_run_table
+
+    path = save_model(tree, tmp_path / "tree.jgm")
+    measured = [row for table in run_tables() for row in read_run_table(table)
+                if row["workload"] == "tpch-q3"][:1]
+    asked = [dict(measured[0], runtime_s=None, completed=None),
+             dict(measured[0], runtime_s=None, completed=None, datasize="sf100",
+                  input_bytes=None, run_id="asked-sf100")]
+    write_run_table(asked, tmp_path / "todo.csv")
+    assert main(["predict", "--model", str(path), "--runs", str(tmp_path / "todo.csv")]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [row["outside_measured"] for row in rows] == ["false", "true"]
+    assert rows[0]["measured_note"] == ""
+    assert "not at sf100" in rows[1]["measured_note"]

@@ -1,0 +1,260 @@
+"""The model-guided recommendation's trust region (``tuner._recommend``), without Spark.
+
+The model is a decision tree (quick to fit) trained on the runs shipped in
+``jobgauge.data``; the trust region comes from the same runs.  Every runtime here was
+measured; the searches are seeded, so each case is the same every time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from jobgauge.data import run_tables
+from jobgauge.job import Cluster, Job
+from jobgauge.models._training import train_model
+from jobgauge.models.evaluation import noise_floor
+from jobgauge.runtable import read_run_table, read_run_tables
+from jobgauge.store import open_store
+from jobgauge.tuner import Goal, spark_sql_space, tune_with_model
+from jobgauge.tuner._modes import model_evaluator
+from jobgauge.tuner._recommend import (KEPT_DEFAULTS, NOISE_FLOOR, MeasuredRange, TrustRegion,
+                                       recommend, store_trust_region)
+
+MiB = 1024 * 1024
+#: (job key, size) pairs: TPC-H queries with runs in the corpus at SF 0.1 (and none at
+#: SF 1), and a job the corpus has never seen.
+JOBS = [("tpch-q1", "sf0.1"), ("tpch-q3", "sf0.1"), ("tpch-q6", "sf0.1"), ("tpch-q3", "sf1"),
+        ("tpch-q9", "sf1"), ("tpch-q18", "sf1"), ("nightly-etl", "sf1")]
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return read_run_tables(run_tables())
+
+
+@pytest.fixture(scope="module")
+def tree(corpus):
+    return train_model(corpus, kind="tree", seed=0)
+
+
+def _job(workload, size):
+    return Job(workload, size, Cluster.for_master("local[2]", {}), {}, source="test",
+               run_id="test")
+
+
+def _search(model, job, trials=40):
+    space = spark_sql_space()
+    result = tune_with_model(model, space, job, goal=Goal("time"), n_trials=trials, seed=0,
+                             importance=False)
+    return space, result
+
+
+def _region(corpus, job, space):
+    return TrustRegion.from_runs(corpus, job.workload, space.names, defaults=space.defaults(),
+                                 framework=job.framework, datasize=job.datasize)
+
+
+def _changed(config, defaults):
+    return {n: v for n, v in config.items() if n in defaults and str(v) != str(defaults[n])}
+
+
+# ------------------------------------------------------------------ measured ranges
+
+def test_the_measured_range_is_the_jobs_own_when_its_runs_varied_the_setting(corpus):
+    space = spark_sql_space()
+    own = _region(corpus, _job("tpch-q1", "sf0.1"), space)
+    unseen = _region(corpus, _job("nightly-etl", "sf1"), space)
+    partitions = "spark.sql.shuffle.partitions"
+    q1 = corpus[corpus["workload"] == "tpch-q1"]
+    assert own.ranges[partitions].source == f"the {len(q1)} runs of tpch-q1"
+    assert unseen.ranges[partitions].source.endswith("runs the model learns from")
+    measured = {int(c.get(partitions, 200)) for c in q1["config"]}
+    everywhere = {int(c.get(partitions, 200)) for c, f in zip(corpus["config"],
+                                                              corpus["framework"])
+                  if f == "spark"}
+    assert own.ranges[partitions].span == (min(measured), max(measured))
+    assert unseen.ranges[partitions].span == (min(everywhere), max(everywhere))
+    assert max(everywhere) > max(measured)       # the job's own range is the narrower one
+    assert own.outside(partitions, max(everywhere)) is not None
+    assert unseen.outside(partitions, max(everywhere)) is None
+    assert "outside 2 to" in own.outside(partitions, 1) and "runs of tpch-q1" in \
+        own.outside(partitions, 1)
+
+
+def test_a_measured_range_holds_numbers_between_and_switches_as_seen():
+    threshold = MeasuredRange("spark.sql.autoBroadcastJoinThreshold",
+                              frozenset({-1, MiB, 10 * MiB, 100 * MiB}), "runs")
+    assert -1 in threshold and "-1" in threshold and 50 * MiB in threshold
+    assert "64m" in threshold                      # text as a configuration writes it
+    assert 256 * MiB not in threshold and 0 not in threshold and MiB // 2 not in threshold
+    assert threshold.describe() == "1m to 100m, -1"
+    aqe = MeasuredRange("spark.sql.adaptive.enabled", frozenset({True}), "runs")
+    assert True in aqe and "true" in aqe and False not in aqe
+
+
+def test_a_setting_no_run_measured_is_trusted_only_at_its_default():
+    region = TrustRegion({}, NOISE_FLOOR)
+    assert "no run measured spark.sql.shuffle.partitions" in \
+        region.outside("spark.sql.shuffle.partitions", 64)
+    assert region.outside("instance_type", "m5.xlarge") is None   # a cluster choice
+
+
+def test_the_repeat_noise_is_the_jobs_size_and_never_below_the_floor(corpus):
+    space = spark_sql_space()
+    region = _region(corpus, _job("tpch-q3", "sf0.1"), space)
+    spark = corpus[corpus["framework"] == "spark"].reset_index(drop=True)
+    sized = noise_floor(spark[spark["datasize"] == "sf0.1"].reset_index(drop=True))
+    assert region.noise == pytest.approx(max(NOISE_FLOOR, sized["mdape"]))
+    # no run of the corpus at SF 1: the noise of all its runs
+    wider = _region(corpus, _job("tpch-q3", "sf1"), space)
+    assert wider.noise == pytest.approx(max(NOISE_FLOOR, noise_floor(spark)["mdape"]))
+    assert region.noise >= NOISE_FLOOR and wider.noise >= NOISE_FLOOR
+
+
+def test_a_jobs_history_in_the_store_that_never_changed_a_setting_falls_back_to_the_prior(
+        tmp_path, datasets_dir, corpus):
+    """Scout's runs of ``naive-bayes`` (a job the shipped runs do not hold) set no Spark
+    SQL setting: their one value (the default) is no range, so the prior's runs give it."""
+    rows = [r for r in read_run_table(datasets_dir / "scout_multinode.csv")
+            if r["workload"] == "naive-bayes" and r["completed"]][:20]
+    assert "naive-bayes" not in set(corpus["workload"])
+    store = open_store(tmp_path / "s.db")
+    store.add_runs(rows)
+    space = spark_sql_space()
+    region = store_trust_region(store, _job("naive-bayes", rows[0]["datasize"]), space)
+    partitions = region.ranges["spark.sql.shuffle.partitions"]
+    assert partitions.source.endswith("runs the model learns from")
+    assert partitions.span == _region(corpus, _job("other", "sf1"), space).ranges[
+        "spark.sql.shuffle.partitions"].span
+
+
+# ------------------------------------------------------------------ the recommendation
+
+def test_a_recommendation_never_leaves_the_measured_range_and_beats_the_noise(corpus, tree):
+    model, metrics = tree
+    searched_outside = tuned = 0
+    for workload, size in JOBS:
+        job = _job(workload, size)
+        space, result = _search(model, job)
+        region = _region(corpus, job, space)
+        answer = recommend(result, space, model_evaluator(model, job), metrics=metrics,
+                           region=region)
+        defaults = space.defaults()
+        if any(region.outside(n, v) for n, v in _changed(result.best.config, defaults).items()):
+            searched_outside += 1
+        for name, value in answer.settings.items():
+            assert region.outside(name, value) is None, (workload, size, answer.reason)
+        if answer.tuned:
+            tuned += 1
+            priced = model_evaluator(model, job)({**defaults, **answer.settings})
+            baseline = answer.baseline_runtime_s
+            assert priced.runtime_s == pytest.approx(answer.predicted_runtime_s)
+            assert baseline - priced.runtime_s > region.noise * baseline
+            assert priced.runtime_interval[1] <= baseline
+            assert "beyond the repeat noise" in answer.reason
+        else:
+            assert answer.settings == {} and answer.reason.startswith(KEPT_DEFAULTS)
+            assert answer.predicted_runtime_s == answer.baseline_runtime_s
+    # the searches did find values outside the measured ranges, and some changes passed
+    assert searched_outside >= 2 and 0 < tuned < len(JOBS)
+
+
+def test_values_outside_the_range_are_put_back_and_named(corpus, tree):
+    model, metrics = tree
+    job = _job("tpch-q3", "sf1")
+    space, result = _search(model, job)
+    region = _region(corpus, job, space)
+    outside = {n: v for n, v in _changed(result.best.config, space.defaults()).items()
+               if region.outside(n, v)}
+    assert "spark.sql.files.maxPartitionBytes" in outside       # the search's best: 512 MiB
+    answer = recommend(result, space, model_evaluator(model, job), metrics=metrics,
+                       region=region)
+    assert answer.tuned and "spark.sql.files.maxPartitionBytes" not in answer.settings
+    assert "left out spark.sql.files.maxPartitionBytes=" in answer.reason
+    assert "measured in the 70 runs of tpch-q3" in answer.reason
+
+
+def test_no_gain_beyond_the_noise_keeps_the_defaults_and_says_why(corpus, tree):
+    model, metrics = tree
+    job = _job("tpch-q1", "sf0.1")
+    space, result = _search(model, job)
+    region = _region(corpus, job, space)
+    evaluate = model_evaluator(model, job)
+    answer = recommend(result, space, evaluate, metrics=metrics, region=region)
+    assert answer.tuned                             # beyond the measured noise
+    gain = 1 - answer.predicted_runtime_s / answer.baseline_runtime_s
+    noisier = replace(region, noise=gain + 0.05)    # runs that repeat less well
+    kept = recommend(result, space, evaluate, metrics=metrics, region=noisier)
+    assert not kept.tuned and kept.settings == {}
+    assert kept.reason.startswith(KEPT_DEFAULTS)
+    assert f"not beyond the repeat noise of {100 * noisier.noise:.0f} %" in kept.reason
+
+
+def test_a_gain_the_models_interval_does_not_hold_keeps_the_defaults(corpus, tree):
+    """TPC-H Q3 at SF 0.1: the tree predicts a third off, more than the noise, but its
+    80 % upper bound on the candidate is above the defaults' prediction."""
+    model, metrics = tree
+    job = _job("tpch-q3", "sf0.1")
+    space, result = _search(model, job)
+    region = _region(corpus, job, space)
+    answer = recommend(result, space, model_evaluator(model, job), metrics=metrics,
+                       region=region)
+    assert not answer.tuned and answer.settings == {}
+    assert "80 % upper bound" in answer.reason and "above the defaults' prediction" in \
+        answer.reason
+    # without the model's interval, the same gain would have passed
+    flat = recommend(result, space, _without_interval(model_evaluator(model, job)),
+                     metrics=metrics, region=region)
+    assert flat.tuned
+
+
+def _without_interval(evaluate):
+    def priced(config):
+        return replace(evaluate(config), runtime_interval=None)
+    return priced
+
+
+def test_settings_the_training_runs_never_changed_are_still_refused(corpus, tree):
+    model, metrics = tree
+    job = _job("tpch-q3", "sf1")
+    space, result = _search(model, job)
+    blind = dict(metrics, settings_varied=["spark.master"])
+    answer = recommend(result, space, model_evaluator(model, job), metrics=blind,
+                       region=_region(corpus, job, space))
+    assert not answer.tuned and "never changed any of the 6 settings searched" in answer.reason
+
+
+def test_changes_only_outside_the_measured_ranges_keep_the_defaults(corpus, tree):
+    model, metrics = tree
+    job = _job("tpch-q3", "sf1")
+    space, result = _search(model, job)
+    defaults = space.defaults()
+    only_defaults = TrustRegion({name: MeasuredRange(name, frozenset({defaults[name]}),
+                                                     "the 2 runs of tpch-q3")
+                                 for name in space.names}, NOISE_FLOOR)
+    answer = recommend(result, space, model_evaluator(model, job), metrics=metrics,
+                       region=only_defaults)
+    assert not answer.tuned and answer.settings == {}
+    assert "every change the search found lies outside the measured range" in answer.reason
+    assert "measured in the 2 runs of tpch-q3" in answer.reason
+
+
+def test_the_wrapper_recommends_inside_the_trust_region_of_its_store(tmp_path, monkeypatch,
+                                                                     corpus):
+    """``jobgauge-submit`` on a fresh store (a tree trained on first need from the shipped
+    runs): what it recommends lies inside the ranges those runs measured."""
+    from jobgauge.tuner import submit
+
+    monkeypatch.setenv("JOBGAUGE_MODEL_KIND", "tree")
+    monkeypatch.delenv("JOBGAUGE_SHARED_DATASETS", raising=False)
+    store = open_store(tmp_path / "fresh.db")
+    own, args = submit.split_own_options(["--master", "local[2]", "--jobgauge-workload",
+                                          "tpch-q3", "--jobgauge-datasize", "sf1", "q3.py"])
+    answer = submit.recommendation(own, args, store)
+    space = spark_sql_space()
+    region = _region(corpus, _job("tpch-q3", "sf1"), space)
+    assert answer.tuned and "left out spark.sql.files.maxPartitionBytes=" in answer.reason
+    assert all(region.outside(n, v) is None for n, v in answer.settings.items())
+    assert "no runs of tpch-q3 yet: the shipped runs as the prior" in answer.reason

@@ -1,0 +1,87 @@
+"""The real check of the model-guided tuner (issue 13, "sanity as tests"): its recommended
+settings, measured for real on TPC-H queries at SF 1, are no slower than Spark's defaults
+beyond the noise.
+
+As a user runs it: ``jobgauge-submit`` on a fresh store (the default model, trained on
+first need from the shipped runs) recommends settings for each query on ``local[2]``
+with Spark's default 1 GiB driver (``tuner.submit.recommendation``).  Each query then
+runs 3 times with the defaults and 3 times with the recommendation, alternating, in one
+warm application (``WarmRunner``: 3 warm-up runs per query first; the recommendation
+changes only SQL session settings, so both run in the same application).  A
+recommendation that keeps the defaults must say why, and is measured all the same.  The data is
+the TPC-H workload's own SF 1 (``tpchgen-cli``, generated once into the data folder,
+``~/.cache/jobgauge/data`` unless ``JOBGAUGE_DATA`` moves it).
+
+It needs a quiet machine (the noise allowance is 10 %): run it alone,
+``.venv/bin/pytest -q tests/test_tuned_vs_defaults.py``.  Several minutes.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from jobgauge.profiler import WarmRunner
+from jobgauge.store import open_store
+from jobgauge.tuner import submit
+from jobgauge.tuner._recommend import KEPT_DEFAULTS
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+QUERIES = ("tpch-q1", "tpch-q3", "tpch-q5")
+SIZE = "sf1"
+REPEATS = 3
+#: How much slower than the defaults the recommendation's median may measure: the noise.
+NOISE_ALLOWANCE = 1.10
+
+
+@pytest.fixture(scope="module")
+def recommendations(tmp_path_factory):
+    """{query: Recommendation} from a fresh store, as ``jobgauge-submit`` makes them."""
+    folder = tmp_path_factory.mktemp("tuned-vs-defaults")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("JOBGAUGE_MODEL_KIND", "JOBGAUGE_SHARED_DATASETS"):
+            patch.delenv(name, raising=False)   # the default model, the shipped runs only
+        store = open_store(folder / "fresh.db")
+        answers = {}
+        for query in QUERIES:
+            own, args = submit.split_own_options(
+                ["--master", "local[2]", "--jobgauge-workload", query,
+                 "--jobgauge-datasize", SIZE, f"{query}.py"])
+            answers[query] = submit.recommendation(own, args, store)
+    return answers
+
+
+def test_recommended_settings_are_no_slower_than_the_defaults(recommendations, tmp_path):
+    for query, answer in recommendations.items():
+        print(f"{query}: {answer.settings or 'defaults'} ({answer.reason})")
+        assert answer.reason
+        if not answer.tuned:
+            assert answer.settings == {} and answer.reason.startswith(KEPT_DEFAULTS)
+    # A recommendation that keeps the defaults is measured too, as a user would run it:
+    # the comparison then checks that the machine is quiet enough for the allowance.
+    recommended = {q: a.settings for q, a in recommendations.items()}
+    measured = {}
+    with WarmRunner(master="local[2]", eventlog_dir=tmp_path / "eventlogs",
+                    work_dir=tmp_path / "work", warmup="workload", warmup_runs=3,
+                    profiles=False) as runner:
+        for query, settings in recommended.items():
+            variants = {"defaults": {}, "recommended": settings}
+            runs = {name: [] for name in variants}
+            for repeat in range(REPEATS):
+                order = list(variants) if repeat % 2 == 0 else list(reversed(variants))
+                for name in order:
+                    run = runner.run(query, SIZE, dict(variants[name]), timeout_s=600)
+                    assert run["status"] == "succeeded", \
+                        f"{query} with the {name} ({variants[name]}) {run['status']}: " \
+                        f"{run.get('error')}"
+                    runs[name].append(run["runtime_s"])
+            measured[query] = {name: statistics.median(values) for name, values in runs.items()}
+            print(f"{query}: " + ", ".join(f"{name} {values}" for name, values in runs.items()))
+    for query, medians in measured.items():
+        assert medians["defaults"] > 0
+        assert medians["recommended"] <= medians["defaults"] * NOISE_ALLOWANCE, \
+            (f"{query}: the recommended {recommended[query]} measured "
+             f"{medians['recommended']:.2f} s (median of {REPEATS}), the defaults "
+             f"{medians['defaults']:.2f} s")
