@@ -8,8 +8,8 @@ runtime (median of repeats per configuration), max/min, Spark's defaults
 of repeated configurations as the mean coefficient of variation.  Writes
 ``corpus.md`` and ``corpus.png``.
 
-With quiet tables (``--quiet``, default ``data/quiet/runs/*.csv.gz``: the re-collection
-of issue 13, measured on a quiet machine) it adds, per plan, the runs, failures, quiet
+With quiet tables (``--quiet``, default: the tables of ``data/runs`` measured under the
+collector's load guard, the re-collection of issue 13) it adds, per plan, the runs, failures, quiet
 starts and the load at start; the repeat noise per scale (median over runs of the
 deviation from their configuration's median, the figure ``jobgauge collect`` prints);
 and the shipped-versus-quiet comparison: every (workload, size, configuration) measured
@@ -190,9 +190,9 @@ def quiet_lines(summary, both, sources) -> list[str]:
                      f"{fmt(r['noise'], '{:.1%}')} | {fmt(r['noise_p90'], '{:.1%}')} |")
     if len(both):
         lines += ["", "### Shipped versus quiet", "",
-                  "The same workload, size and configuration in the shipped tables "
-                  "(`data/runs/`, measured beside other work) and in the quiet ones: the "
-                  "shipped median over the quiet median.", "",
+                  "The same workload, size and configuration in the first corpus "
+                  "(`data/loaded/runs/`, measured beside other work, shipped until issue 13) "
+                  "and in the quiet tables: its median over the quiet median.", "",
                   "| size | configurations | median ratio | min | max |", "|---|---|---|---|---|"]
         for size, part in both.groupby("datasize"):
             lines.append(f"| {size} | {len(part)} | {part['ratio'].median():.2f}x | "
@@ -244,7 +244,7 @@ def write_report(table, out_dir: Path, sources: list[str], drift=(), extra=()) -
     def fmt(value, pattern="{:.2f}"):
         return "" if value is None else pattern.format(value)
 
-    lines = ["# Shipped corpus: spread across configurations and noise", "",
+    lines = ["# Measured corpus: spread across configurations and noise", "",
              "Regenerate: `python bench/report_corpus.py`", "",
              "Sources: " + ", ".join(f"`{s}`" for s in sources), "",
              f"{sum(r['runs'] for r in table)} runs, {len(table)} workload x size groups.", "",
@@ -285,20 +285,29 @@ def write_report(table, out_dir: Path, sources: list[str], drift=(), extra=()) -
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", default=str(REPO / "data" / "runs" / "*.csv.gz"))
+    parser.add_argument("--runs", default=str(REPO / "data" / "loaded" / "runs" / "*.csv.gz")
+                        + "," + str(REPO / "data" / "runs" / "*.csv.gz"),
+                        help="run tables measured beside other work: comma-separated globs; "
+                             "tables measured under the load guard are left to --quiet")
     parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
     parser.add_argument("--profiles", default=str(REPO / "data" / "profiles"),
                         help="folder of <plan>.jsonl.gz profiles (for the warm-up drift)")
-    parser.add_argument("--quiet", default=str(REPO / "data" / "quiet" / "runs" / "*.csv.gz"),
-                        help="quiet run tables (issue 13); '' for none")
+    parser.add_argument("--quiet", default=str(REPO / "data" / "runs" / "*.csv.gz"),
+                        help="globs of the quiet run tables (issue 13; only those measured "
+                             "under the load guard count); '' for none")
     args = parser.parse_args(argv)
-    files = sorted(glob.glob(args.runs))
+    from jobgauge.models.evaluation import quiet_run_tables
+
+    guarded = {str(p) for p in quiet_run_tables()}
+    files = [f for pattern in args.runs.split(",") for f in sorted(glob.glob(pattern))
+             if str(Path(f)) not in guarded]
     if not files:
         print(f"no run tables match {args.runs}", file=sys.stderr)
         return 1
     table = summarize(read_run_tables(files))
     drift = warmup_drift(files, Path(args.profiles))
-    quiet_files = sorted(glob.glob(args.quiet)) if args.quiet else []
+    quiet_files = [f for pattern in args.quiet.split(",") if pattern
+                   for f in sorted(glob.glob(pattern)) if str(Path(f)) in guarded]
     extra = []
     if quiet_files:
         import pandas as pd

@@ -86,6 +86,19 @@ STAGE_EXPONENTS = {
     "map:large": 1.0, "map:small": 1.0, "reduce:large": 1.0, "reduce:small": 1.0,  # 60, 0
     "other:large": 0.0, "other:small": 0.0,
 }
+#: Starting value of the exponent of a stage's summed task time in the job's input
+#: size (per stage kind); ``fit`` learns it per kind, never below the kind's volume
+#: exponents (:data:`STAGE_EXPONENTS`), so a task's share of the work never shrinks when
+#: the data grows.
+WORK_EXPONENT_START = 0.9
+#: Weight of the pull of each learned work exponent to its start, against one run's log
+#: error (it keeps the exponents of kinds without runs at two sizes at their start).
+WORK_EXPONENT_WEIGHT = 0.3
+#: Weight of the per-task overhead's prior (``overhead_prior_s``) in the fit, against
+#: one run's log error: settings of many small tasks (AQE off: 200 per shuffle) pin the
+#: overhead; without them in training it stays near the prior (measured: 6-9 ms per
+#: task in the 200-task stages of the quiet SF 1 profiles).
+OVERHEAD_PRIOR_WEIGHT = 1.0
 #: Engine values the task-count derivation needs that the knob table does not list.
 FILE_OPEN_COST_BYTES = 4 * 2 ** 20          # spark.sql.files.openCostInBytes
 MIN_COALESCED_PARTITION_BYTES = 2 ** 20     # spark.sql.adaptive.coalescePartitions.minPartitionSize
@@ -326,12 +339,13 @@ class StagePredictor(RuntimeModel):
            if name not in ("with_classes", "size_exponent", "censored_iterations")},
         "overhead_prior_s": [Interval(float, 0.0, None, closed="neither")],
         "speed_regularization": [Interval(float, 0.0, None)],
+        "work_regularization": [Interval(float, 0.0, None)],
         "max_iterations": [Interval(int, 1, None)],
         "residual_corrector": [None, Options({"gbm"})],
     }
 
     def __init__(self, *, overhead_prior_s=0.01, speed_regularization=1.0,
-                 max_iterations=200, residual_corrector=None, random_state=0,
+                 work_regularization=1.0, max_iterations=200, residual_corrector=None, random_state=0,
                  calibration_size=0.2):
         store_params(self, locals())
 
@@ -341,6 +355,27 @@ class StagePredictor(RuntimeModel):
                              "reference profiles); retrain it with 'jobgauge train'")
         state.setdefault("residual_corrector", None)     # saved before the corrector existed
         super().__setstate__(state)
+
+    def _calibration_split(self, X, censored):
+        """The held-out configurations of :class:`RuntimeModel`, and besides them every
+        run of ``calibration_size`` of the workloads (their reference runs stay in
+        training, as a profiled job's would): the residuals then hold both questions a
+        user asks, another setting of a known job and a job only profiled once."""
+        split = super()._calibration_split(X, censored)
+        jobs = join_columns(X, ["workload", "framework"])
+        unique = np.unique(jobs)
+        if split is None or len(unique) < 5:
+            return split
+        chosen = set(self._rng().choice(unique, size=max(1, int(round(
+            self.calibration_size * len(unique)))), replace=False))
+        marked = X["profile_reference"].fillna(False).to_numpy(dtype=bool) \
+            if "profile_reference" in X.columns else np.zeros(len(X), dtype=bool)
+        held = np.zeros(len(X), dtype=bool)
+        held[split[1]] = True
+        held |= np.array([j in chosen for j in jobs]) & ~marked
+        if censored[~held].all() or (~censored[held]).sum() == 0:
+            return split
+        return np.flatnonzero(~held), np.flatnonzero(held)
 
     # ------------------------------------------------------------ rows
     def _rows(self, X):
@@ -424,8 +459,8 @@ class StagePredictor(RuntimeModel):
         """Flat per-stage arrays of the rows with stages (everything but the learned
         rates): row index, rate group, waves, data MiB per slot (waves x MiB per task x
         spill factor), profiled task time, whole task count, kind and stage id."""
-        table = {k: [] for k in ("row", "group", "waves", "slot_mib", "run_s", "tasks",
-                                 "kind", "stage_id")}
+        table = {k: [] for k in ("row", "group", "waves", "slot_mib", "slot_work", "run_s",
+                                 "log_ratio", "work_kind", "tasks", "kind", "stage_id")}
         for index, row in enumerate(rows):
             if row["stages"] is None:
                 continue
@@ -460,7 +495,9 @@ class StagePredictor(RuntimeModel):
         return self.exponents_.get(f"{stage['kind']}:{stage['size_class']}", 1.0)
 
     def _replayed(self, stage, kind, volume, run_s, row):
-        """One stage on the asked slots: its waves and the data MiB one slot processes."""
+        """One stage on the asked slots: its waves, the data MiB and the profiled task
+        seconds (``run_s``, at the profiled size) one slot processes, and the log of
+        the asked size over the profiled size (the work grows with it)."""
         fractional, whole = task_count(kind, volume, row["slots"], row["config"],
                                        row["framework"])
         per_task = volume / fractional
@@ -469,22 +506,28 @@ class StagePredictor(RuntimeModel):
         waves = math.ceil(whole / max(row["slots"], 1.0) - 1e-9)
         return {"stage_id": stage["stage_id"], "kind": kind, "group": RATE_GROUPS[kind],
                 "tasks": whole, "waves": waves, "slot_mib": waves * per_task * spill / 2 ** 20,
-                "run_s": run_s}
+                "slot_work": waves * run_s * spill / fractional, "run_s": run_s,
+                "log_ratio": math.log(row["ratio"]), "work_kind": STAGE_KINDS.index(kind)}
 
     @staticmethod
-    def _stage_seconds(table, params, rates, speed):
+    def _stage_seconds(table, params, rates, speed, exponents):
         """Predicted seconds of every stage in ``table``: the profiled stage time's fixed
         share, the per-task overhead per wave, and the data on one slot at the stage
         kind's rate (``rates``: seconds per MiB per group) over the instance ``speed``."""
-        return (params["fixed_share"] * table["run_s"]
-                + params["task_overhead_s"] * table["waves"]
-                + rates[table["group"]] * table["slot_mib"] / speed)
+        return (params["task_overhead_s"] * table["waves"]
+                + (params["work_rate"] * table["slot_work"]
+                   * np.exp(exponents[table["work_kind"]] * table["log_ratio"])
+                   + rates[table["group"]] * table["slot_mib"]) / speed)
 
-    def _row_seconds(self, table, params, rates, speeds, n_rows):
-        stage = self._stage_seconds(table, params, rates, speeds[table["row"]])
+    def _row_seconds(self, table, params, rates, speeds, n_rows, exponents=None):
+        exponents = self._work_exponents() if exponents is None else exponents
+        stage = self._stage_seconds(table, params, rates, speeds[table["row"]], exponents)
         total = np.bincount(table["row"], weights=stage, minlength=n_rows)
         count = np.bincount(table["row"], minlength=n_rows)
         return total + params["driver_s"] + params["driver_per_stage_s"] * count
+
+    def _work_exponents(self):
+        return np.array([self.work_exponents_[k] for k in STAGE_KINDS])
 
     def _rates(self):
         return np.array([self.rates_[g] for g in RATE_GROUP_NAMES])
@@ -502,12 +545,13 @@ class StagePredictor(RuntimeModel):
         staged = np.array([r["stages"] is not None for r in rows])
         types = X["instance_type"].astype(str).to_numpy()
         self.instance_types_ = sorted(set(types[staged]))
-        self.params_ = {"fixed_share": 0.5, "task_overhead_s": self.overhead_prior_s,
+        self.params_ = {"work_rate": 0.5, "task_overhead_s": self.overhead_prior_s,
                         "driver_s": 0.5, "driver_per_stage_s": 0.05}
         self.rates_ = dict.fromkeys(RATE_GROUP_NAMES, 0.01)
-        self.instance_speeds_ = {}
+        self.instance_speeds_, self.work_factors_ = {}, {}
+        self.work_exponents_ = dict(zip(STAGE_KINDS, self._work_exponent_bounds()[1]))
         if staged.any():
-            self._fit_rates(rows, types, log_y, censored, staged)
+            self._fit_rates(X, rows, types, log_y, censored, staged)
         self.n_profiled_rows_ = int(staged.sum())
         self.corrector_ = None
         if self.residual_corrector and (staged & ~censored).sum() >= 2:
@@ -551,7 +595,14 @@ class StagePredictor(RuntimeModel):
                 self._corrector_matrix(X.iloc[staged].reset_index(drop=True)))
         return out
 
-    def _fit_rates(self, rows, types, log_y, censored, staged):
+    def _work_exponent_bounds(self):
+        """(lowest, start) work exponent per kind of :data:`STAGE_KINDS`: the lowest is
+        the kind's largest volume exponent."""
+        low = np.array([max(v for k, v in self.exponents_.items() if k.split(":")[0] == kind)
+                        for kind in STAGE_KINDS])
+        return low, np.maximum(low, WORK_EXPONENT_START)
+
+    def _fit_rates(self, X, rows, types, log_y, censored, staged):
         """Least squares on log runtime of the profiled rows: per-byte rates per group,
         per-task overhead, fixed share, driver times and each instance type's speed (a
         log offset, shrunk to 0 by ``speed_regularization``)."""
@@ -560,34 +611,57 @@ class StagePredictor(RuntimeModel):
         table = self._stage_table(rows)
         type_index = np.array([self.instance_types_.index(t) if s else 0
                                for t, s in zip(types, staged)])
+        jobs = [f"{w}|{f}" for w, f in zip(X["workload"].astype(str),
+                                           X["framework"].astype(str))]
+        job_names = sorted({j for j, s in zip(jobs, staged) if s})
+        job_index = np.array([job_names.index(j) if s else 0 for j, s in zip(jobs, staged)])
         n_types, n_rows, n_groups = len(self.instance_types_), len(rows), len(RATE_GROUP_NAMES)
+        n_jobs = len(job_names)
         keep = np.flatnonzero(staged)
-        weight = math.sqrt(self.speed_regularization)
-        names = ("fixed_share", "task_overhead_s", "driver_s", "driver_per_stage_s")
+        weight = np.concatenate([np.full(n_types, math.sqrt(self.speed_regularization)),
+                                 np.full(n_jobs, math.sqrt(self.work_regularization))])
+        names = ("work_rate", "task_overhead_s", "driver_s", "driver_per_stage_s")
+        prior = math.log(self.overhead_prior_s)
+
+        n_kinds = len(STAGE_KINDS)
+        lowest, first = self._work_exponent_bounds()
 
         def unpack(theta):
             params = dict(zip(names, np.exp(theta[:4])))
-            return params, np.exp(theta[4:4 + n_groups]), theta[4 + n_groups:]
+            offsets = theta[4 + n_groups:4 + n_groups + n_types + n_jobs]
+            return (params, np.exp(theta[4:4 + n_groups]), offsets[:n_types],
+                    offsets[n_types:], theta[-n_kinds:])
 
         def residuals(theta):
-            params, rates, offsets = unpack(theta)
-            speeds = np.exp(offsets[type_index])
-            predicted = np.log(self._row_seconds(table, params, rates, speeds, n_rows))[keep]
+            params, rates, offsets, work, exponents = unpack(theta)
+            speeds = np.exp(offsets[type_index] - work[job_index])
+            predicted = np.log(self._row_seconds(table, params, rates, speeds, n_rows,
+                                                 exponents))[keep]
             error = predicted - log_y[keep]
             error = np.where(censored[keep], np.minimum(error, 0.0), error)
-            return np.concatenate([error, weight * offsets])
+            return np.concatenate([error, weight * np.concatenate([offsets, work]),
+                                   [OVERHEAD_PRIOR_WEIGHT * (theta[1] - prior)],
+                                   WORK_EXPONENT_WEIGHT * (exponents - first)])
 
-        start = np.log([0.5, self.overhead_prior_s, 0.5, 0.05] + [0.01] * n_groups
-                       + [1.0] * n_types)
-        low = np.log([1e-3, 1e-4, 1e-3, 1e-4] + [1e-6] * n_groups + [np.exp(-5.0)] * n_types)
-        high = np.log([1.0, 5.0, 300.0, 30.0] + [100.0] * n_groups + [np.exp(5.0)] * n_types)
-        result = least_squares(residuals, start, bounds=(low, high), loss="soft_l1",
+        start = np.concatenate([np.log([0.5, self.overhead_prior_s, 0.5, 0.05]
+                                       + [0.01] * n_groups + [1.0] * (n_types + n_jobs)),
+                                first])
+        low = np.concatenate([np.log([1e-3, 1e-4, 1e-3, 1e-4] + [1e-6] * n_groups
+                                     + [np.exp(-5.0)] * (n_types + n_jobs)), lowest])
+        high = np.concatenate([np.log([10.0, 5.0, 300.0, 30.0] + [100.0] * n_groups
+                                      + [np.exp(5.0)] * (n_types + n_jobs)),
+                               np.maximum(lowest, 2.0) + 1e-9])
+        result = least_squares(residuals, np.clip(start, low, high - 1e-12),
+                               bounds=(low, high), loss="soft_l1",
                                f_scale=0.3, max_nfev=self.max_iterations)
-        params, rates, offsets = unpack(result.x)
+        params, rates, offsets, work, exponents = unpack(result.x)
+        self.work_exponents_ = dict(zip(STAGE_KINDS, (float(e) for e in exponents)))
         self.params_ = {k: float(v) for k, v in params.items()}
         self.rates_ = {g: float(r) for g, r in zip(RATE_GROUP_NAMES, rates)}
         self.instance_speeds_ = {t: float(math.exp(o))
                                  for t, o in zip(self.instance_types_, offsets)}
+        self.work_factors_ = {tuple(j.split("|", 1)): float(math.exp(w))
+                              for j, w in zip(job_names, work)}
 
     def _fit_fallback(self, X, matrix, log_y, censored):
         """Measured anchors for rows without a profile: median log runtime per workload,
@@ -628,14 +702,15 @@ class StagePredictor(RuntimeModel):
                         ())
 
     def _fallback_log(self, X, matrix, rows):
-        """Log runtime of rows from measured anchors (median of the anchors' runtimes,
-        each scaled to the asked size and slots: non-decreasing in size,
-        non-increasing in slots); and the level used."""
+        """Log runtime of the rows numbered ``rows`` from measured anchors (median of the
+        anchors' runtimes, each scaled to the asked size and slots: non-decreasing in size,
+        non-increasing in slots); and the level used.  Both arrays have one entry per row
+        of ``X`` (NaN and None for rows not asked)."""
         names = list(self.features_.get_feature_names_out())
         size = matrix[:, names.index("log_input_bytes")]
         slots = matrix[:, names.index("log_parallel_slots")]
-        out = np.full(len(rows), np.nan)
-        level_used = [None] * len(rows)
+        out = np.full(len(X), np.nan)          # indexed by row number, like ``rows``
+        level_used = [None] * len(X)
         for level, columns in enumerate(self._FALLBACK_LEVELS):
             keys = join_columns(X, list(columns), missing="{}") if columns else \
                 np.array([""] * len(X), dtype=object)
@@ -652,9 +727,13 @@ class StagePredictor(RuntimeModel):
 
     # ------------------------------------------------------------ predict
     def _speeds(self, X):
-        """Relative speed of each row's instance type (1 for a type not seen in training)."""
-        return np.array([self.instance_speeds_.get(t, 1.0)
-                         for t in X["instance_type"].astype(str)])
+        """Per row, the relative speed of its instance type (1 for a type not seen in
+        training) over its workload's work factor (1 for a workload not seen)."""
+        factors = getattr(self, "work_factors_", {})
+        return np.array([self.instance_speeds_.get(t, 1.0) / factors.get((w, f), 1.0)
+                         for t, w, f in zip(X["instance_type"].astype(str),
+                                            X["workload"].astype(str),
+                                            X["framework"].astype(str))])
 
     def _predict_log(self, X):
         rows, matrix = self._rows(X)
@@ -716,7 +795,8 @@ class StagePredictor(RuntimeModel):
         if rows[0]["stages"] is None:
             return result
         table = self._stage_table(rows)
-        seconds = self._stage_seconds(table, self.params_, self._rates(), self._speeds(row)[0])
+        seconds = self._stage_seconds(table, self.params_, self._rates(), self._speeds(row)[0],
+                                      self._work_exponents())
         seconds = seconds * math.exp(self._correction(row, rows)[0])   # the corrector's factor
         stages = [{"stage_id": int(sid) if float(sid).is_integer() else float(sid),
                    "kind": kind, "tasks": int(tasks), "waves": int(waves),

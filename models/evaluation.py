@@ -22,8 +22,26 @@ its own, under the protocols that apply to it:
 - ``cluster`` (d): held-out cluster configurations (instance type x count),
   5-fold GroupKFold; the Scout and C3O tables.
 
+The quiet corpus (the tables of ``data/runs`` measured under the load guard, issue 13; ``bench/evaluate.py --quiet-corpus``) adds
+protocols that ask where users ask, each reported per test size, slot layout or
+family.  Every workload carries the profile of its smallest profiled run, taken
+from the quiet runs or from the shipped runs in ``data/runs`` (whose runtimes were
+measured under load, but whose profiles are fine as profiles).  That reference run
+is the one run a user has of the job: it is on the training side of every fold of
+these protocols and never scored.
+
+- ``scaleup`` (e): train on every run at SF <= 1, predict every run above (SF 3,
+  SF 10), reported per test scale factor.
+- ``slots`` (f): train on ``local[2]``, predict ``local[1]`` and the standalone
+  cluster at the scale factors the training side holds; and the reverse.
+- ``families`` (g): the Scout and C3O tables; each instance family (the letters of
+  ``m4``/``c5``/``r4``) is predicted by a model trained on the others.
+- ``configs-sf1`` (a) and ``workloads-sf1`` (c): protocols (a) and (c) scored on the
+  test runs at SF >= 1 only.
+
 Metrics on the finished test runs: MdAPE, MAPE, P90 of the absolute
-percentage error, share within 10 %, and coverage of the 80 % interval.
+percentage error, share within 10 %, coverage of the 80 % interval and its median
+width (high / low).
 Censored test runs (``completed=False``) have no true runtime: they are not
 scored, but the share whose prediction is at least the time limit is shown.
 """
@@ -34,6 +52,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import time
 from pathlib import Path
 
@@ -52,7 +71,23 @@ PROTOCOLS = {
     "scale": "(b) scale extrapolation",
     "workloads": "(c) held-out workloads",
     "cluster": "(d) held-out cluster configurations",
+    "scaleup": "(e) scale-up from SF <= 1",
+    "slots": "(f) slots",
+    "families": "(g) held-out instance families",
+    "configs-sf1": "(a) held-out configurations at SF >= 1",
+    "workloads-sf1": "(c) unseen TPC-H queries at SF >= 1",
 }
+#: The protocols of the quiet corpus (``--quiet-corpus``), per dataset.
+QUIET_PROTOCOLS = {
+    "quiet": ("configs-sf1", "workloads-sf1", "scaleup", "slots"),
+    "scout-multinode": ("families",),
+    "c3o-emr": ("families",),
+}
+#: Protocols whose test runs are reported per value of a column as well (one row each).
+BREAKDOWNS = {"scaleup": "datasize", "slots": "instance_type", "families": "family",
+              "configs-sf1": "datasize", "workloads-sf1": "datasize"}
+#: Protocols (a) and (c) on the quiet corpus score the runs at this TPC-H scale factor or above.
+LARGE_SCALE_FACTOR = 1.0
 #: Subsets of the test runs reported on their own (protocol ``name:subset``).
 SUBSETS = {
     "tpch": ("TPC-H queries", lambda workload: workload.startswith("tpch-")),
@@ -77,14 +112,18 @@ QUICK_PARAMS = {"fc": {"epochs": 20, "n_networks": 1}, "rnn": {"epochs": 20, "n_
                 "forest": {"n_estimators": 30}, "gbm": {"max_iter": 60}}
 
 
+def shared_run_tables() -> list[Path]:
+    """The shared Scout and C3O tables, where they exist."""
+    shared = Path(os.environ.get(SHARED_DATASETS_ENV) or Path("..") / "shared" / "datasets")
+    return [p for p in (shared / "scout_multinode.csv", shared / "c3o_emr.csv") if p.is_file()]
+
+
 def default_run_tables() -> list[Path]:
     """The shared Scout and C3O tables (where they exist) plus the runs shipped in
     :mod:`jobgauge.data`."""
     from jobgauge.data import run_tables
 
-    shared = Path(os.environ.get(SHARED_DATASETS_ENV) or Path("..") / "shared" / "datasets")
-    paths = [shared / "scout_multinode.csv", shared / "c3o_emr.csv", *run_tables()]
-    return [p for p in paths if p.is_file()]
+    return [*shared_run_tables(), *run_tables()]
 
 
 # ------------------------------------------------------------- profiles
@@ -128,11 +167,14 @@ def _record_dag(record):
 def attach_reference_profiles(frame, records):
     """Add ``profile`` and ``dag`` columns from one reference run per workload.
 
-    The reference run of a workload (per framework) is its profiled run with the smallest
-    input, then the fewest knobs set, then the smallest run_id; its profile
-    stands for "the user profiled this job once".  A ``profile_reference``
-    column marks the reference runs (they are not scored in evaluations).
+    The reference run of a workload (per framework) is chosen by
+    ``models._stage.reference_runs`` (the profiled run with the smallest input, then
+    the fewest knobs set, then the smallest run_id); its profile stands for "the user
+    profiled this job once".  A ``profile_reference`` column marks the reference runs
+    (they are not scored in evaluations).
     """
+    from jobgauge.models._stage import reference_runs
+
     frame = frame.copy()
     frame["profile"] = None
     frame["dag"] = None
@@ -143,12 +185,9 @@ def attach_reference_profiles(frame, records):
     has = np.array([k in records for k in keys])
     if not has.any():
         return frame
-    sizes = frame["input_bytes"].fillna(np.inf).to_numpy()
-    knobs = np.array([len(c) for c in frame["config"]])
     jobs = _keys(frame, ["workload", "framework"])  # Hadoop sort and Spark sort differ
-    for job in np.unique(jobs[has]):
-        rows = np.flatnonzero(has & (jobs == job))
-        best = min(rows, key=lambda i: (sizes[i], knobs[i], keys[i][1]))
+    for (workload, framework), best in reference_runs(frame, has).items():
+        job = f"{workload}|{framework}"
         record = records[keys[best]]
         summary = record.get("summary") or None
         dag = _record_dag(record)
@@ -204,8 +243,98 @@ def _size_rank(frame):
     return largest
 
 
+def scale_factors(frame):
+    """Per row: the TPC-H scale factor of its size label (``sf3`` -> 3.0), NaN for other sizes."""
+    from jobgauge.models.features import size_scale
+
+    labels = frame["datasize"].fillna("").astype(str)
+    return np.array([size_scale(label)[0] for label in labels], dtype=float)
+
+
+def instance_letters(instance_type) -> str:
+    """The family letters of an instance type: ``m`` for ``m5.xlarge`` and ``m4.large``,
+    ``local`` for ``local[2]``."""
+    from jobgauge.models.features import instance_family
+
+    family = instance_family(instance_type)
+    letters = re.match(r"[a-z]+", family)
+    return letters.group(0) if letters else family
+
+
+def breakdown_values(frame, protocol):
+    """Per row, what :data:`BREAKDOWNS` reports a protocol's test runs by (None: not broken
+    down): the size label, the instance type, or the instance family letters."""
+    column = BREAKDOWNS.get(protocol)
+    if column is None:
+        return None
+    if column == "family":
+        return np.array([instance_letters(t) for t in frame["instance_type"]], dtype=object)
+    return frame[column].fillna("").astype(str).to_numpy().astype(object)
+
+
+def _references(frame):
+    """Per row: True for the reference (profiling) run of its workload."""
+    if "profile_reference" not in frame.columns:
+        return np.zeros(len(frame), dtype=bool)
+    return frame["profile_reference"].fillna(False).to_numpy(dtype=bool)
+
+
+def _with_references(folds, frame, keep_test=None):
+    """Folds with every reference run on the training side (never tested), and test runs
+    limited to ``keep_test``; folds left without test runs are dropped."""
+    reference = _references(frame)
+    out = []
+    for train, test in folds:
+        test = test[~reference[test]]
+        if keep_test is not None:
+            test = test[keep_test[test]]
+        if len(test):
+            out.append((np.union1d(train, np.flatnonzero(reference)), test))
+    return out
+
+
+#: Protocol (f) trains on this Spark master and predicts the others (and the reverse).
+SLOTS_TRAIN_TYPE = "local[2]"
+
+
+def _slot_folds(frame):
+    """Protocol (f): local[2] -> the rest, and the rest -> local[2], each at the size labels
+    the training side holds."""
+    types = frame["instance_type"].astype(str).to_numpy()
+    sizes = frame["datasize"].fillna("").astype(str).to_numpy()
+    reference = _references(frame)
+    folds = []
+    for train_side in (types == SLOTS_TRAIN_TYPE, types != SLOTS_TRAIN_TYPE):
+        trained = train_side & ~reference
+        if not trained.any():
+            continue
+        test = ~train_side & ~reference & np.isin(sizes, np.unique(sizes[trained]))
+        if test.any():
+            folds.append((np.flatnonzero(train_side | reference), np.flatnonzero(test)))
+    return folds
+
+
 def protocol_folds(frame, protocol, *, n_splits=5):
     """List of (train index, test index) for a protocol on one source's frame."""
+    if protocol in ("configs-sf1", "workloads-sf1"):
+        large = scale_factors(frame) >= LARGE_SCALE_FACTOR
+        return _with_references(protocol_folds(frame, protocol.split("-")[0],
+                                               n_splits=n_splits), frame, keep_test=large)
+    if protocol == "scaleup":
+        scale = scale_factors(frame)
+        test = np.flatnonzero(scale > LARGE_SCALE_FACTOR)
+        if not len(test):
+            return []
+        return _with_references([(np.flatnonzero(scale <= LARGE_SCALE_FACTOR), test)], frame)
+    if protocol == "slots":
+        return _slot_folds(frame)
+    if protocol == "families":
+        letters = breakdown_values(frame, "families")
+        unique = np.unique(letters)
+        if len(unique) < 2:
+            return []
+        return _with_references([(np.flatnonzero(letters != f), np.flatnonzero(letters == f))
+                                 for f in unique], frame)
     if protocol == "configs":
         return _group_folds(_keys(frame, ["instance_type", "instance_count", "config_json"]),
                             n_splits)
@@ -235,7 +364,10 @@ def metrics(y, predicted, low=None, high=None) -> dict:
     out = {"n": len(y), "mdape": float(np.median(ape)), "mape": float(ape.mean()),
            "p90": float(np.quantile(ape, 0.9)), "within10": float((ape <= 0.10).mean())}
     if low is not None:
-        out["coverage80"] = float(((y >= np.asarray(low)) & (y <= np.asarray(high))).mean())
+        low, high = np.asarray(low, float), np.asarray(high, float)
+        out["coverage80"] = float(((y >= low) & (y <= high)).mean())
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["width80"] = float(np.median(np.where(low > 0, high / low, np.inf)))
     return out
 
 
@@ -255,10 +387,28 @@ def model_from_spec(spec, **params):
     return make_model(name, **params)
 
 
+def _model_code(model) -> bytes:
+    """The source of the jobgauge modules a model's class is made of (its class hierarchy
+    and the feature module): a cached cell is recomputed when that code changes."""
+    import inspect
+    import sys
+
+    names = {cls.__module__ for cls in type(model).__mro__}
+    names.add("jobgauge.models.features")
+    code = []
+    for name in sorted(n for n in names if n.startswith("jobgauge.")):
+        module = sys.modules.get(name)
+        path = inspect.getsourcefile(module) if module is not None else None
+        if path:
+            code.append(Path(path).read_bytes())
+    return b"\0".join(code)
+
+
 def _cache_key(frame, dataset, protocol, model, quick) -> str:
     digest = hashlib.sha1()
     digest.update(json.dumps([EVAL_VERSION, dataset, protocol, repr(sorted(
         model.get_params(deep=False).items(), key=str)), quick]).encode())
+    digest.update(_model_code(model))
     digest.update("|".join(frame["run_id"].astype(str)).encode())
     digest.update(np.asarray(frame["runtime_s"], float).tobytes())
     if "profile_reference" in frame.columns:  # which runs stand for their workload's profile
@@ -289,9 +439,11 @@ def evaluate_cell(frame, dataset, protocol, name, *, quick=False, cache_dir=None
         scored = ~frame["profile_reference"].to_numpy(dtype=bool)
     else:
         scored = np.ones(len(frame), dtype=bool)
+    breakdown = breakdown_values(frame, protocol)
     result = {"dataset": dataset, "protocol": protocol, "model": name, "fit_s": 0.0,
               "folds": len(folds), "train_rows": [], "workload": [], "y": [], "completed": [],
-              "predicted": [], "low": [], "high": []}
+              "predicted": [], "low": [], "high": [], "index": [], "datasize": [],
+              "breakdown": None if breakdown is None else []}
     for train, test in folds:
         test = test[scored[test]]
         if len(test) == 0:
@@ -313,20 +465,26 @@ def evaluate_cell(frame, dataset, protocol, name, *, quick=False, cache_dir=None
         result["predicted"] += predicted.tolist()
         result["low"] += low.tolist()
         result["high"] += high.tolist()
+        result["index"] += [int(i) for i in test]
+        result["datasize"] += test_frame["datasize"].fillna("").astype(str).tolist()
+        if breakdown is not None:
+            result["breakdown"] += [str(v) for v in breakdown[test]]
     if cache_file is not None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         cache_file.write_text(json.dumps(result))
     return result
 
 
-def summarize(cell, *, subset=None) -> dict | None:
-    """Metric row of a cell (optionally only test runs whose workload passes ``subset``)."""
+def summarize(cell, *, subset=None, keep=None, frame=None) -> dict | None:
+    """Metric row of a cell (optionally only test runs whose workload passes ``subset``, or
+    those ``keep`` marks).  With the cell's ``frame``, the row also holds the repeat noise
+    of its finished test runs (``noise_mdape``, ``noise_runs``; see :func:`noise_floor`)."""
     y = np.array(cell["y"], float)
     if len(y) == 0:
         return None
-    keep = np.ones(len(y), dtype=bool)
+    keep = np.ones(len(y), dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
     if subset is not None:
-        keep = np.array([subset(w) for w in cell["workload"]], dtype=bool)
+        keep = keep & np.array([subset(w) for w in cell["workload"]], dtype=bool)
     done = np.array(cell["completed"], bool) & keep
     censored = ~np.array(cell["completed"], bool) & keep
     if not done.any():
@@ -339,18 +497,46 @@ def summarize(cell, *, subset=None) -> dict | None:
                 "censored_test": int(censored.sum()),
                 "censored_at_least_bound": float((predicted[censored] >= y[censored]).mean())
                 if censored.any() else None})
+    if frame is not None and cell.get("index"):
+        noise = noise_floor(frame.iloc[np.array(cell["index"])[done]])
+        row["noise_mdape"] = None if noise is None else noise["mdape"]
+        row["noise_runs"] = 0 if noise is None else noise["runs"]
     return row
 
 
-def summary_rows(cells) -> list[dict]:
+def _breakdown_order(value):
+    """Sort key of breakdown values: size labels by scale factor (SF 3 before SF 10), the
+    rest by name."""
+    from jobgauge.models.features import size_scale
+
+    scale = size_scale(value)[0]
+    return (0, scale, "") if math.isfinite(scale) else (1, 0.0, str(value))
+
+
+def summary_rows(cells, frames=None) -> list[dict]:
     """Metric rows of cells, plus one row per subset (``protocol:tpch``, ``protocol:jobs``)
-    for cells whose test runs mix TPC-H queries and other jobs."""
+    for cells whose test runs mix TPC-H queries and other jobs, and for the protocols of
+    :data:`BREAKDOWNS` one row per value (``scaleup:sf3``, ``slots:local[1]``,
+    ``families:r``).  With ``frames`` ({dataset: frame}) each row holds the repeat noise
+    of its test runs."""
     rows = []
     for cell in cells:
-        row = summarize(cell)
+        frame = (frames or {}).get(cell["dataset"])
+        row = summarize(cell, frame=frame)
         if row is None:
             continue
         rows.append(row)
+        if cell["protocol"] in BREAKDOWNS:
+            values = np.array(cell.get("breakdown") or [], dtype=object)
+            distinct = sorted(set(values), key=_breakdown_order)
+            if len(distinct) < 2 and cell["protocol"] != "scaleup":
+                continue  # one value: its row would repeat the protocol's (scale-up: the SF)
+            for value in distinct:
+                part = summarize(cell, keep=values == value, frame=frame)
+                if part is not None:
+                    part["protocol"] = f"{cell['protocol']}:{value}"
+                    rows.append(part)
+            continue
         present = [name for name, (_, test) in SUBSETS.items()
                    if any(test(w) for w in cell["workload"])]
         if "tpch" not in present:
@@ -369,6 +555,14 @@ def protocol_label(protocol) -> str:
     label = PROTOCOLS.get(base, base)
     if protocol == "workloads:tpch":
         return "(c) unseen TPC-H queries"
+    if BREAKDOWNS.get(base) == "datasize" and subset:
+        return f"{label}: {'predict ' if base == 'scaleup' else ''}{subset.replace('sf', 'SF ')}"
+    if base == "slots" and subset:
+        if subset == SLOTS_TRAIN_TYPE:
+            return f"{label}: train the others, predict {subset}"
+        return f"{label}: train {SLOTS_TRAIN_TYPE}, predict {subset}"
+    if base == "families" and subset:
+        return f"{label}: predict {subset}"
     return f"{label}: {SUBSETS[subset][0]}" if subset in SUBSETS else label
 
 
@@ -413,32 +607,22 @@ def load_evaluation_frames(paths, profile_paths=None) -> dict:
     return frames
 
 
-def run_evaluation(paths, *, protocols=None, models=None, out_dir=None, quick=False,
-                   progress=None, profile_paths=None, use_cache=True, report=True,
-                   command=None) -> dict:
-    """Score models under protocols on each source of ``paths``; write the report.
-
-    Returns ``{"rows": [metric rows], "cells": [...], "markdown_table": str,
-    "report": path or None, "timing": {"wall_s", "computed", "cached"}}``; ``command`` is
-    the command line the report names for reproducing it.
-    """
+def _check_names(protocols, models):
+    """Raise a clear UsageError for an unknown protocol or model name."""
     if protocols:
         unknown = [p for p in protocols if p not in PROTOCOLS]
         if unknown:
             raise UsageError(f"unknown protocol(s) {', '.join(unknown)}; choose from "
                              + ", ".join(PROTOCOLS))
-    models = list(models or DEFAULT_MODELS)
     for name in models:
         model_from_spec(name)  # raises a clear error for an unknown name
-    out = Path(out_dir) if out_dir else DEFAULT_REPORT_DIR
-    cache_dir = out / "cache" if use_cache else None
-    frames = load_evaluation_frames(paths, profile_paths)
+
+
+def _evaluate_plan(frames, plan, models, *, quick, cache_dir, progress):
+    """Cells of every (dataset, protocol in ``plan[dataset]``, model); and the timing."""
     tasks = []
     for dataset, frame in frames.items():
-        wanted = PROTOCOLS_BY_SOURCE.get(dataset, DEFAULT_PROTOCOLS)
-        for protocol in wanted:
-            if protocols and protocol not in protocols:
-                continue
+        for protocol in plan.get(dataset, ()):
             for name in models:
                 if name.startswith("rnn") and "dag" not in frame.columns:
                     continue  # without DAGs the RNN is the FC network with an empty sequence
@@ -453,17 +637,162 @@ def run_evaluation(paths, *, protocols=None, models=None, out_dir=None, quick=Fa
         bar.set_description(f"{dataset} {protocol} {name}")
         cells.append(evaluate_cell(frames[dataset], dataset, protocol, name, quick=quick,
                                    cache_dir=cache_dir))
-    rows = summary_rows(cells)
     computed = len(set(cache_dir.glob("*.json")) - cached_before) if cache_dir else len(cells)
+    return cells, {"wall_s": time.perf_counter() - started, "computed": computed,
+                   "cached": len(cells) - computed}
+
+
+def run_evaluation(paths, *, protocols=None, models=None, out_dir=None, quick=False,
+                   progress=None, profile_paths=None, use_cache=True, report=True,
+                   command=None) -> dict:
+    """Score models under protocols on each source of ``paths``; write the report.
+
+    Returns ``{"rows": [metric rows], "cells": [...], "markdown_table": str,
+    "report": path or None, "timing": {"wall_s", "computed", "cached"}}``; ``command`` is
+    the command line the report names for reproducing it.  The quiet-corpus protocols
+    (:data:`QUIET_PROTOCOLS`) run here only where asked for by name.
+    """
+    models = list(models or DEFAULT_MODELS)
+    _check_names(protocols, models)
+    out = Path(out_dir) if out_dir else DEFAULT_REPORT_DIR
+    cache_dir = out / "cache" if use_cache else None
+    frames = load_evaluation_frames(paths, profile_paths)
+    plan = {}
+    for dataset in frames:
+        wanted = PROTOCOLS_BY_SOURCE.get(dataset, DEFAULT_PROTOCOLS)
+        if protocols:  # the defaults that are asked for, then the quiet ones asked for
+            wanted = [p for p in wanted if p in protocols] + \
+                [p for p in protocols if p not in _DEFAULT_PROTOCOL_SET]
+        plan[dataset] = wanted
+    cells, timing = _evaluate_plan(frames, plan, models, quick=quick, cache_dir=cache_dir,
+                                   progress=progress)
+    rows = summary_rows(cells)
     result = {"rows": rows, "cells": cells, "frames": {k: len(v) for k, v in frames.items()},
-              "markdown_table": markdown_table(rows), "report": None,
-              "timing": {"wall_s": time.perf_counter() - started, "computed": computed,
-                         "cached": len(cells) - computed}}
+              "markdown_table": markdown_table(rows), "report": None, "timing": timing}
     if report:
         from jobgauge.models._report import write_report
 
         result["report"] = str(write_report(result, frames, out, quick=quick, command=command))
     return result
+
+
+#: The protocols of :func:`run_evaluation`'s per-source defaults.
+_DEFAULT_PROTOCOL_SET = {p for ps in PROTOCOLS_BY_SOURCE.values() for p in ps} | \
+    set(DEFAULT_PROTOCOLS)
+
+
+# ------------------------------------------------------------- the quiet corpus
+def quiet_models() -> list[str]:
+    """The models the quiet-corpus report compares: the stage predictor, Ernest, the
+    registry's current default model (read now, not when this module was imported) and
+    the FC network (the default when issue 13 was filed; target (c) compares with it)."""
+    from jobgauge.models import DEFAULT_MODEL
+
+    return list(dict.fromkeys(["stage", "ernest", DEFAULT_MODEL, "fc"]))
+
+
+def quiet_run_tables(quiet_dir=None) -> list[Path]:
+    """The quiet corpus's run tables, sorted by name: the tables of ``quiet_dir/runs``
+    (default: the shipped ``data/runs``) measured under the collector's load guard (their
+    header has ``quiet_start``, issue 13); the older tables measured beside other work
+    (HiBench, MapReduce) are not part of it."""
+    import gzip
+
+    folder = Path(quiet_dir) if quiet_dir else _repo_quiet_dir()
+    out = []
+    for path in sorted((folder / "runs").glob("*.csv.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            if "quiet_start" in handle.readline().strip().split(","):
+                out.append(path)
+    return out
+
+
+def _repo_quiet_dir() -> Path:
+    from jobgauge.data import runs_dir
+
+    return runs_dir().parent
+
+
+def load_quiet_frames(quiet_dir=None, *, reference_runs=None, reference_profiles=None,
+                      shared_tables=None) -> tuple[dict, list[tuple[Path, int, int]]]:
+    """({dataset: frame}, [(file, rows, rows in the evaluation)]): the quiet corpus as
+    dataset ``quiet`` and the shared Scout and C3O tables, each source its own dataset.
+
+    Every quiet workload carries the profile (and DAG) of its smallest profiled run among
+    the quiet runs and ``reference_runs`` (default: none, the quiet runs' own profiles;
+    e.g. the runs measured under load in ``data/loaded/runs`` with their profiles in
+    ``reference_profiles``); a reference run that is chosen joins the quiet frame as its
+    workload's reference run (``corpus`` = ``shipped``), the others stay out.
+    """
+    import pandas as pd
+
+    from jobgauge.runtable import read_profile_records, read_run_tables
+
+    folder = Path(quiet_dir) if quiet_dir else _repo_quiet_dir()
+    quiet_paths = quiet_run_tables(folder)
+    if not quiet_paths:
+        raise UsageError(f"no quiet run tables in {folder / 'runs'}; collect them with "
+                         "'jobgauge collect bench/plans/tpch-sf1.toml'")
+    if reference_runs is None:
+        reference_runs = []
+    if reference_profiles is None:
+        from jobgauge.commands import _profiles_beside
+
+        reference_profiles = [p for path in reference_runs for p in _profiles_beside(path)]
+    if shared_tables is None:
+        shared_tables = shared_run_tables()
+    files = []
+    parts = []
+    for path in quiet_paths:
+        part = read_run_tables([path]).assign(corpus="quiet", table=str(path))
+        files.append([Path(path), len(part), len(part)])
+        parts.append(part)
+    jobs = set(_keys(parts[0], ["workload", "framework"]).tolist()).union(
+        *(_keys(part, ["workload", "framework"]).tolist() for part in parts[1:]))
+    for path in reference_runs or ():
+        part = read_run_tables([path])
+        files.append([Path(path), len(part), 0])
+        mine = [job in jobs for job in _keys(part, ["workload", "framework"])] if len(part) \
+            else []
+        parts.append(part[mine].assign(corpus="shipped", table=str(path)))
+    records = read_profile_records([*sorted((folder / "profiles").glob("*.jsonl*")),
+                                    *reference_profiles])
+    combined = attach_reference_profiles(pd.concat(parts, ignore_index=True), records)
+    keep = (combined["corpus"] == "quiet") | combined["profile_reference"]
+    used = combined[keep]["table"].value_counts()
+    for entry in files:
+        entry[2] = int(used.get(str(entry[0]), 0))
+    frames = {"quiet": combined[keep].drop(columns=["table"]).reset_index(drop=True)}
+    for path in shared_tables:
+        part = read_run_tables([path])
+        files.append([Path(path), len(part), len(part)])
+        for source in sorted(part["source"].unique()):
+            frames[str(source)] = part[part["source"] == source].reset_index(drop=True)
+    return frames, [tuple(entry) for entry in files]
+
+
+def run_quiet_evaluation(*, quiet_dir=None, protocols=None, models=None, out_dir=None,
+                         quick=False, progress=None, use_cache=True, reference_runs=None,
+                         reference_profiles=None, shared_tables=None) -> dict:
+    """Score models under the quiet-corpus protocols (:data:`QUIET_PROTOCOLS`).
+
+    Returns ``{"rows", "cells", "frames" ({dataset: frame}), "files" ([(path, rows,
+    rows in the evaluation)]),
+    "timing"}``; the report is written by ``models._report.write_quiet_report``.
+    """
+    models = list(models or quiet_models())
+    _check_names(protocols, models)
+    out = Path(out_dir) if out_dir else DEFAULT_REPORT_DIR
+    frames, files = load_quiet_frames(quiet_dir, reference_runs=reference_runs,
+                                      reference_profiles=reference_profiles,
+                                      shared_tables=shared_tables)
+    plan = {dataset: [p for p in QUIET_PROTOCOLS.get(dataset, ())
+                      if not protocols or p in protocols] for dataset in frames}
+    cells, timing = _evaluate_plan(frames, plan, models, quick=quick,
+                                   cache_dir=out / "cache" if use_cache else None,
+                                   progress=progress)
+    return {"rows": summary_rows(cells, frames), "cells": cells, "frames": frames,
+            "files": files, "models": models, "timing": timing}
 
 
 def _percent(value) -> str:

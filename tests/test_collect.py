@@ -169,8 +169,8 @@ def test_quiet_plan_measures_every_configuration_twice_after_warmups(path):
         base = run["run_id"].rsplit(":r", 1)[0]
         per_config.setdefault(base, set()).add(run["repetition"])
     assert all(reps == {0, 1} for reps in per_config.values())
-    # apart from the shipped corpus, out of default training until the re-collection is done
-    assert plan["out"] == f"data/quiet/runs/{plan['name']}.csv.gz"
+    # the quiet re-collection is the shipped corpus: data/runs, the default training
+    assert plan["out"] == f"data/runs/{plan['name']}.csv.gz"
     timeout = {"sf1": 300, "sf3": 600, "sf10": 900}.get(plan["sizes"][0])
     if timeout:   # a run that hangs (an executor waiting for memory) ends as timed out
         assert plan["timeout_s"] == timeout
@@ -372,8 +372,14 @@ def test_stop_orphans_stops_only_the_daemons_of_clusters_whose_owner_is_gone(tmp
                 process.wait()
 
 
-def test_quiet_runs_are_not_in_the_default_training_tables():
+def test_runs_measured_under_load_are_not_in_the_default_training_tables():
+    """The TPC-H tables measured beside other work (data/loaded) are out of the shipped
+    corpus; the quiet tables that replace them are in it, and their plans write there."""
     from jobgauge.data import run_tables
 
-    assert run_tables() and all(path.parent.name == "runs" and path.parent.parent.name == "data"
-                                for path in run_tables())
+    names = [path.name for path in run_tables()]
+    assert "tpch-sf1.csv.gz" in names
+    assert not {"tpch-sf0.01.csv.gz", "tpch-sf0.1.csv.gz", "tpch-sf0.3.csv.gz"} & set(names)
+    for old in ("tpch-sf0.01", "tpch-sf0.1", "tpch-sf0.3"):
+        assert load_plan(PLANS_DIR / f"{old}.toml")["out"] == f"data/loaded/runs/{old}.csv.gz"
+        assert (PLANS_DIR.parent.parent / "data" / "loaded" / "runs" / f"{old}.csv.gz").is_file()

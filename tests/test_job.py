@@ -14,7 +14,7 @@ from jobgauge.job import Cluster, Job, cost_usd, executor_layout, jobs_frame, re
 from jobgauge.runtable import COLUMNS, read_run_tables
 
 REPO = Path(__file__).resolve().parent.parent
-RUNS = REPO / "data" / "runs" / "tpch-sf0.1.csv.gz"
+RUNS = REPO / "data" / "loaded" / "runs" / "tpch-sf0.1.csv.gz"
 
 
 @pytest.fixture(scope="module")

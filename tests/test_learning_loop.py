@@ -57,34 +57,42 @@ def _dry_run(argv, capsys):
 
 # ------------------------------------------------------------------ a fresh store tunes
 
-def test_a_fresh_store_tunes_from_the_shipped_runs(tmp_path, monkeypatch, capsys):
-    """TPC-H Q6 at SF 0.1: the tree model's best settings inside the measured range beat
-    the defaults beyond the noise, with the 80 % upper bound below the defaults' prediction
-    (Q3 there keeps the defaults: its upper bound is above them, tuner/_recommend.py)."""
+def test_a_fresh_store_tunes_from_the_shipped_runs(tmp_path, monkeypatch, capsys,
+                                                   shipped_tuning):
+    """The first TPC-H query (at the largest size the shipped runs hold) whose tree model's
+    best settings inside the measured range beat the defaults beyond the noise, with the
+    80 % upper bound below the defaults' prediction (tuner/_recommend.py): a fresh store
+    trains that model on first need and the dry run adds those settings."""
+    expected = shipped_tuning.first()["tuned"]
+    workload = expected["workload"]
     store_path = tmp_path / "fresh.db"
     monkeypatch.setenv("JOBGAUGE_STORE", str(store_path))
     monkeypatch.setenv("HOME", str(tmp_path))
-    added, err = _dry_run(["--master", "local[2]", "--jobgauge-workload", "tpch-q6",
-                           "--jobgauge-datasize", "sf0.1", "job.py"], capsys)
+    added, err = _dry_run(["--master", "local[2]", "--jobgauge-workload", workload,
+                           "--jobgauge-datasize", expected["datasize"], "job.py"], capsys)
     assert "tuning skipped" not in err and "no model in the store yet" in err
-    assert any(k.startswith("spark.sql.") for k in added), added
+    tuned = {k: v for k, v in added.items() if k.startswith("spark.sql.")}
+    assert tuned and tuned == expected["answer"].settings, (added, err)
     assert added["spark.eventLog.enabled"] == "true"
     meta = open_store(store_path).list_models()[0]
     assert meta["name"] == "default" and meta["kind"] == "tree"
-    assert meta["metrics"]["store_runs"] == 0 and "tpch-q6" in meta["metrics"]["workloads"]
+    assert meta["metrics"]["store_runs"] == 0 and workload in meta["metrics"]["workloads"]
     # the second call loads the cached model instead of training again
-    _dry_run(["--master", "local[2]", "--jobgauge-workload", "tpch-q6", "job.py"], capsys)
+    _dry_run(["--master", "local[2]", "--jobgauge-workload", workload, "job.py"], capsys)
     assert len(open_store(store_path).list_models()) == 1
 
 
-def test_the_recommendation_says_where_it_learned(tmp_path):
+def test_the_recommendation_says_where_it_learned(tmp_path, shipped_tuning):
+    expected = shipped_tuning.first()["tuned"]
+    workload = expected["workload"]
     store = open_store(tmp_path / "s.db")
     own, args = submit.split_own_options(["--master", "local[2]", "--jobgauge-workload",
-                                          "tpch-q6", "--jobgauge-datasize", "sf0.1", "q6.py"])
+                                          workload, "--jobgauge-datasize",
+                                          expected["datasize"], "q.py"])
     answer = submit.recommendation(own, args, store)
     assert answer.tuned and answer.history_runs == 0
     assert answer.predicted_runtime_s < answer.baseline_runtime_s
-    assert "no runs of tpch-q6 yet: the shipped runs as the prior" in answer.reason
+    assert f"no runs of {workload} yet: the shipped runs as the prior" in answer.reason
     assert submit.tuned_settings(own, args, store) == answer.settings
 
 
@@ -255,11 +263,13 @@ def test_the_web_service_and_the_wrapper_train_the_same_way(tmp_path):
     assert service.ensure_model()[1]["id"] == newer["id"] + 1
 
 
-def test_the_web_tune_recommends_inside_the_trust_region_as_the_wrapper_does(tmp_path):
+def test_the_web_tune_recommends_inside_the_trust_region_as_the_wrapper_does(
+        tmp_path, shipped_tuning):
     """The form and the API recommend through ``tuner._recommend.recommend`` as the
-    wrapper does: TPC-H Q3 at SF 0.1 keeps Spark's defaults and says why (the search's
-    best, 1 shuffle partition and 1 GiB splits, lies outside the measured range); Q6
-    gets changes, each inside the range the shipped runs measured."""
+    wrapper does.  Asked for the TPC-H queries at the sizes the shipped runs hold (largest
+    first, until both are found): one keeps Spark's defaults and says why, one gets
+    changes, each inside the range the shipped runs measured."""
+    from jobgauge.models.features import size_scale
     from jobgauge.tuner import format_setting, spark_sql_space
     from jobgauge.tuner._recommend import TrustRegion
     from jobgauge.webapp import create_app
@@ -270,25 +280,35 @@ def test_the_web_tune_recommends_inside_the_trust_region_as_the_wrapper_does(tmp
     space = spark_sql_space()
     defaults = {name: format_setting(name, value) for name, value in space.defaults().items()}
 
-    def tune(workload):
-        response = client.post("/api/v1/tune", json={"workload": workload, "scale": 0.1,
+    def tune(workload, datasize):
+        response = client.post("/api/v1/tune", json={"workload": workload,
+                                                     "scale": size_scale(datasize)[0],
                                                      "instance_types": ["local[2]"]})
         assert response.status_code == 200, response.get_json()
         return response.get_json()
 
-    kept = tune("tpch-q3")
-    assert kept["tuned"] is False and kept["reason"].startswith(KEPT_DEFAULTS), kept["reason"]
-    assert "outside 2 to" in kept["reason"]            # what the search found, and why not
+    found = {}
+    for workload, datasize in shipped_tuning.jobs():
+        answer = tune(workload, datasize)
+        found.setdefault(answer["tuned"], (workload, datasize, answer))
+        if len(found) == 2:
+            break
+    assert set(found) == {False, True}, found
+    _, _, kept = found[False]
+    assert kept["reason"].startswith(KEPT_DEFAULTS), kept["reason"]
+    assert any(why in kept["reason"] for why in (   # why: the noise, the interval, the range
+        "not beyond the repeat noise", "upper bound", "lies outside the measured range",
+        "the best settings found are the defaults")), kept["reason"]
     assert kept["config"] == defaults
     assert kept["predicted_runtime_s"] == pytest.approx(kept["baseline_runtime_s"])
-    tuned = tune("tpch-q6")
-    assert tuned["tuned"] is True and "beyond the repeat noise" in tuned["reason"]
+    workload, datasize, tuned = found[True]
+    assert "beyond the repeat noise" in tuned["reason"]
     changed = {k: v for k, v in tuned["config"].items() if defaults[k] != v}
     assert changed and tuned["predicted_runtime_s"] < tuned["baseline_runtime_s"]
     assert all(f"--conf {k}={v}" in tuned["spark_submit"] for k, v in changed.items())
     frame, _, _ = learning_frame(app.extensions["jobgauge"].store)
-    region = TrustRegion.from_runs(frame, "tpch-q6", space.names, defaults=space.defaults(),
-                                   framework="spark", datasize="sf0.1")
+    region = TrustRegion.from_runs(frame, workload, space.names, defaults=space.defaults(),
+                                   framework="spark", datasize=datasize)
     assert [region.outside(k, v) for k, v in changed.items()] == [None] * len(changed)
 
 

@@ -71,8 +71,8 @@ def test_the_known_subpackages_and_data_files_are_listed(build_py):
     data = build_py["data"]
     for expected in ("tuner/instances.csv", "profiler/runners/hadoop/WordCount.java",
                      "profiler/runners/hadoop/log4j2.properties", "webapp/templates/index.html",
-                     "webapp/static/style.css", "data/runs/tpch-sf0.1.csv.gz",
-                     "data/profiles/tpch-sf0.1.jsonl.gz"):
+                     "webapp/static/style.css", "data/runs/tpch-sf1.csv.gz",
+                     "data/profiles/tpch-sf1.jsonl.gz"):
         assert expected in data
 
 
@@ -81,7 +81,7 @@ def test_shipped_runs_are_found_through_the_package():
 
     assert [p.name for p in run_tables()] == sorted(
         p.name for p in (REPO / "data" / "runs").glob("*.csv.gz"))
-    assert "tpch-sf0.1.jsonl.gz" in [p.name for p in profile_files()]
+    assert "tpch-sf1.jsonl.gz" in [p.name for p in profile_files()]
 
 
 def test_installed_code_reads_no_path_of_the_checkout():

@@ -25,12 +25,17 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def corpus():
-    """Every shipped local run, each with its workload's reference profile and DAG."""
-    from jobgauge.models.evaluation import attach_reference_profiles, default_profile_files
+    """The first corpus: the TPC-H runs measured under load (data/loaded) and the HiBench
+    and MapReduce runs (data/runs), each with its workload's reference profile and DAG.
+    The tests below pin what the model does on exactly these runs."""
+    from jobgauge.models.evaluation import attach_reference_profiles
     from jobgauge.runtable import read_profile_records, read_run_tables
 
-    runs = sorted((REPO / "data" / "runs").glob("*.csv.gz"))
-    profiles = default_profile_files()
+    first = [REPO / "data" / "loaded", REPO / "data"]
+    runs = [p for folder in first for p in sorted((folder / "runs").glob("*.csv.gz"))
+            if folder.name == "loaded" or not p.name.startswith(("tpch-", "quiet-"))]
+    profiles = [p for folder in first for p in sorted((folder / "profiles").glob("*.jsonl.gz"))
+                if folder.name == "loaded" or not p.name.startswith(("tpch-", "quiet-"))]
     if not runs or not profiles:
         pytest.skip("no shipped runs with profiles in data/")
     records = read_profile_records(profiles)
@@ -228,6 +233,24 @@ def test_rows_without_a_profile_fall_back_and_say_so(corpus):
     assert explained["runtime_s"] > 0 and "stages" not in explained
 
 
+def test_a_frame_mixing_rows_with_and_without_a_profile_predicts_each_as_alone(corpus,
+                                                                                   fitted):
+    """Rows of a workload with a reference profile and rows of an unseen workload (the
+    fallback) in one frame: each gets the prediction it gets alone."""
+    frame, _ = corpus
+    rows = one_row_per_workload(frame).drop(columns=["profile", "dag", "profile_reference"])
+    unseen = rows.iloc[:3].assign(workload=["never-measured-a", "never-measured-b",
+                                            "never-measured-c"])
+    mixed = __import__("pandas").concat([unseen.iloc[:1], rows, unseen.iloc[1:]],
+                                        ignore_index=True)
+    alone = np.concatenate([fitted.predict(unseen.iloc[:1]), fitted.predict(rows),
+                            fitted.predict(unseen.iloc[1:])])
+    np.testing.assert_allclose(fitted.predict(mixed), alone, rtol=1e-9)
+    methods = fitted.prediction_method(mixed)
+    assert methods[0].startswith("fallback") and methods[-1].startswith("fallback")
+    assert all(m.startswith("stages") for m in methods[1:-2])
+
+
 def test_stage_exponents_are_the_ones_measured_on_the_corpus(corpus):
     frame, records = corpus
     measured = measure_stage_exponents(frame, records)
@@ -246,10 +269,10 @@ def quiet_sf1():
     from jobgauge.models.evaluation import attach_reference_profiles
     from jobgauge.runtable import read_profile_records, read_run_tables
 
-    runs, profiles = (REPO / "data" / "quiet" / "runs" / "tpch-sf1.csv.gz",
-                      REPO / "data" / "quiet" / "profiles" / "tpch-sf1.jsonl.gz")
+    runs, profiles = (REPO / "data" / "runs" / "tpch-sf1.csv.gz",
+                      REPO / "data" / "profiles" / "tpch-sf1.jsonl.gz")
     if not runs.is_file() or not profiles.is_file():
-        pytest.skip("no quiet SF 1 runs in data/quiet")
+        pytest.fail("no quiet SF 1 runs in data/runs")
     return attach_reference_profiles(read_run_tables([runs]), read_profile_records([profiles]))
 
 

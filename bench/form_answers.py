@@ -1,0 +1,172 @@
+"""What the web form answers at SF 1, 3 and 10, next to what was measured on this machine.
+
+    nice -n 10 .venv/bin/python bench/form_answers.py [--queries 3 9 18] [--scales 1 3 10]
+
+For each TPC-H query and scale factor, on local[2] with Spark's defaults, the answer of
+``Service.estimate`` (the code behind the web form and ``POST /api/v1/estimate``) from
+two models, each trained the way the service trains its first model (the default model
+on a folder of run tables and their profiles):
+
+- *before*: trained on the shipped quiet runs at SF <= 1 only (plus the HiBench and
+  MapReduce runs), so every SF 3 and SF 10 measurement is new to it;
+- *shipped*: trained on every shipped table (``data/runs``), as ``jobgauge serve`` does.
+
+Measured: the median runtime of the query inside a warm application (3 warm-up runs,
+then each configuration twice; ``time_kind=query``) with the defaults on local[2], from
+the shipped quiet tables, with the number of runs; the absolute percentage error of
+each answer; and whether the answer said it was far outside what was measured.
+Writes bench/reports/form_answers.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULTS = '{"spark.master": "local[2]"}'
+
+
+def _scale(label: str) -> float | None:
+    return float(label[2:]) if label.startswith("sf") else None
+
+
+def measured(tables) -> dict:
+    """{(workload, scale factor): [runtimes]} of the finished local[2] runs with the
+    defaults in ``tables``."""
+    from jobgauge.runtable import read_run_tables
+
+    frame = read_run_tables(tables)
+    frame = frame[frame["completed"] & (frame["config_json"] == DEFAULTS)]
+    out = {}
+    for row in frame.itertuples():
+        scale = _scale(str(row.datasize))
+        if scale is not None:
+            out.setdefault((row.workload, scale), []).append(float(row.runtime_s))
+    return out
+
+
+def service_for(tables, folder: Path):
+    """A web service whose first model trains on ``tables`` (and the profiles beside them)."""
+    from jobgauge.commands import _profiles_beside
+    from jobgauge.webapp.service import Service
+
+    runs, profiles = folder / "runs", folder / "profiles"
+    runs.mkdir(parents=True)
+    profiles.mkdir()
+    for table in tables:
+        shutil.copy(table, runs / table.name)
+        for profile in _profiles_beside(table):
+            shutil.copy(profile, profiles / profile.name)
+    return Service(store_url=str(folder / "store.db"), runs_dir=runs, profiles_dir=profiles)
+
+
+def answer(service, workload: str, scale: float) -> dict:
+    from jobgauge.webapp.requests import parse_estimate
+
+    request = parse_estimate({"workload": workload, "scale": scale,
+                              "instance_types": ["local[2]"]},
+                             known_workloads=service.known_workloads(),
+                             catalog_names=list(service.instance_options()))
+    option = service.estimate(request, plan=False)["options"][0]
+    return option
+
+
+def main(argv=None) -> int:
+    from jobgauge.data import run_tables
+    from jobgauge.models import DEFAULT_MODEL
+    from jobgauge.models.evaluation import quiet_run_tables
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", nargs="+", type=int, default=[3, 9, 18])
+    parser.add_argument("--scales", nargs="+", type=float, default=[1, 3, 10])
+    parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    shipped = run_tables()
+    quiet = {str(p) for p in quiet_run_tables()}
+    small = [p for p in shipped if str(p) not in quiet
+             or all((_scale(s) or 0) <= 1 for s in _sizes(p))]
+    truth = measured([p for p in shipped if str(p) in quiet])
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="jobgauge-form-") as tmp:
+        services = {"before": service_for(small, Path(tmp) / "before"),
+                    "shipped": service_for(shipped, Path(tmp) / "shipped")}
+        for query in args.queries:
+            for scale in args.scales:
+                workload = f"tpch-q{query}"
+                row = {"workload": workload, "scale": scale,
+                       "measured": truth.get((workload, scale), [])}
+                for name, service in services.items():
+                    option = answer(service, workload, scale)
+                    row[name] = option
+                rows.append(row)
+                print(_line(row), flush=True)
+    report = _report(rows, args, small, shipped, DEFAULT_MODEL, time.perf_counter() - started)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "form_answers.md").write_text(report)
+    print(f"report: {out / 'form_answers.md'}", file=sys.stderr)
+    return 0
+
+
+def _sizes(path) -> set:
+    from jobgauge.runtable import read_run_tables
+
+    return set(read_run_tables([path])["datasize"].astype(str))
+
+
+def _cell(option: dict, runs: list) -> str:
+    predicted = option["runtime_s"]
+    text = f"{predicted:.2f} s [{option['low_s']:.2f}, {option['high_s']:.2f}]"
+    if runs:
+        median = statistics.median(runs)
+        text += f", {abs(predicted - median) / median:.0%} off"
+    if option.get("outside_measured"):
+        text += ", *far outside what was measured*"
+    return text
+
+
+def _line(row) -> str:
+    runs = row["measured"]
+    seen = f"{statistics.median(runs):.2f} s ({len(runs)} runs)" if runs else "not measured"
+    return (f"| {row['workload']} | {row['scale']:g} | {seen} | "
+            f"{_cell(row['before'], runs)} | {_cell(row['shipped'], runs)} |")
+
+
+def _report(rows, args, small, shipped, model, wall_s) -> str:
+    def names(paths):
+        return ", ".join(f"`{Path(p).name}`" for p in paths)
+
+    command = "nice -n 10 .venv/bin/python bench/form_answers.py"
+    if argv_given := sys.argv[1:]:
+        command += " " + " ".join(argv_given)
+    errors = {name: [abs(r[name]["runtime_s"] - statistics.median(r["measured"]))
+                     / statistics.median(r["measured"]) for r in rows if r["measured"]]
+              for name in ("before", "shipped")}
+    lines = ["# The web form's answers next to measurements (issue 13)", "",
+             f"Reproduce with `{command}` ({wall_s:.0f} s). Model: `{model}` (the default), "
+             "trained as the web service trains its first model. Question: TPC-H on local[2] "
+             "with Spark's defaults; answer: `Service.estimate` (the web form and "
+             "`POST /api/v1/estimate`), predicted runtime [80 % interval] and its error "
+             "against the median measured runtime of the query inside a warm application.", "",
+             f"- *before*: trained on {names(small)} (quiet runs at SF <= 1 plus the "
+             "HiBench and MapReduce runs): the SF 3 and SF 10 measurements are new to it.",
+             f"- *shipped*: trained on every shipped table, {names(shipped)}.", "",
+             "| query | SF | measured (median) | before | shipped |", "|---|---|---|---|---|"]
+    lines += [_line(row) for row in rows]
+    lines.append("")
+    for name, values in errors.items():
+        if values:
+            lines.append(f"- {name}: MdAPE {statistics.median(values):.1%} over "
+                         f"{len(values)} measured questions")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
