@@ -125,7 +125,7 @@ def test_local_space_covers_the_corpus_grid_and_hierarchical_starts_from_history
     from jobgauge.tuner._space import local_spark_space
     from jobgauge.tuner._transfer import history_settings
 
-    table = read_run_tables(["data/runs/tpch-sf0.1.csv.gz"])
+    table = read_run_tables(["data/loaded/runs/tpch-sf0.1.csv.gz"])
     space = local_spark_space("local[2]")
     # every configuration the corpus grid ran is a point of the space
     for config in table["config"]:

@@ -698,7 +698,7 @@ def test_a_model_trained_by_jobgauge_train_answers_estimates(tmp_path, capsys):
 
     runs = tmp_path / "runs"
     runs.mkdir()
-    shutil.copy(REPO / "data" / "runs" / "tpch-sf0.1.csv.gz", runs)
+    shutil.copy(REPO / "data" / "loaded" / "runs" / "tpch-sf0.1.csv.gz", runs)
     store = str(tmp_path / "store.db")
     assert main(["--store", store, "train", "--runs", str(runs / "tpch-sf0.1.csv.gz"),
                  "--kind", "tree", "--model-name", "default"]) == 0
