@@ -106,6 +106,25 @@ def test_collection_resumes_without_repeating(tmp_path, tpch_data_root, capsys):
     with gzip.open(tmp_path / "profiles" / "tiny.jsonl.gz", "rt") as handle:
         assert [json.loads(line) for line in handle] == profiles
 
+    # A run that started on a busy machine is measured again by the next collect of a
+    # plan that waits for a quiet machine (this one waits 0 s: it only marks).
+    journal = work / "journal.jsonl"
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    entries = list({e["run"]["run_id"]: e for e in entries}.values())
+    busy = entries[0]["run"]["run_id"]
+    for entry in entries:      # this machine may have been busy for all four: one is marked
+        entry["run"]["quiet_start"] = entry is not entries[0]
+    journal.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    assert main(common + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["added"] == 0
+    plan.write_text(plan.read_text().replace("load_wait_s = 0 ", "load_wait_s = 1 "))
+    assert main(common + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["added"] == 1
+    assert len(read_run_table(tmp_path / "runs" / "tiny.csv.gz")) == 4
+    last = [json.loads(line)["run"] for line in journal.read_text().splitlines()][-1]
+    # the newest journal line: a new measurement of that run (seeded entries have no start)
+    assert last["run_id"] == busy and last["started_at"] and "started_at" not in entries[0]["run"]
+
 
 def test_bad_plans(tmp_path):
     with pytest.raises(UsageError, match="plan file not found"):

@@ -56,7 +56,10 @@ The collector guards its measurements (:class:`~jobgauge.profiler.runners.driver
 each run waits for a quiet machine, and its load at start (``load_at_start``),
 the CPU time of the driver and its JVM (``cpu_time_s``), whether it started
 quiet (``quiet_start``) and a first measurement that was redone
-(``first_runtime_s``) go to the journal and the run table.  The driver child
+(``first_runtime_s``) go to the journal and the run table.  A run that started on a
+busy machine (the guard waited its longest and ran anyway) is measured again by the
+next ``collect`` of the plan, unless the plan turns the wait off (``load_wait_s = 0``);
+the newer measurement replaces it (still marked if it, too, started busy).  The driver child
 and its JVM die with the collector, even on ``kill -9``.
 """
 
@@ -441,7 +444,9 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                   file=sys.stderr)
     data_root = Path(data_root or DEFAULT_DATA_ROOT)
     runs = planned_runs(plan)
-    todo = [r for r in runs if r["run_id"] not in journal.entries]
+    again = float(plan.get("load_wait_s", 300)) > 0    # a plan that never waits marks only
+    todo = [r for r in runs if r["run_id"] not in journal.entries
+            or (again and journal.entries[r["run_id"]]["run"].get("quiet_start") is False)]
     if limit is not None:
         todo = todo[:limit]
     bar = tqdm(total=len(runs), initial=len(runs) - len([r for r in runs if r["run_id"] not in journal.entries]),
