@@ -4,10 +4,13 @@ From one profiling run of a job (its stages: input, shuffle read and write bytes
 task count, summed task run time, the stage DAG) the model predicts the job at
 another data size, with other settings and on other slots:
 
-1. **Scale** each stage's data volume by ``(asked bytes / profiled bytes) ** e``, with
-   ``e`` per stage kind (:data:`STAGE_EXPONENTS`, measured on the shipped profiles by
-   :func:`measure_stage_exponents`).  A stage's data work (its task time minus the
-   per-task overhead) grows with its volume.
+1. **Scale** each stage by ``r = asked bytes / profiled bytes``: its data volume by
+   ``r ** e`` (``e`` per stage kind and size class, :data:`STAGE_EXPONENTS`, measured on
+   the shipped profiles by :func:`measure_stage_exponents`; sets task counts and
+   spill) and its data work (its profiled task time minus the per-task overhead of its
+   tasks) by ``r ** w`` (``w`` per kind, learned in ``fit``, never below the volume's
+   exponent).  A learned ``fixed_share`` of the profiled task time does not grow (the
+   per-stage setup that dominates small profiles).
 2. **Derive task counts** from the settings: scans split by
    ``spark.sql.files.maxPartitionBytes`` (at least one split per slot while a split
    stays above the 4 MiB open cost, as Spark does); shuffle stages get
@@ -21,13 +24,19 @@ another data size, with other settings and on other slots:
 3. **Replay** the stages in stage order on ``slots`` = executors x cores (capped by the
    cluster's vCPUs): a stage of ``n`` tasks takes ``ceil(n / slots)`` waves of
    ``data work / n + per-task overhead``, times a spill factor when a task's share of
-   the data exceeds its share of execution memory; the driver adds a fixed time and a
-   time per stage.  The shipped profiles show the stages of one query running one
-   after another (broadcast dependencies are not stage edges), so the replay is
-   sequential and the stage DAG's longest path is reported as the critical path.
-4. **Learn** in ``fit`` the per-byte rate of each instance type (a speed factor on the
-   profile's measured work), the per-task overhead and the driver times, by least
-   squares on log runtime (censored runs count only when predicted below their bound).
+   the data exceeds its share of execution memory, plus its fixed share spread over
+   ``min(slots, profiled tasks)``; the driver adds a fixed time and a time per stage.
+   The shipped profiles show the stages of one query running one after another
+   (broadcast dependencies are not stage edges), so the replay is sequential and the
+   stage DAG's longest path is reported as the critical path.
+4. **Learn** in ``fit``, by least squares on log runtime (censored runs count only
+   when predicted below their bound): the rate of profiled work (``work_rate``), the
+   fixed share, the work exponents per kind, the per-task overhead (pulled to
+   ``overhead_prior_s``), the driver times, per-MiB rates per rate group, the relative
+   speed of a slot of each instance family (local[1] and local[2] share one) and a
+   **work factor per workload** (both log offsets shrunk to 1).  The work factor is a
+   multiplicative constant per job, learned from its measured runs (for a job only
+   profiled once, from its reference run), so it keeps every monotonicity below.
 
 Physically plausible by construction: the task count is a clipped linear function of
 the volume, so a task's share of the work never shrinks when the data grows, and every
@@ -42,11 +51,13 @@ the tuner) is replayed from its workload's reference profile.  Rows of a workloa
 trained without any profile fall back to the measured runs of that workload, scaled
 to the asked size and slots (``prediction_method`` and ``explain`` say which).
 
-What the shipped corpus limits: its runs are at SF <= 0.3 and HiBench tiny/medium,
-measured under heavy load (issue 13), so the learned rates describe a machine where
-fixed costs dominate; and the event logs' input byte counters of Parquet scans grow
-slower than the data (Q3 reads 0.2 MB at SF 0.01 and 2 MB at SF 0.3 by the counters),
-which the measured exponents carry over.
+What the corpora limit: the first TPC-H runs (data/loaded) were measured under heavy
+load (issue 13), so they teach that fixed costs dominate; the event logs' input byte
+counters of Parquet scans grow slower than the data (Q3 reads 0.2 MB at SF 0.01 and
+2 MB at SF 0.3 by the counters), which is why the work, not the counted bytes, carries
+the growth.  A broadcast join that Spark runs as a shuffle join at a larger size (7 of
+the 22 queries between SF 0.3 and SF 1 with the defaults) is foreseen only through the
+learned broadcast work exponent: the profiles do not hold the plan's size estimates.
 
 Example::
 
@@ -63,9 +74,9 @@ import numpy as np
 
 from jobgauge.errors import ModelError
 from jobgauge.models._base import RuntimeModel, _pooled_slope, join_columns
-from jobgauge.models._params import Interval, Options, store_params
-from jobgauge.models.features import KNOB_DEFAULTS, RunFeatures, _as_summary, parse_knob, \
-    row_configs
+from jobgauge.models._params import Boolean, Interval, Options, store_params
+from jobgauge.models.features import KNOB_DEFAULTS, RunFeatures, _as_summary, \
+    instance_family, parse_knob, row_configs
 
 #: Stage kinds, derived from what a profiled stage read and wrote.
 STAGE_KINDS = ("scan", "broadcast", "exchange", "join", "aggregate", "map", "reduce", "other")
@@ -86,14 +97,21 @@ STAGE_EXPONENTS = {
     "map:large": 1.0, "map:small": 1.0, "reduce:large": 1.0, "reduce:small": 1.0,  # 60, 0
     "other:large": 0.0, "other:small": 0.0,
 }
-#: Starting value of the exponent of a stage's summed task time in the job's input
-#: size (per stage kind); ``fit`` learns it per kind, never below the kind's volume
-#: exponents (:data:`STAGE_EXPONENTS`), so a task's share of the work never shrinks when
+#: Exponent of a stage's data work (task time) in the job's input size, per stage kind,
+#: before ``fit`` learns it (``learn_work_exponents``, the default) and what the fit is
+#: pulled to: linear in the data.  The replay never takes a volume exponent
+#: (:data:`STAGE_EXPONENTS`) above it, so a task's share of the work never shrinks when
 #: the data grows.
-WORK_EXPONENT_START = 0.9
-#: Weight of the pull of each learned work exponent to its start, against one run's log
-#: error (it keeps the exponents of kinds without runs at two sizes at their start).
+WORK_EXPONENTS = dict.fromkeys(STAGE_KINDS, 1.0)
+#: The largest work exponent ``fit`` learns: work superlinear beyond it is a sign of
+#: runs slowed by load, not of the job (issue 13).
+MAX_WORK_EXPONENT = 1.5
+#: Weight of the pull of each learned work exponent to :data:`WORK_EXPONENTS`, against
+#: one run's log error (it keeps the exponents of kinds without runs at two sizes there).
 WORK_EXPONENT_WEIGHT = 0.3
+#: A profiled stage's data work is its task time less the per-task overhead of its
+#: tasks, but at least this share of its task time.
+MIN_DATA_SHARE = 0.1
 #: Weight of the per-task overhead's prior (``overhead_prior_s``) in the fit, against
 #: one run's log error: settings of many small tasks (AQE off: 200 per shuffle) pin the
 #: overhead; without them in training it stays near the prior (measured: 6-9 ms per
@@ -320,8 +338,11 @@ class StagePredictor(RuntimeModel):
     ``stages``, ``read_bytes``, ``dataset_bytes``, ``datasize``); a workload trained
     without one falls back to its measured runs, scaled to the asked size and slots.
 
-    ``overhead_prior_s``: starting value of the per-task overhead; ``speed_regularization``:
-    how strongly an instance type's learned speed is shrunk to 1; ``max_iterations``:
+    ``overhead_prior_s``: prior (and starting value) of the per-task overhead;
+    ``speed_regularization``: how strongly an instance family's learned speed is shrunk
+    to 1; ``work_regularization``: how strongly a workload's work factor is shrunk to 1;
+    ``learn_work_exponents``: learn the work exponent of each stage kind (else
+    :data:`WORK_EXPONENTS`); ``max_iterations``:
     function evaluations of the least-squares fit; ``residual_corrector``: None (off),
     or ``"gbm"``: a small gradient-boosted model of the replay's log residual from the
     workload and the settings only (never the data size or the slots, so a prediction
@@ -340,19 +361,23 @@ class StagePredictor(RuntimeModel):
         "overhead_prior_s": [Interval(float, 0.0, None, closed="neither")],
         "speed_regularization": [Interval(float, 0.0, None)],
         "work_regularization": [Interval(float, 0.0, None)],
+        "learn_work_exponents": [Boolean()],
         "max_iterations": [Interval(int, 1, None)],
         "residual_corrector": [None, Options({"gbm"})],
     }
 
     def __init__(self, *, overhead_prior_s=0.01, speed_regularization=1.0,
-                 work_regularization=1.0, max_iterations=200, residual_corrector=None, random_state=0,
-                 calibration_size=0.2):
+                 work_regularization=1.0, learn_work_exponents=True, max_iterations=200,
+                 residual_corrector=None, random_state=0, calibration_size=0.2):
         store_params(self, locals())
 
     def __setstate__(self, state):
         if "calibration_residuals_" in state and "reference_profiles_" not in state:
             raise ModelError("this stage model was saved by an older jobgauge (it keeps no "
                              "reference profiles); retrain it with 'jobgauge train'")
+        if "calibration_residuals_" in state and "work_exponents_" not in state:
+            raise ModelError("this stage model was saved by an older jobgauge (it learns no "
+                             "work exponents); retrain it with 'jobgauge train'")
         state.setdefault("residual_corrector", None)     # saved before the corrector existed
         super().__setstate__(state)
 
@@ -457,10 +482,13 @@ class StagePredictor(RuntimeModel):
     # ------------------------------------------------------- stage table
     def _stage_table(self, rows):
         """Flat per-stage arrays of the rows with stages (everything but the learned
-        rates): row index, rate group, waves, data MiB per slot (waves x MiB per task x
-        spill factor), profiled task time, whole task count, kind and stage id."""
+        parameters): row index, rate group, waves, data MiB per slot (waves x MiB per
+        task x spill factor), the share of the stage's work one slot does (waves x spill
+        factor / tasks), profiled task time and task count, the profiled task time per
+        profiled slot, log size ratio, kind index, whole task count, kind and stage id."""
         table = {k: [] for k in ("row", "group", "waves", "slot_mib", "slot_work", "run_s",
-                                 "log_ratio", "work_kind", "tasks", "kind", "stage_id")}
+                                 "profiled_tasks", "fixed_slot", "log_ratio", "work_kind",
+                                 "tasks", "kind", "stage_id")}
         for index, row in enumerate(rows):
             if row["stages"] is None:
                 continue
@@ -485,14 +513,20 @@ class StagePredictor(RuntimeModel):
             if stage["kind"] == "broadcast" and row["framework"] != "hadoop" and (
                     threshold < 0 or stage["input_bytes"] * ratio > threshold):
                 probe = stages[position + 1] if position + 1 < len(stages) else stage
-                volume = volume + probe["volume_bytes"] * ratio ** self._exponent(probe)
+                cap = WORK_EXPONENTS["join"]
+                volume = stage["volume_bytes"] * ratio ** self._exponent(stage, cap) + \
+                    probe["volume_bytes"] * ratio ** self._exponent(probe, cap)
                 joined = SHUFFLE_JOIN_WORK_SHARE * (stage["run_s"] + probe["run_s"])
                 out.append(self._replayed({"stage_id": stage["stage_id"] + 0.5}, "join",
                                           volume, joined, row))
         return out
 
-    def _exponent(self, stage):
-        return self.exponents_.get(f"{stage['kind']}:{stage['size_class']}", 1.0)
+    def _exponent(self, stage, cap=None):
+        """The exponent of a stage's volume in the input size: the measured one
+        (:data:`STAGE_EXPONENTS`), never above its kind's work exponent (or ``cap``), so
+        a task's share of the work never shrinks when the data grows."""
+        work = WORK_EXPONENTS.get(stage["kind"], 1.0) if cap is None else cap
+        return min(self.exponents_.get(f"{stage['kind']}:{stage['size_class']}", 1.0), work)
 
     def _replayed(self, stage, kind, volume, run_s, row):
         """One stage on the asked slots: its waves, the data MiB and the profiled task
@@ -506,17 +540,26 @@ class StagePredictor(RuntimeModel):
         waves = math.ceil(whole / max(row["slots"], 1.0) - 1e-9)
         return {"stage_id": stage["stage_id"], "kind": kind, "group": RATE_GROUPS[kind],
                 "tasks": whole, "waves": waves, "slot_mib": waves * per_task * spill / 2 ** 20,
-                "slot_work": waves * run_s * spill / fractional, "run_s": run_s,
+                "slot_work": waves * spill / fractional, "run_s": run_s,
+                "profiled_tasks": float(stage.get("n_tasks") or 1),
+                "fixed_slot": run_s / max(min(row["slots"], float(stage.get("n_tasks") or 1)),
+                                          1.0),
                 "log_ratio": math.log(row["ratio"]), "work_kind": STAGE_KINDS.index(kind)}
 
     @staticmethod
     def _stage_seconds(table, params, rates, speed, exponents):
-        """Predicted seconds of every stage in ``table``: the profiled stage time's fixed
-        share, the per-task overhead per wave, and the data on one slot at the stage
-        kind's rate (``rates``: seconds per MiB per group) over the instance ``speed``."""
+        """Predicted seconds of every stage in ``table``: the per-task overhead per wave;
+        and over the row's ``speed``, the profiled work at ``work_rate`` (its fixed share
+        spread over the profiled tasks' slots, the rest less its tasks' overhead, grown by
+        the kind's work ``exponents`` and shared out over the waves) plus the data on one
+        slot at the rate group's seconds per MiB (``rates``)."""
         return (params["task_overhead_s"] * table["waves"]
-                + (params["work_rate"] * table["slot_work"]
-                   * np.exp(exponents[table["work_kind"]] * table["log_ratio"])
+                + (params["work_rate"] * (
+                    params["fixed_share"] * table["fixed_slot"]
+                    + (1.0 - params["fixed_share"]) * table["slot_work"]
+                    * np.maximum(table["run_s"] - params["task_overhead_s"]
+                                 * table["profiled_tasks"], MIN_DATA_SHARE * table["run_s"])
+                    * np.exp(exponents[table["work_kind"]] * table["log_ratio"]))
                    + rates[table["group"]] * table["slot_mib"]) / speed)
 
     def _row_seconds(self, table, params, rates, speeds, n_rows, exponents=None):
@@ -543,10 +586,11 @@ class StagePredictor(RuntimeModel):
         rows, matrix = self._rows(X)
         self._fit_fallback(X, matrix, log_y, censored)
         staged = np.array([r["stages"] is not None for r in rows])
-        types = X["instance_type"].astype(str).to_numpy()
-        self.instance_types_ = sorted(set(types[staged]))
-        self.params_ = {"work_rate": 0.5, "task_overhead_s": self.overhead_prior_s,
-                        "driver_s": 0.5, "driver_per_stage_s": 0.05}
+        types = np.array([instance_family(t) for t in X["instance_type"]], dtype=object)
+        self.instance_types_ = sorted(set(types[staged]))    # families: one speed per core
+        self.params_ = {"work_rate": 0.5, "fixed_share": 0.5,
+                        "task_overhead_s": self.overhead_prior_s, "driver_s": 0.5,
+                        "driver_per_stage_s": 0.05}
         self.rates_ = dict.fromkeys(RATE_GROUP_NAMES, 0.01)
         self.instance_speeds_, self.work_factors_ = {}, {}
         self.work_exponents_ = dict(zip(STAGE_KINDS, self._work_exponent_bounds()[1]))
@@ -597,15 +641,20 @@ class StagePredictor(RuntimeModel):
 
     def _work_exponent_bounds(self):
         """(lowest, start) work exponent per kind of :data:`STAGE_KINDS`: the lowest is
-        the kind's largest volume exponent."""
-        low = np.array([max(v for k, v in self.exponents_.items() if k.split(":")[0] == kind)
-                        for kind in STAGE_KINDS])
-        return low, np.maximum(low, WORK_EXPONENT_START)
+        the kind's largest volume exponent, the start :data:`WORK_EXPONENTS` (never
+        below the lowest)."""
+        start = np.array([WORK_EXPONENTS[kind] for kind in STAGE_KINDS])
+        low = np.minimum(start, [max(v for k, v in self.exponents_.items()
+                                     if k.split(":")[0] == kind) for kind in STAGE_KINDS])
+        low[STAGE_KINDS.index("join")] = start[STAGE_KINDS.index("join")]  # caps the others
+        return low, start
 
     def _fit_rates(self, X, rows, types, log_y, censored, staged):
-        """Least squares on log runtime of the profiled rows: per-byte rates per group,
-        per-task overhead, fixed share, driver times and each instance type's speed (a
-        log offset, shrunk to 0 by ``speed_regularization``)."""
+        """Least squares on log runtime of the profiled rows: the work rate and fixed
+        share, per-byte rates per group, per-task overhead (pulled to its prior), driver
+        times, the work exponents per kind (with ``learn_work_exponents``), each instance
+        family's speed and each workload's work factor (log offsets, shrunk to 0 by
+        ``speed_regularization`` and ``work_regularization``)."""
         from scipy.optimize import least_squares
 
         table = self._stage_table(rows)
@@ -620,17 +669,22 @@ class StagePredictor(RuntimeModel):
         keep = np.flatnonzero(staged)
         weight = np.concatenate([np.full(n_types, math.sqrt(self.speed_regularization)),
                                  np.full(n_jobs, math.sqrt(self.work_regularization))])
-        names = ("work_rate", "task_overhead_s", "driver_s", "driver_per_stage_s")
+        names = ("work_rate", "task_overhead_s", "driver_s", "driver_per_stage_s",
+                 "fixed_share")
         prior = math.log(self.overhead_prior_s)
 
-        n_kinds = len(STAGE_KINDS)
         lowest, first = self._work_exponent_bounds()
+        if not self.learn_work_exponents:
+            lowest, first = lowest[:0], first[:0]
+        n_kinds = len(first)
 
         def unpack(theta):
             params = dict(zip(names, np.exp(theta[:4])))
+            params["fixed_share"] = theta[4 + n_groups + n_types + n_jobs]
             offsets = theta[4 + n_groups:4 + n_groups + n_types + n_jobs]
+            exponents = theta[len(theta) - n_kinds:] if n_kinds else self._work_exponents()
             return (params, np.exp(theta[4:4 + n_groups]), offsets[:n_types],
-                    offsets[n_types:], theta[-n_kinds:])
+                    offsets[n_types:], exponents)
 
         def residuals(theta):
             params, rates, offsets, work, exponents = unpack(theta)
@@ -641,21 +695,23 @@ class StagePredictor(RuntimeModel):
             error = np.where(censored[keep], np.minimum(error, 0.0), error)
             return np.concatenate([error, weight * np.concatenate([offsets, work]),
                                    [OVERHEAD_PRIOR_WEIGHT * (theta[1] - prior)],
-                                   WORK_EXPONENT_WEIGHT * (exponents - first)])
+                                   WORK_EXPONENT_WEIGHT * (theta[len(theta) - n_kinds:]
+                                                           - first)])
 
         start = np.concatenate([np.log([0.5, self.overhead_prior_s, 0.5, 0.05]
                                        + [0.01] * n_groups + [1.0] * (n_types + n_jobs)),
-                                first])
+                                [0.5], first])
         low = np.concatenate([np.log([1e-3, 1e-4, 1e-3, 1e-4] + [1e-6] * n_groups
-                                     + [np.exp(-5.0)] * (n_types + n_jobs)), lowest])
+                                     + [np.exp(-5.0)] * (n_types + n_jobs)), [0.0], lowest])
         high = np.concatenate([np.log([10.0, 5.0, 300.0, 30.0] + [100.0] * n_groups
-                                      + [np.exp(5.0)] * (n_types + n_jobs)),
-                               np.maximum(lowest, 2.0) + 1e-9])
+                                      + [np.exp(5.0)] * (n_types + n_jobs)), [1.0],
+                               np.maximum(lowest, MAX_WORK_EXPONENT) + 1e-9])
         result = least_squares(residuals, np.clip(start, low, high - 1e-12),
                                bounds=(low, high), loss="soft_l1",
                                f_scale=0.3, max_nfev=self.max_iterations)
         params, rates, offsets, work, exponents = unpack(result.x)
-        self.work_exponents_ = dict(zip(STAGE_KINDS, (float(e) for e in exponents)))
+        if n_kinds:
+            self.work_exponents_ = dict(zip(STAGE_KINDS, (float(e) for e in exponents)))
         self.params_ = {k: float(v) for k, v in params.items()}
         self.rates_ = {g: float(r) for g, r in zip(RATE_GROUP_NAMES, rates)}
         self.instance_speeds_ = {t: float(math.exp(o))
@@ -727,10 +783,12 @@ class StagePredictor(RuntimeModel):
 
     # ------------------------------------------------------------ predict
     def _speeds(self, X):
-        """Per row, the relative speed of its instance type (1 for a type not seen in
-        training) over its workload's work factor (1 for a workload not seen)."""
+        """Per row, the relative speed of a slot of its instance family (``m5`` for
+        m5.xlarge and m5.2xlarge, ``local`` for local[1] and local[2]; 1 for a family not
+        seen in training) over its workload's work factor (1 for a workload not seen)."""
         factors = getattr(self, "work_factors_", {})
-        return np.array([self.instance_speeds_.get(t, 1.0) / factors.get((w, f), 1.0)
+        return np.array([self.instance_speeds_.get(instance_family(t), 1.0)
+                         / factors.get((w, f), 1.0)
                          for t, w, f in zip(X["instance_type"].astype(str),
                                             X["workload"].astype(str),
                                             X["framework"].astype(str))])

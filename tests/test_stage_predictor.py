@@ -60,13 +60,17 @@ def test_not_fitted_and_registered():
         model.explain(None)
 
 
-@pytest.mark.parametrize("with_jobs, observed", [(False, 1.166), (True, 0.363)])
+@pytest.mark.parametrize("with_jobs, observed", [(False, 6.063), (True, 2.792)])
 def test_scale_up_tpch_sf03_from_smaller_scales(corpus, with_jobs, observed):
     """Fit on the TPC-H runs at SF 0.01 + 0.1 (with or without the HiBench/MapReduce
     runs), predict every SF 0.3 run.  The shipped runs were measured under heavy load:
     their SF 0.1 runs are slower than their SF 0.3 runs (median 4.5 s against 2.8 s on
     local[2]), which a model that never predicts less for more data cannot follow.  The
-    bounds are the errors observed on them (bench/stage_check.py), not targets."""
+    bounds are the errors observed on them (bench/stage_check.py until issue 13's quiet
+    corpus replaced it with bench/evaluate.py --quiet-corpus), not targets.
+    Since the replay grows each stage's work with a learned exponent (issue 13, fitted
+    on the quiet corpus, where SF 1 is 2-3x SF 0.3), it follows the loaded SF 0.01 ->
+    SF 0.1 growth (x4.3) to SF 0.3: 116.6 % and 36.3 % before, 606 % and 279 % now."""
     frame, _ = corpus
     tpch = frame["workload"].str.startswith("tpch-")
     train = frame[(tpch & frame["datasize"].isin(["sf0.01", "sf0.1"])) | (~tpch & with_jobs)]
@@ -82,7 +86,10 @@ def test_scale_up_tpch_sf03_from_smaller_scales(corpus, with_jobs, observed):
     assert np.isfinite(predicted).all() and (predicted > 0).all()
     assert mdape == pytest.approx(observed, abs=0.05)
     inside = ((result["predicted_low_s"] <= truth) & (truth <= result["predicted_high_s"])).mean()
-    assert inside > 0.5
+    if with_jobs:
+        assert inside > 0.5
+    else:  # load-inflated SF 0.1 slower than SF 0.3: a model growing with size overshoots
+        assert (predicted > truth).mean() > 0.8 and inside < 0.5
     assert set(model.prediction_method(test)) == {"stages"}
 
 
@@ -291,17 +298,19 @@ def held_out_configuration_errors(frame, **params):
     return np.array(errors)
 
 
-def test_the_residual_corrector_helps_on_held_out_quiet_configurations(quiet_sf1):
-    """Observed: MdAPE 23.3 % for the replay alone, 17.1 % with the corrector (it is still
-    off by default: on the shipped, load-contaminated corpus it does not help, 52.8 %
-    against 52.4 % on held-out configurations)."""
+def test_the_residual_corrector_on_held_out_quiet_configurations(quiet_sf1):
+    """Observed: MdAPE 18.5 % for the replay alone, 19.9 % with the corrector (23.3 % and
+    17.1 % before the replay learned a work factor per workload, which takes over what
+    the corrector learned of each query; it stays off by default: on the quiet corpus it
+    does not help unseen queries, and on the load-contaminated one it did not help,
+    52.8 % against 52.4 % on held-out configurations)."""
     alone = float(np.median(held_out_configuration_errors(quiet_sf1)))
     corrected = float(np.median(held_out_configuration_errors(quiet_sf1,
                                                               residual_corrector="gbm")))
     print(f"quiet SF 1 held-out configurations: MdAPE {alone:.1%} alone, "
           f"{corrected:.1%} with the residual corrector")
-    assert alone == pytest.approx(0.233, abs=0.02)
-    assert corrected == pytest.approx(0.171, abs=0.02)
+    assert alone == pytest.approx(0.185, abs=0.02)
+    assert corrected == pytest.approx(0.199, abs=0.02)
     assert make_model("stage").residual_corrector is None
 
 
