@@ -110,9 +110,11 @@ def test_scaleup_never_trains_above_its_scale(quiet, quiet_and_shipped, monkeypa
     frame = quiet_and_shipped
     scale = scale_factors(frame)
     [(train, test)] = protocol_folds(frame, "scaleup")
-    assert set(scale[train]) == {0.01, 0.1} and set(scale[test]) == {0.3, 1.0}
+    assert set(scale[train]) == {0.01, 0.1} and set(scale[test]) == set(scale[scale > 0.1])
+    assert {0.3, 1.0} <= set(scale[test])
     assert len(train) + len(test) == len(frame)
-    assert set(breakdown_values(frame, "scaleup")[test]) == {"sf0.3", "sf1"}
+    tested = set(breakdown_values(frame, "scaleup")[test])
+    assert {"sf0.3", "sf1"} <= tested and not tested & {"sf0.01", "sf0.1"}
 
 
 def test_configs_and_workloads_at_sf1_score_large_runs_only(quiet_and_shipped, quiet):
@@ -168,7 +170,8 @@ def test_ernest_smoke_on_a_slice(quiet, tmp_path):
     assert by["configs-sf1"]["n"] == len(scored)
     for row in rows:
         assert 0 < row["mdape"] and row["width80"] >= 1.0 and 0 <= row["coverage80"] <= 1
-        assert 0 < row["noise_mdape"] < 0.5 and row["noise_runs"] == row["n"]  # all repeated
+        # repeats of the same configuration (a collection in progress leaves some single)
+        assert 0 < row["noise_mdape"] < 0.5 and 0.5 * row["n"] <= row["noise_runs"] <= row["n"]
     result = {"rows": rows, "cells": cells, "frames": {"quiet": frame}, "models": ["ernest"],
               "files": [(QUIET / "runs" / "tpch-sf1.csv.gz", 352, 352)],
               "timing": {"wall_s": 90.0, "computed": 2, "cached": 0}}
@@ -245,11 +248,13 @@ def test_scaleup_rows_per_test_size_and_targets(quiet_and_shipped, monkeypatch):
     rows = summary_rows(cells, {"quiet": frame})
     by = {(r["protocol"], r["model"]): r for r in rows}
     for name in ("stage", "ernest"):
-        parts = [by[(f"scaleup:{size}", name)]["n"] for size in ("sf0.3", "sf1")]
-        assert sum(parts) == by[("scaleup", name)]["n"] and min(parts) > 0
-    assert [r["protocol"] for r in rows if r["model"] == "stage"] == \
-        ["scaleup", "scaleup:sf0.3", "scaleup:sf1"]  # by scale factor, not by name
+        parts = {p: r["n"] for (p, m), r in by.items() if m == name and p.startswith("scaleup:")}
+        assert {"scaleup:sf0.3", "scaleup:sf1"} <= set(parts)
+        assert sum(parts.values()) == by[("scaleup", name)]["n"] and min(parts.values()) > 0
+    order = [r["protocol"] for r in rows if r["model"] == "stage"]
+    assert order == ["scaleup"] + sorted(order[1:], key=lambda p: float(p.split(":sf")[1]))
+    assert order[1:3] == ["scaleup:sf0.3", "scaleup:sf1"]  # by scale factor, not by name
     lines = quiet_targets_section(rows, "stage")
     scaled = [t for t in lines if "scale-up" in t and "stage MdAPE" in t]
-    assert len(scaled) == 2 and all("vs ernest" in t for t in scaled)
+    assert len(scaled) == len(order) - 1 and all("vs ernest" in t for t in scaled)
     assert "predict SF 0.3" in scaled[0] and "predict SF 1" in scaled[1]
