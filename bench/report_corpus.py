@@ -4,14 +4,14 @@
 
 For each workload and size: runs, failures, the fastest and slowest measured
 runtime (median of repeats per configuration), max/min, Spark's defaults
-(``jobgauge.knobs.default_config``) over the best configuration, and the noise
-of repeated configurations as the mean coefficient of variation.  Writes
+(``jobgauge.knobs.default_config``) over the best configuration, and the repeat noise
+of repeated configurations (``jobgauge.runtable.repeat_noise``, the one definition the
+evaluation and ``jobgauge collect`` use too).  Writes
 ``corpus.md`` and ``corpus.png``.
 
 With quiet tables (``--quiet``, default: the tables of ``data/runs`` measured under the
 collector's load guard, the re-collection of issue 13) it adds, per plan, the runs, failures, quiet
-starts and the load at start; the repeat noise per scale (median over runs of the
-deviation from their configuration's median, the figure ``jobgauge collect`` prints);
+starts and the load at start; the repeat noise per scale;
 and the shipped-versus-quiet comparison: every (workload, size, configuration) measured
 in both, shipped median over quiet median.
 """
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from jobgauge.knobs import is_default_config  # noqa: E402
-from jobgauge.runtable import read_run_tables  # noqa: E402
+from jobgauge.runtable import read_run_tables, repeat_noise  # noqa: E402
 
 
 def summarize(frame):
@@ -47,8 +47,8 @@ def summarize(frame):
         configs = groups[key]
         medians = {b: statistics.median(v for v, _ in runs) for b, runs in configs.items()}
         defaults = [medians[b] for b, runs in configs.items() if is_default_config(runs[0][1])]
-        covs = [statistics.stdev(v for v, _ in runs) / statistics.mean(v for v, _ in runs)
-                for runs in configs.values() if len(runs) >= 2]
+        repeated = [[v for v, _ in runs] for runs in configs.values() if len(runs) >= 2]
+        noise = repeat_noise(repeated)
         best, worst = min(medians.values()), max(medians.values())
         table.append({
             "workload": key[0], "datasize": key[1], "framework": key[2],
@@ -57,7 +57,7 @@ def summarize(frame):
             "best_s": best, "worst_s": worst, "spread": worst / best,
             "default_s": defaults[0] if defaults else None,
             "default_over_best": defaults[0] / best if defaults else None,
-            "cov": statistics.mean(covs) if covs else None, "repeated": len(covs),
+            "noise": noise["mdape"] if noise else None, "repeated": len(repeated),
         })
     return table
 
@@ -116,29 +116,26 @@ def warmup_drift(runs_files, profile_dir: Path) -> list[dict]:
 
 def quiet_summary(frame) -> dict:
     """Per plan and per scale: runs, failures, quiet starts, load at start and repeat noise
-    (median relative deviation of a finished run from its configuration's median)."""
+    (``jobgauge.runtable.repeat_noise``: a finished run against the median of its
+    configuration's other runs)."""
     import numpy as np
 
     frame = frame.copy()
     frame["plan"] = frame["run_id"].str.split(":").str[0]
     frame["config_key"] = frame["run_id"].str.rsplit(":r", n=1).str[0]
-    done = frame[frame["completed"]].copy()
-    median = done.groupby("config_key")["runtime_s"].transform("median")
-    count = done.groupby("config_key")["runtime_s"].transform("count")
-    done["deviation"] = (done["runtime_s"] - median).abs() / median
-    repeated = done[count >= 2]
 
     def rows(key):
         out = []
         for value, part in frame.groupby(key, sort=False):
-            noise = repeated[repeated[key] == value]["deviation"]
+            done = part[part["completed"]]
+            noise = repeat_noise(g["runtime_s"] for _, g in done.groupby("config_key"))
             quiet = part["quiet_start"].dropna() if "quiet_start" in part else []
             load = part["load_at_start"].dropna() if "load_at_start" in part else []
             out.append({key: value, "runs": len(part), "failed": int((~part["completed"]).sum()),
                         "quiet_share": float(np.mean(quiet.astype(bool))) if len(quiet) else None,
                         "load_median": float(np.median(load)) if len(load) else None,
-                        "noise": float(noise.median()) if len(noise) else None,
-                        "noise_p90": float(noise.quantile(0.9)) if len(noise) else None,
+                        "noise": noise["mdape"] if noise else None,
+                        "noise_p90": noise["p90"] if noise else None,
                         "sum_default_s": _default_sum(part)})
         return out
 
@@ -173,8 +170,9 @@ def quiet_lines(summary, both, sources) -> list[str]:
              "Sources: " + ", ".join(f"`{s}`" for s in sources), "",
              "Measured with nothing else running: each run waits until the 1-minute load of "
              "other processes is low, every application is warmed up with 3 runs, every "
-             "configuration is measured twice. *noise* is the median relative deviation of a "
-             "run from its configuration's median (p90 beside it); *sum of defaults* adds the "
+             "configuration is measured twice. *noise* is the repeat noise: the median over "
+             "runs of a run's deviation from the median of its configuration's other runs, "
+             "relative to the run (p90 beside it); *sum of defaults* adds the "
              "22 queries' medians with Spark's defaults on local[2].", "",
              "| plan | runs | failed | quiet starts | median load at start | noise (p90) "
              "| sum of defaults s |", "|---|---|---|---|---|---|---|"]
@@ -249,16 +247,17 @@ def write_report(table, out_dir: Path, sources: list[str], drift=(), extra=()) -
              "Sources: " + ", ".join(f"`{s}`" for s in sources), "",
              f"{sum(r['runs'] for r in table)} runs, {len(table)} workload x size groups.", "",
              "Runtime per configuration is the median of its repeats. *default/best* is Spark's "
-             "defaults (local[2] and nothing else set; for MapReduce Hadoop's defaults) over the fastest configuration; *CoV* is the "
-             "mean coefficient of variation over configurations measured 2 or more times.", "",
+             "defaults (local[2] and nothing else set; for MapReduce Hadoop's defaults) over the fastest configuration; *noise* is the "
+             "repeat noise over configurations measured 2 or more times (a run against the "
+             "median of its configuration's other runs, median over runs).", "",
              "![spread](corpus.png)", "",
-             "| framework | workload | size | runs | configs | failed | best s | worst s | max/min | default s | default/best | CoV | repeated configs |",
+             "| framework | workload | size | runs | configs | failed | best s | worst s | max/min | default s | default/best | noise | repeated configs |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         lines.append(f"| {r['framework']} | {r['workload']} | {r['datasize']} | {r['runs']} | {r['configs']} | "
                      f"{r['failed']} | {fmt(r['best_s'])} | {fmt(r['worst_s'])} | "
                      f"{fmt(r['spread'], '{:.1f}x')} | {fmt(r['default_s'])} | "
-                     f"{fmt(r['default_over_best'], '{:.2f}')} | {fmt(r['cov'], '{:.1%}')} | "
+                     f"{fmt(r['default_over_best'], '{:.2f}')} | {fmt(r['noise'], '{:.1%}')} | "
                      f"{r['repeated']} |")
     if drift:
         lines += ["", "## Warm-up drift inside an application", "",
@@ -310,14 +309,7 @@ def main(argv=None) -> int:
                    for f in sorted(glob.glob(pattern)) if str(Path(f)) in guarded]
     extra = []
     if quiet_files:
-        import pandas as pd
-
         quiet = read_run_tables(quiet_files)
-        guard = pd.concat([pd.read_csv(f) for f in quiet_files])  # the guard's own columns
-        guard = guard.drop_duplicates("run_id").set_index("run_id")
-        for column in ("quiet_start", "load_at_start"):
-            if column in guard:
-                quiet[column] = quiet["run_id"].map(guard[column])
         extra = quiet_lines(quiet_summary(quiet),
                             shipped_versus_quiet(read_run_tables(files), quiet),
                             [_relative(f) for f in quiet_files])

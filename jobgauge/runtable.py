@@ -134,6 +134,38 @@ def _guard_value(text, *, path, line, column):
                      expected="true or false", snippet=value)
 
 
+def repeat_noise(groups: Iterable) -> dict | None:
+    """The repeat noise of measured runs, the one definition every report uses: for each
+    group of repeats of exactly the same configuration (finished runtimes), each run's
+    deviation from the median of the group's other runs, relative to the run; their median
+    (``mdape``) and 90th percentile (``p90``) over all groups.  None without repeats."""
+    import numpy as np
+
+    errors = []
+    for values in groups:
+        values = np.asarray(values, dtype=float)
+        for i in range(len(values) if len(values) >= 2 else 0):
+            if values[i] > 0:
+                errors.append(abs(np.median(np.delete(values, i)) - values[i]) / values[i])
+    if not errors:
+        return None
+    return {"runs": len(errors), "mdape": float(np.median(errors)),
+            "p90": float(np.quantile(errors, 0.9))}
+
+
+def table_columns(path) -> list[str]:
+    """The column names in a run table's header (an empty list for an empty file)."""
+    with _open_text(Path(path)) as handle:
+        first = handle.readline().strip()
+    return next(csv.reader([first]), []) if first else []
+
+
+def is_quiet_table(path) -> bool:
+    """Whether a run table was measured under ``jobgauge collect``'s load guard (its
+    header has ``quiet_start``)."""
+    return "quiet_start" in table_columns(path)
+
+
 def iter_run_table(path, *, runtime_optional=False):
     """Yield validated rows of one run table; raise ParseError on the first bad cell.
 
@@ -197,13 +229,16 @@ def read_run_table(path, *, runtime_optional=False) -> list[dict]:
 
 
 def read_run_tables(paths: Iterable, *, runtime_optional=False):
-    """Read several run tables into one pandas DataFrame (columns of COLUMNS plus ``config``)."""
+    """Read several run tables into one pandas DataFrame: the columns of COLUMNS plus
+    ``config``, and the load guard's columns (GUARD_COLUMNS) that some table has."""
     import pandas as pd
 
     rows = []
     for path in paths:
         rows.extend(read_run_table(path, runtime_optional=runtime_optional))
-    frame = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "config_json"] + ["config"])
+    guard = [c for c in GUARD_COLUMNS if any(c in row for row in rows)]
+    frame = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "config_json"] + ["config"]
+                         + guard)
     frame["config_json"] = [json.dumps(c, sort_keys=True) for c in frame["config"]]
     return frame
 

@@ -572,22 +572,13 @@ def noise_floor(frame) -> dict | None:
 
     No model can expect to beat this on held-out configurations; None without repeats.
     """
+    from jobgauge.runtable import repeat_noise
+
     keys = _keys(frame, ["workload", "framework", "datasize", "instance_type", "instance_count",
                          "config_json"])
     done = frame["completed"].to_numpy(dtype=bool)
     runtime = frame["runtime_s"].to_numpy(dtype=float)
-    errors = []
-    for key in np.unique(keys[done]):
-        values = runtime[done & (keys == key)]
-        if len(values) < 2:
-            continue
-        for i in range(len(values)):
-            others = np.delete(values, i)
-            errors.append(abs(np.median(others) - values[i]) / values[i])
-    if not errors:
-        return None
-    return {"runs": len(errors), "mdape": float(np.median(errors)),
-            "p90": float(np.quantile(errors, 0.9))}
+    return repeat_noise(runtime[done & (keys == key)] for key in np.unique(keys[done]))
 
 
 # ------------------------------------------------------------- driver
@@ -696,15 +687,11 @@ def quiet_run_tables(quiet_dir=None) -> list[Path]:
     (default: the shipped ``data/runs``) measured under the collector's load guard (their
     header has ``quiet_start``, issue 13); the older tables measured beside other work
     (HiBench, MapReduce) are not part of it."""
-    import gzip
+    from jobgauge.runtable import is_quiet_table
 
     folder = Path(quiet_dir) if quiet_dir else _repo_quiet_dir()
-    out = []
-    for path in sorted((folder / "runs").glob("*.csv.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            if "quiet_start" in handle.readline().strip().split(","):
-                out.append(path)
-    return out
+    return [path for path in sorted((folder / "runs").glob("*.csv.gz"))
+            if is_quiet_table(path)]
 
 
 def _repo_quiet_dir() -> Path:

@@ -241,6 +241,41 @@ def test_process_group_cpu_counts_this_process():
     assert process_group_cpu_s(os.getpgrp()) - before >= 0.25
 
 
+def test_process_cpu_counts_a_cluster_daemon_and_its_children_outside_the_group(tmp_path):
+    """A standalone cluster's executors run under its worker daemons, in another process
+    group: their CPU is the application's own load when the daemons are named as roots."""
+    from jobgauge.profiler.runners.driver import process_group_cpu_s
+
+    executor = tmp_path / "executor.py"
+    executor.write_text("import time\nend = time.process_time() + 0.4\n"
+                        "while time.process_time() < end:\n    pass\ntime.sleep(30)\n")
+    worker = tmp_path / "worker.py"
+    worker.write_text(f"import subprocess, sys, time\n"
+                      f"subprocess.Popen([sys.executable, {str(executor)!r}])\ntime.sleep(30)\n")
+    daemon = subprocess.Popen([sys.executable, str(worker)], start_new_session=True)
+    try:
+        time.sleep(2.0)                      # the executor has burnt its 0.4 s by now
+        alone = process_group_cpu_s(os.getpgrp())
+        with_daemon = process_group_cpu_s(os.getpgrp(), roots=[daemon.pid])
+        assert with_daemon - alone >= 0.35
+    finally:
+        os.killpg(daemon.pid, signal.SIGKILL)
+        daemon.wait()
+
+
+def test_cluster_guard_names_the_cluster_daemons(tmp_path):
+    from jobgauge.profiler.runners.collect import load_guard_for
+
+    class _Cluster:
+        def daemon_pids(self):
+            return [101, 102]
+
+    plan = load_plan(_plan(tmp_path))
+    guard = load_guard_for(plan, 2, "spark://127.0.0.1:7077", _Cluster())
+    assert guard["cluster_pids"] == [101, 102]
+    assert "cluster_pids" not in load_guard_for(plan, 2, "local[2]")
+
+
 @pytest.mark.spark
 def test_guarded_runs_record_load_and_cpu_time_and_remeasure_once(tmp_path, tpch_data_root):
     from jobgauge.profiler.runners.runner import run_batch

@@ -70,8 +70,8 @@ def test_the_measured_range_is_the_jobs_own_when_its_runs_varied_the_setting(cor
     own = _region(corpus, _job("tpch-q1", "sf0.1"), space)
     unseen = _region(corpus, _job("nightly-etl", "sf1"), space)
     partitions = "spark.sql.shuffle.partitions"
-    q1 = corpus[corpus["workload"] == "tpch-q1"]
-    assert own.ranges[partitions].source == f"the {len(q1)} runs of tpch-q1"
+    q1 = corpus[(corpus["workload"] == "tpch-q1") & (corpus["datasize"] == "sf0.1")]
+    assert own.ranges[partitions].source == f"the {len(q1)} runs of tpch-q1 at sf0.1"
     assert unseen.ranges[partitions].source.endswith("runs the model learns from")
     measured = {int(c.get(partitions, 200)) for c in q1["config"]}
     everywhere = {int(c.get(partitions, 200)) for c, f in zip(corpus["config"],
@@ -84,6 +84,30 @@ def test_the_measured_range_is_the_jobs_own_when_its_runs_varied_the_setting(cor
     assert unseen.outside(partitions, max(everywhere)) is None
     assert "outside 2 to" in own.outside(partitions, 1) and "runs of tpch-q1" in \
         own.outside(partitions, 1)
+
+
+def test_only_runs_at_the_jobs_size_are_evidence_where_it_was_measured(corpus):
+    """A value measured only at other sizes is no evidence at this one (a tree model
+    carries it across sizes); a size never measured falls back to every size."""
+    space = spark_sql_space()
+    job = _job("tpch-q3", "sf0.1")
+    region = _region(corpus, job, space)
+    alone = _region(corpus[corpus["datasize"] == "sf0.1"].reset_index(drop=True), job, space)
+    every = TrustRegion.from_runs(corpus, job.workload, space.names,
+                                  defaults=space.defaults(), framework=job.framework)
+    assert {n: r.seen for n, r in region.ranges.items()} == \
+        {n: r.seen for n, r in alone.ranges.items()}
+    assert region.noise == alone.noise
+    wider = [n for n in region.ranges if region.ranges[n].seen != every.ranges[n].seen]
+    assert wider, "some setting was measured at other sizes only"
+    for name in wider:
+        extra = every.ranges[name].seen - region.ranges[name].seen
+        assert any(region.outside(name, value) for value in extra), name
+    assert all(r.source.endswith("at sf0.1") or " at sf0.1 " in r.source
+               for r in region.ranges.values())
+    unmeasured = _region(corpus, _job("tpch-q3", "sf1"), space)   # no run at SF 1
+    assert {n: r.seen for n, r in unmeasured.ranges.items()} == \
+        {n: r.seen for n, r in every.ranges.items()}
 
 
 def test_a_measured_range_holds_numbers_between_and_switches_as_seen():

@@ -94,3 +94,32 @@ def test_empty_runtime_allowed_only_when_asked(tmp_path):
         read_run_table(path)
     frame = read_run_tables([path], runtime_optional=True)
     assert frame["runtime_s"].isna().all() and len(frame) == 1
+
+
+def test_the_guard_columns_of_quiet_tables_survive_the_reader():
+    """The shipped quiet tables keep the load guard's columns through read_run_tables (the
+    corpus report reads them from it); a table without them gets none."""
+    from jobgauge.data import runs_dir
+    from jobgauge.runtable import GUARD_COLUMNS, is_quiet_table, table_columns
+
+    quiet = sorted(p for p in runs_dir().glob("tpch-sf*.csv.gz")
+                   if is_quiet_table(p))
+    assert quiet, "the shipped corpus has quiet TPC-H tables"
+    frame = read_run_tables(quiet[:1])
+    assert {"quiet_start", "load_at_start", "cpu_time_s"} <= set(frame.columns)
+    assert frame["quiet_start"].isin([True, False]).all()
+    assert (frame["load_at_start"] >= 0).all()
+    old = sorted(runs_dir().glob("hibench*.csv.gz"))
+    assert old and not is_quiet_table(old[0])
+    assert "quiet_start" not in table_columns(old[0])
+    assert not set(GUARD_COLUMNS) & set(read_run_tables(old[:1]).columns)
+
+
+def test_repeat_noise_is_each_run_against_the_median_of_its_repeats():
+    from jobgauge.runtable import repeat_noise
+
+    noise = repeat_noise([[10.0, 11.0], [4.0, 4.0, 5.0], [7.0]])
+    # 10 vs 11: 10 %; 11 vs 10: 9.1 %; 4 vs median(4, 5): 12.5 % (twice); 5 vs 4: 20 %
+    assert noise["runs"] == 5
+    assert noise["mdape"] == pytest.approx(0.125)
+    assert repeat_noise([[3.0], []]) is None

@@ -60,37 +60,36 @@ def test_not_fitted_and_registered():
         model.explain(None)
 
 
-@pytest.mark.parametrize("with_jobs, observed", [(False, 6.063), (True, 2.792)])
-def test_scale_up_tpch_sf03_from_smaller_scales(corpus, with_jobs, observed):
-    """Fit on the TPC-H runs at SF 0.01 + 0.1 (with or without the HiBench/MapReduce
-    runs), predict every SF 0.3 run.  The shipped runs were measured under heavy load:
-    their SF 0.1 runs are slower than their SF 0.3 runs (median 4.5 s against 2.8 s on
-    local[2]), which a model that never predicts less for more data cannot follow.  The
-    bounds are the errors observed on them (bench/stage_check.py until issue 13's quiet
-    corpus replaced it with bench/evaluate.py --quiet-corpus), not targets.
-    Since the replay grows each stage's work with a learned exponent (issue 13, fitted
-    on the quiet corpus, where SF 1 is 2-3x SF 0.3), it follows the loaded SF 0.01 ->
-    SF 0.1 growth (x4.3) to SF 0.3: 116.6 % and 36.3 % before, 606 % and 279 % now."""
-    frame, _ = corpus
-    tpch = frame["workload"].str.startswith("tpch-")
-    train = frame[(tpch & frame["datasize"].isin(["sf0.01", "sf0.1"])) | (~tpch & with_jobs)]
-    test = frame[tpch & (frame["datasize"] == "sf0.3") & frame["completed"]]
+def test_scale_up_to_sf3_from_the_quiet_runs_at_sf1_and_below():
+    """Protocol (e) of issue 13 on the quiet TPC-H runs: fit on every run at SF <= 1
+    (profiles at SF 0.1), predict every SF 3 run.  Observed at 220 SF 3 runs: MdAPE
+    24.3 %, median log bias -0.05 (before the per-workload fixed share and the 1.1 cap
+    on work exponents: 29.4 % and +0.15).  The bounds leave room for the SF 3 runs
+    still being collected; they are not the target (15 %, bench/evaluate.py)."""
+    from jobgauge.models.evaluation import attach_reference_profiles
+    from jobgauge.runtable import read_profile_records, read_run_tables
+
+    names = ("quiet-tpch-sf0.1", "quiet-tpch-sf0.3", "tpch-sf1", "tpch-sf3")
+    runs = [REPO / "data" / "runs" / f"{n}.csv.gz" for n in names]
+    profiles = [REPO / "data" / "profiles" / f"{n}.jsonl.gz" for n in names]
+    frame = attach_reference_profiles(read_run_tables(runs), read_profile_records(profiles))
+    small = frame["datasize"].isin(["sf0.1", "sf0.3", "sf1"]).to_numpy()
+    train = frame[small].reset_index(drop=True)
+    test = frame[(frame["datasize"] == "sf3") & frame["completed"]].reset_index(drop=True)
+    test = test.drop(columns=["dag", "profile", "profile_reference"])   # as a user asks
     model = make_model("stage").fit(train)
-    assert model.n_profiled_rows_ == len(train)
-    result = predict_frame(model, test)
-    predicted = result["predicted_runtime_s"].to_numpy()
+    predicted = predict_frame(model, test)["predicted_runtime_s"].to_numpy()
     truth = test["runtime_s"].to_numpy()
     mdape = float(np.median(np.abs(predicted - truth) / truth))
-    print(f"stage predictor, TPC-H SF 0.3 from SF <= 0.1 (with jobs: {with_jobs}): "
-          f"MdAPE {mdape:.1%}")
-    assert np.isfinite(predicted).all() and (predicted > 0).all()
-    assert mdape == pytest.approx(observed, abs=0.05)
-    inside = ((result["predicted_low_s"] <= truth) & (truth <= result["predicted_high_s"])).mean()
-    if with_jobs:
-        assert inside > 0.5
-    else:  # load-inflated SF 0.1 slower than SF 0.3: a model growing with size overshoots
-        assert (predicted > truth).mean() > 0.8 and inside < 0.5
-    assert set(model.prediction_method(test)) == {"stages"}
+    bias = float(np.median(np.log(predicted / truth)))
+    print(f"stage predictor, quiet TPC-H SF 3 from SF <= 1: MdAPE {mdape:.1%}, "
+          f"median log bias {bias:+.2f} ({len(test)} runs)")
+    assert len(test) >= 200 and np.isfinite(predicted).all() and (predicted > 0).all()
+    assert mdape <= 0.30 and abs(bias) <= 0.15
+    assert all(m.startswith("stages: no profile given; replay of the reference profile")
+               for m in model.prediction_method(test))
+    assert set(model.fixed_shares_) >= {(w, "spark") for w in set(test["workload"])}
+    assert 0.0 <= min(model.fixed_shares_.values()) <= max(model.fixed_shares_.values()) <= 1.0
 
 
 def test_monotone_in_data_size_for_every_workload(corpus, fitted):

@@ -14,7 +14,9 @@ it from the runs a store's model learns from):
 - the value must lie inside the range measured for that setting
   (:class:`TrustRegion`): in the job's own runs when they measured the setting
   at two values or more, else in the runs of the corpus (the model's prior);
-  a value outside is put back to its default;
+  only runs at the job's data size count where some were measured at it (a value
+  measured only at SF 0.3 is no evidence at SF 1); a value outside is put back to
+  its default;
 - the predicted gain over the defaults must exceed the model's uncertainty: the
   defaults' predicted runtime minus the candidate's must be more than the
   repeat noise of the job's size (:attr:`TrustRegion.noise`, at least
@@ -47,9 +49,9 @@ KEPT_DEFAULTS = "keeping Spark's defaults: no measured evidence that a change he
 CLUSTER_CHOICES = ("instance_type", "instance_count")
 #: The predicted speed-up a change must bring to be recommended, at the least.
 MIN_GAIN = 0.01
-#: The smallest repeat noise a recommendation assumes: quiet TPC-H runs at SF 1 on this
-#: machine, each after 3 warm-ups, deviate 5.4 % from their configuration's median
-#: (data/README.md, "Quiet re-collection").
+#: The smallest repeat noise a recommendation assumes (the repeat noise of its evidence,
+#: ``jobgauge.runtable.repeat_noise``, where that is larger; quiet TPC-H runs on this
+#: machine: data/README.md, "Quiet re-collection").
 NOISE_FLOOR = 0.05
 #: The repeated runs a repeat-noise figure needs (fewer: the next wider set of runs).
 MIN_NOISE_RUNS = 10
@@ -164,7 +166,8 @@ class TrustRegion:
         own among them.  For each setting of ``names``: the values the job's own runs
         measured when they measured two or more, else those of every run of
         ``framework`` in ``frame`` (the corpus); a run without the setting ran at its
-        default (``defaults``).  ``noise``: the repeat noise
+        default (``defaults``).  Where some runs of ``frame`` are at ``datasize``, only
+        they count.  ``noise``: the repeat noise
         (``models.evaluation.noise_floor``) of the job's own runs at ``datasize``,
         else of the frame's runs at that size, else of all its runs (the first with
         :data:`MIN_NOISE_RUNS` repeated runs); at least :data:`NOISE_FLOOR`."""
@@ -175,6 +178,13 @@ class TrustRegion:
         frame = frame.reset_index(drop=True)
         configs = row_configs(frame)
         own = [str(w) == str(workload) for w in frame["workload"]] if len(frame) else []
+        sized = [str(d) == str(datasize) for d in frame["datasize"]] \
+            if datasize and "datasize" in frame.columns else []
+        at, noise_frame, noise_own = "", frame, own
+        if any(sized):          # a value measured only at other sizes is no evidence here
+            configs = [c for c, here in zip(configs, sized) if here]
+            own = [o for o, here in zip(own, sized) if here]
+            at = f" at {datasize}"
         mine = [c for c, is_own in zip(configs, own) if is_own]
         ranges = {}
         for name in names:
@@ -183,11 +193,12 @@ class TrustRegion:
             measured = _values(name, mine, defaults.get(name))
             if len(measured) >= 2:
                 ranges[name] = MeasuredRange(name, measured, f"the {len(mine)} runs of "
-                                                             f"{workload}")
+                                                             f"{workload}{at}")
             elif configs:
                 ranges[name] = MeasuredRange(name, _values(name, configs, defaults.get(name)),
-                                             f"the {len(configs)} runs the model learns from")
-        return cls(ranges, _repeat_noise(frame, own, datasize))
+                                             f"the {len(configs)} runs{at} the model "
+                                             f"learns from")
+        return cls(ranges, _repeat_noise(noise_frame, noise_own, datasize))
 
     def outside(self, name: str, value) -> str | None:
         """Why ``value`` of setting ``name`` is outside the region (None: inside)."""

@@ -177,6 +177,10 @@ class StandaloneCluster:
         raise RunError(f"standalone cluster did not come up in {self.start_timeout_s:.0f} s "
                        f"({alive}/{self.workers} workers alive)\n{logs}")
 
+    def daemon_pids(self) -> list[int]:
+        """The running master's and workers' pids (their executors are their children)."""
+        return _daemon_pids(self.state_dir) if self.state_dir is not None else []
+
     def stop(self) -> None:
         if self.state_dir is None:
             return

@@ -73,7 +73,6 @@ import json
 import math
 import os
 import random
-import statistics
 import sys
 import tomllib
 from collections import defaultdict
@@ -136,15 +135,19 @@ def _guard_settings(plan: dict, path) -> None:
         plan[key] = float(value)
 
 
-def load_guard_for(plan: dict, slots: int, master: str = "local") -> dict:
+def load_guard_for(plan: dict, slots: int, master: str = "local", cluster=None) -> dict:
     """A plan's ``run_batch(load_guard=...)`` settings, for an application of ``slots`` cores.
 
-    On a cluster the executors run outside the driver's process group, so their CPU time
-    is not measured and runs are not measured again by the CPU-time rule.
+    On a cluster the executors run outside the driver's process group: the load the
+    cluster's daemons and executors add counts as the application's own
+    (``cluster_pids``), and runs are not measured again by the CPU-time rule.
     """
     local = master.startswith("local")
-    return {"threshold": plan["load_threshold"], "max_wait_s": plan["load_wait_s"],
-            "remeasure_ratio": plan["remeasure_ratio"] if local else None, "slots": slots}
+    guard = {"threshold": plan["load_threshold"], "max_wait_s": plan["load_wait_s"],
+             "remeasure_ratio": plan["remeasure_ratio"] if local else None, "slots": slots}
+    if cluster is not None:
+        guard["cluster_pids"] = cluster.daemon_pids()
+    return guard
 
 
 # What the load guard adds to a run (see driver.LoadGuard), kept in the journal and run table.
@@ -524,7 +527,7 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                     on_start=app_info.update, on_record=on_record,
                     load_guard=load_guard_for(plan, int(resources_["executor_instances"]
                                                         * resources_["executor_cores"]),
-                                              master))
+                                              master, cluster))
             if outcome["returncode"] == 0 and not outcome["killed"]:
                 break
             ended = {r["key"] for r in outcome["records"]}
@@ -725,17 +728,18 @@ def export(journal: Journal, out_path) -> int:
 
 
 def noise_report(journal: Journal) -> dict:
-    """Coefficient of variation of repeated configurations, per workload."""
+    """The repeat noise (``jobgauge.runtable.repeat_noise``, its MdAPE) of the repeated
+    configurations, per workload."""
+    from jobgauge.runtable import repeat_noise
+
     groups = defaultdict(list)
     for entry in journal.entries.values():
         run = entry["run"]
         if run["status"] != "succeeded":
             continue
-        base = run["run_id"].rsplit(":r", 1)[0]
-        groups[base].append(run["runtime_s"])
+        groups[run["run_id"].rsplit(":r", 1)[0]].append(run["runtime_s"])
     per_workload = defaultdict(list)
     for base, values in groups.items():
-        if len(values) >= 2 and statistics.mean(values) > 0:
-            workload = base.split(":")[1]
-            per_workload[workload].append(statistics.stdev(values) / statistics.mean(values))
-    return {w: round(statistics.mean(v), 4) for w, v in sorted(per_workload.items())}
+        per_workload[base.split(":")[1]].append(values)
+    out = {w: repeat_noise(g) for w, g in sorted(per_workload.items())}
+    return {w: round(n["mdape"], 4) for w, n in out.items() if n}

@@ -118,12 +118,14 @@ def read_load_1min() -> float:
     return os.getloadavg()[0]
 
 
-def process_group_cpu_s(group: int | None = None) -> float:
+def process_group_cpu_s(group: int | None = None, roots=()) -> float:
     """CPU seconds (user + system) used so far by the live processes of a process group
-    (default: this one, i.e. the driver and the JVM it started), read from /proc."""
+    (default: this one, i.e. the driver and the JVM it started), and by the processes
+    ``roots`` and their descendants (a standalone cluster's daemons and the executors
+    they start), read from /proc."""
     group = os.getpgrp() if group is None else group
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+    cpu, parent, own = {}, {}, set()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -132,9 +134,18 @@ def process_group_cpu_s(group: int | None = None) -> float:
                 fields = handle.read().rpartition(b")")[2].split()
         except OSError:
             continue                         # ended while we looked
-        if int(fields[2]) == group:          # fields after the name: state, ppid, pgrp, ...
-            total += int(fields[11]) + int(fields[12])   # utime, stime
-    return total / ticks
+        pid = int(entry.name)                # fields after the name: state, ppid, pgrp, ...
+        cpu[pid], parent[pid] = int(fields[11]) + int(fields[12]), int(fields[1])
+        if int(fields[2]) == group:
+            own.add(pid)
+    roots = {int(r) for r in roots}
+    for pid in cpu:
+        ancestor, seen = pid, 0
+        while ancestor in cpu and ancestor not in roots and seen < 64:
+            ancestor, seen = parent[ancestor], seen + 1
+        if ancestor in roots:
+            own.add(pid)
+    return sum(cpu[pid] for pid in own) / ticks
 
 
 class LoadGuard:
@@ -230,7 +241,10 @@ class _Application:
 
         self.spec = spec
         # Made before the JVM starts, so its start-up CPU counts as this application's load.
-        settings = spec.get("load_guard")
+        settings = dict(spec.get("load_guard") or {})
+        roots = settings.pop("cluster_pids", ())   # a standalone cluster's own daemons
+        if roots:
+            settings["read_own_cpu"] = lambda: process_group_cpu_s(roots=roots)
         self.guard = LoadGuard(**settings) if settings else None
         self.results = open(spec["results_path"], "a", encoding="utf-8")
         builder = (SparkSession.builder.master(spec["master"])
