@@ -12,9 +12,10 @@ another data size, with other settings and on other slots:
    exponent).  A learned ``fixed_share`` of the profiled task time does not grow (the
    per-stage setup that dominates small profiles); each workload learns its own share
    from its runs at several sizes, shrunk to the shared one.
-2. **Derive task counts** from the settings: scans split by
-   ``spark.sql.files.maxPartitionBytes`` (at least one split per slot while a split
-   stays above the 4 MiB open cost, as Spark does); shuffle stages get
+2. **Derive task counts** from the settings: scans split the bytes of the files they
+   read (the stage's share of the profile's counted input times the asked input
+   bytes) by ``spark.sql.files.maxPartitionBytes`` (at least one split per slot while
+   a split stays above the 4 MiB open cost, as Spark does); shuffle stages get
    ``spark.sql.shuffle.partitions`` tasks, coalesced by AQE to
    ``spark.sql.adaptive.advisoryPartitionSizeInBytes`` (but no fewer than one per slot
    while a partition stays above 1 MiB); a broadcast side that outgrows
@@ -26,14 +27,18 @@ another data size, with other settings and on other slots:
    cluster's vCPUs): a stage of ``n`` tasks takes ``ceil(n / slots)`` waves of
    ``data work / n + per-task overhead``, times a spill factor when a task's share of
    the data exceeds its share of execution memory, plus its fixed share spread over
-   ``min(slots, profiled tasks)``; the driver adds a fixed time and a time per stage.
+   ``min(slots, profiled tasks)``, plus a time per shuffle block for a stage that
+   writes a shuffle (each task writes one block per ``spark.sql.shuffle.partitions``);
+   a slot of an executor of ``c`` cores runs at ``c ** -contention`` (tasks on one
+   machine share it); the driver adds a fixed time and a time per stage.
    The shipped profiles show the stages of one query running one after another
    (broadcast dependencies are not stage edges), so the replay is sequential and the
    stage DAG's longest path is reported as the critical path.
 4. **Learn** in ``fit``, by least squares on log runtime (censored runs count only
    when predicted below their bound): the rate of profiled work (``work_rate``), the
    fixed share, the work exponents per kind, the per-task overhead (pulled to
-   ``overhead_prior_s``), the driver times, per-MiB rates per rate group, the relative
+   ``overhead_prior_s``), the time per shuffle block, the contention, the driver
+   times, per-MiB rates per rate group, the relative
    speed of a slot of each instance family (local[1] and local[2] share one), a
    **work factor per workload** (both log offsets shrunk to 1) and a **fixed share per
    workload** (a logit offset shrunk to the shared share).  The work factor is a
@@ -135,6 +140,15 @@ SPILL_COST = 1.0
 #: Work of the shuffle join that replaces a broadcast join, as a share of the build and
 #: probe stages' data work (both sides are shuffled and sorted once more).
 SHUFFLE_JOIN_WORK_SHARE = 0.5
+#: Starting value of the learned time per shuffle block (one reduce partition written by
+#: one map task and fetched once): with Spark's 200 shuffle partitions, a map task writes
+#: 200 blocks even where AQE then coalesces them to a few reduce tasks.
+BLOCK_PRIOR_S = 1e-4
+#: The largest learned contention: a slot's speed is ``cores ** -contention`` for
+#: executors of ``cores`` cores (tasks on one machine share its memory bandwidth and
+#: caches: local[2] on this machine's 2 cores runs the quiet TPC-H runs 1.25-1.44x as
+#: fast as local[1], not 2x).  Below 1, more cores are never slower.
+MAX_CONTENTION = 0.9
 #: Settings the residual corrector never reads: they set the slots (the replay's job).
 SLOT_SETTINGS = ("spark.master",)
 
@@ -219,6 +233,7 @@ def profile_stages(dag=None, summary=None) -> list[dict]:
                        "size_class": "large" if job_read and volume >= SMALL_STAGE_SHARE
                        * job_read else "small",
                        "input_bytes": float(stage.get("input_bytes") or 0.0),
+                       "writes_shuffle": _positive(stage.get("shuffle_write_bytes")),
                        "parents": parents})
     return stages
 
@@ -452,9 +467,13 @@ class StagePredictor(RuntimeModel):
                 profiled = self._profiled_size(keys[i], stages, summary) if stages else None
                 ratio = max(size[i], 1.0) / profiled if profiled else None
             fraction = _setting(configs[i], "spark.memory.fraction")
+            read = (reference["read_bytes"] if from_reference
+                    else _profile_read_bytes(stages, summary)) if stages else None
             rows.append({"stages": stages if ratio else None, "reference": from_reference,
                          "config": configs[i], "framework": keys[i][1], "slots": slots[i],
-                         "task_memory": memory[i] * fraction / cores[i], "ratio": ratio})
+                         "task_memory": memory[i] * fraction / cores[i], "ratio": ratio,
+                         "read_bytes": read, "asked_bytes": max(size[i], 1.0),
+                         "cores": cores[i]})
         return rows, matrix
 
     def _profiled_size(self, key, stages, summary):
@@ -497,7 +516,8 @@ class StagePredictor(RuntimeModel):
         task x spill factor), the share of the stage's work one slot does (waves x spill
         factor / tasks), profiled task time and task count, the profiled task time per
         profiled slot, log size ratio, kind index, whole task count, kind and stage id."""
-        table = {k: [] for k in ("row", "group", "waves", "slot_mib", "slot_work", "run_s",
+        table = {k: [] for k in ("row", "group", "waves", "slot_mib", "slot_work",
+                                 "slot_blocks", "run_s",
                                  "profiled_tasks", "fixed_slot", "log_ratio", "work_kind",
                                  "tasks", "kind", "stage_id")}
         for index, row in enumerate(rows):
@@ -518,7 +538,8 @@ class StagePredictor(RuntimeModel):
         for position, stage in enumerate(stages):
             growth = ratio ** self._exponent(stage)
             volume = stage["volume_bytes"] * growth
-            out.append(self._replayed(stage, stage["kind"], volume, stage["run_s"], row))
+            out.append(self._replayed(stage, stage["kind"], volume, stage["run_s"], row,
+                                      self._file_bytes(stage, row)))
             # Spark decides from the plan's size estimate, which grows with the table's
             # files (in proportion to the input), not with the bytes a scan reads
             if stage["kind"] == "broadcast" and row["framework"] != "hadoop" and (
@@ -539,19 +560,37 @@ class StagePredictor(RuntimeModel):
         work = WORK_EXPONENTS.get(stage["kind"], 1.0) if cap is None else cap
         return min(self.exponents_.get(f"{stage['kind']}:{stage['size_class']}", 1.0), work)
 
-    def _replayed(self, stage, kind, volume, run_s, row):
+    @staticmethod
+    def _file_bytes(stage, row):
+        """The bytes of the files a scanning stage reads at the asked size, which set its
+        task count as Spark splits files: its share of the profile's counted input times
+        the asked input bytes (Parquet's byte counters count far less than the files
+        hold: 184 KB for the lineitem scan of TPC-H Q9 at SF 0.1, so the counters
+        alone would keep every scan at one task).  None for a stage reading no input,
+        or MapReduce (its counters are the files' bytes)."""
+        if row["framework"] == "hadoop" or not stage.get("input_bytes") \
+                or not row.get("read_bytes"):
+            return None
+        return stage["input_bytes"] / row["read_bytes"] * row["asked_bytes"]
+
+    def _replayed(self, stage, kind, volume, run_s, row, files=None):
         """One stage on the asked slots: its waves, the data MiB and the profiled task
         seconds (``run_s``, at the profiled size) one slot processes, and the log of
-        the asked size over the profiled size (the work grows with it)."""
-        fractional, whole = task_count(kind, volume, row["slots"], row["config"],
-                                       row["framework"])
+        the asked size over the profiled size (the work grows with it).  ``files``: the
+        bytes of the files it scans, which set its task count (else its ``volume``)."""
+        fractional, whole = task_count(kind, volume if files is None else files,
+                                       row["slots"], row["config"], row["framework"])
         per_task = volume / fractional
         spill = 1.0 + SPILL_COST * max(0.0, 1.0 - row["task_memory"] / per_task) \
             if per_task > 0 and row["task_memory"] > 0 else 1.0
         waves = math.ceil(whole / max(row["slots"], 1.0) - 1e-9)
+        # a stage writing a shuffle writes one block per reduce partition from each task
+        blocks = waves * _setting(row["config"], "spark.sql.shuffle.partitions") \
+            if stage.get("writes_shuffle") and row["framework"] != "hadoop" else 0.0
         return {"stage_id": stage["stage_id"], "kind": kind, "group": RATE_GROUPS[kind],
                 "tasks": whole, "waves": waves, "slot_mib": waves * per_task * spill / 2 ** 20,
-                "slot_work": waves * spill / fractional, "run_s": run_s,
+                "slot_work": waves * spill / fractional, "slot_blocks": blocks,
+                "run_s": run_s,
                 "profiled_tasks": float(stage.get("n_tasks") or 1),
                 "fixed_slot": run_s / max(min(row["slots"], float(stage.get("n_tasks") or 1)),
                                           1.0),
@@ -573,7 +612,8 @@ class StagePredictor(RuntimeModel):
                     * np.maximum(table["run_s"] - params["task_overhead_s"]
                                  * table["profiled_tasks"], MIN_DATA_SHARE * table["run_s"])
                     * np.exp(exponents[table["work_kind"]] * table["log_ratio"]))
-                   + rates[table["group"]] * table["slot_mib"]) / speed)
+                   + rates[table["group"]] * table["slot_mib"]
+                   + params.get("block_s", 0.0) * table["slot_blocks"]) / speed)
 
     def _row_seconds(self, table, params, rates, speeds, n_rows, exponents=None,
                      fixed=None):
@@ -604,7 +644,7 @@ class StagePredictor(RuntimeModel):
         staged = np.array([r["stages"] is not None for r in rows])
         types = np.array([instance_family(t) for t in X["instance_type"]], dtype=object)
         self.instance_types_ = sorted(set(types[staged]))    # families: one speed per core
-        self.params_ = {"work_rate": 0.5, "fixed_share": 0.5,
+        self.params_ = {"work_rate": 0.5, "fixed_share": 0.5, "block_s": 0.0, "contention": 0.0,
                         "task_overhead_s": self.overhead_prior_s, "driver_s": 0.5,
                         "driver_per_stage_s": 0.05}
         self.rates_ = dict.fromkeys(RATE_GROUP_NAMES, 0.01)
@@ -696,10 +736,15 @@ class StagePredictor(RuntimeModel):
 
         n_fixed = n_jobs if self.fixed_regularization is not None else 0
         at_share = 4 + n_groups + n_types + n_jobs
+        at_block = at_share + 1 + n_fixed
+        at_contention = at_block + 1
+        log_cores = np.log(np.maximum([r["cores"] for r in rows], 1.0))
 
         def unpack(theta):
             params = dict(zip(names, np.exp(theta[:4])))
             params["fixed_share"] = theta[at_share]
+            params["block_s"] = math.exp(theta[at_block])
+            params["contention"] = theta[at_contention]
             offsets = theta[4 + n_groups:at_share]
             exponents = theta[len(theta) - n_kinds:] if n_kinds else self._work_exponents()
             shares = _shares(theta[at_share], theta[at_share + 1:at_share + 1 + n_fixed]) \
@@ -711,7 +756,8 @@ class StagePredictor(RuntimeModel):
 
         def residuals(theta):
             params, rates, offsets, work, exponents, shares = unpack(theta)
-            speeds = np.exp(offsets[type_index] - work[job_index])
+            speeds = np.exp(offsets[type_index] - work[job_index]
+                            - params["contention"] * log_cores)
             predicted = np.log(self._row_seconds(table, params, rates, speeds, n_rows,
                                                  exponents, shares[job_index]))[keep]
             error = predicted - log_y[keep]
@@ -724,13 +770,13 @@ class StagePredictor(RuntimeModel):
 
         start = np.concatenate([np.log([0.5, self.overhead_prior_s, 0.5, 0.05]
                                        + [0.01] * n_groups + [1.0] * (n_types + n_jobs)),
-                                [0.5], np.zeros(n_fixed), first])
+                                [0.5], np.zeros(n_fixed), [math.log(BLOCK_PRIOR_S), 0.0], first])
         low = np.concatenate([np.log([1e-3, 1e-4, 1e-3, 1e-4] + [1e-6] * n_groups
                                      + [np.exp(-5.0)] * (n_types + n_jobs)), [0.0],
-                              np.full(n_fixed, -8.0), lowest])
+                              np.full(n_fixed, -8.0), [math.log(1e-8), 0.0], lowest])
         high = np.concatenate([np.log([10.0, 5.0, 300.0, 30.0] + [100.0] * n_groups
                                       + [np.exp(5.0)] * (n_types + n_jobs)), [1.0],
-                               np.full(n_fixed, 8.0),
+                               np.full(n_fixed, 8.0), [math.log(1e-2), MAX_CONTENTION],
                                np.maximum(lowest, MAX_WORK_EXPONENT) + 1e-9])
         result = least_squares(residuals, np.clip(start, low, high - 1e-12),
                                bounds=(low, high), loss="soft_l1",
@@ -816,11 +862,19 @@ class StagePredictor(RuntimeModel):
         m5.xlarge and m5.2xlarge, ``local`` for local[1] and local[2]; 1 for a family not
         seen in training) over its workload's work factor (1 for a workload not seen)."""
         factors = getattr(self, "work_factors_", {})
+        contention = self.params_.get("contention", 0.0)
+        if contention:
+            names = list(self.features_.get_feature_names_out())
+            cores = np.maximum(self.features_.transform(X)[:, names.index("executor_cores")],
+                               1.0)
+        else:
+            cores = np.ones(len(X))
         return np.array([self.instance_speeds_.get(instance_family(t), 1.0)
                          / factors.get((w, f), 1.0)
                          for t, w, f in zip(X["instance_type"].astype(str),
                                             X["workload"].astype(str),
-                                            X["framework"].astype(str))])
+                                            X["framework"].astype(str))]) \
+            * cores ** -contention
 
     def _fixed_shares(self, X):
         """Per row, its workload's fixed share (the shared one for a workload not seen)."""

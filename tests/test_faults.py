@@ -273,6 +273,7 @@ def test_cluster_guard_names_the_cluster_daemons(tmp_path):
     plan = load_plan(_plan(tmp_path))
     guard = load_guard_for(plan, 2, "spark://127.0.0.1:7077", _Cluster())
     assert guard["cluster_pids"] == [101, 102]
+    assert guard["remeasure_ratio"] == 3.0     # the executors' CPU time is seen
     assert "cluster_pids" not in load_guard_for(plan, 2, "local[2]")
 
 

@@ -63,8 +63,9 @@ def test_not_fitted_and_registered():
 def test_scale_up_to_sf3_from_the_quiet_runs_at_sf1_and_below():
     """Protocol (e) of issue 13 on the quiet TPC-H runs: fit on every run at SF <= 1
     (profiles at SF 0.1), predict every SF 3 run.  Observed at 220 SF 3 runs: MdAPE
-    24.3 %, median log bias -0.05 (before the per-workload fixed share and the 1.1 cap
-    on work exponents: 29.4 % and +0.15).  The bounds leave room for the SF 3 runs
+    19.4 %, median log bias -0.04 (29.4 % and +0.15 before the per-workload fixed
+    share and the 1.1 cap on work exponents; 24.3 % before scan task counts came from
+    the files' bytes).  The bounds leave room for the SF 3 runs
     still being collected; they are not the target (15 %, bench/evaluate.py)."""
     from jobgauge.models.evaluation import attach_reference_profiles
     from jobgauge.runtable import read_profile_records, read_run_tables
@@ -85,7 +86,7 @@ def test_scale_up_to_sf3_from_the_quiet_runs_at_sf1_and_below():
     print(f"stage predictor, quiet TPC-H SF 3 from SF <= 1: MdAPE {mdape:.1%}, "
           f"median log bias {bias:+.2f} ({len(test)} runs)")
     assert len(test) >= 200 and np.isfinite(predicted).all() and (predicted > 0).all()
-    assert mdape <= 0.30 and abs(bias) <= 0.15
+    assert mdape <= 0.25 and abs(bias) <= 0.15
     assert all(m.startswith("stages: no profile given; replay of the reference profile")
                for m in model.prediction_method(test))
     assert set(model.fixed_shares_) >= {(w, "spark") for w in set(test["workload"])}
@@ -298,18 +299,20 @@ def held_out_configuration_errors(frame, **params):
 
 
 def test_the_residual_corrector_on_held_out_quiet_configurations(quiet_sf1):
-    """Observed: MdAPE 18.5 % for the replay alone, 19.9 % with the corrector (23.3 % and
-    17.1 % before the replay learned a work factor per workload, which takes over what
-    the corrector learned of each query; it stays off by default: on the quiet corpus it
-    does not help unseen queries, and on the load-contaminated one it did not help,
-    52.8 % against 52.4 % on held-out configurations)."""
+    """Observed at 8 SF 1 configurations: MdAPE 19.1 % for the replay alone, 18.9 % with
+    the corrector (18.5 % and 19.9 % before scan task counts came from the files' bytes;
+    23.3 % and 17.1 % before the replay learned a work factor per workload, which takes
+    over what the corrector learned of each query).  It stays off by default: it does
+    not help unseen queries, and on the load-contaminated corpus it did not help either
+    (52.8 % against 52.4 % on held-out configurations).  The bounds follow the SF 1 table
+    as its collection goes on; they are not the target (10 %, bench/evaluate.py)."""
     alone = float(np.median(held_out_configuration_errors(quiet_sf1)))
     corrected = float(np.median(held_out_configuration_errors(quiet_sf1,
                                                               residual_corrector="gbm")))
     print(f"quiet SF 1 held-out configurations: MdAPE {alone:.1%} alone, "
           f"{corrected:.1%} with the residual corrector")
-    assert alone == pytest.approx(0.185, abs=0.02)
-    assert corrected == pytest.approx(0.199, abs=0.02)
+    assert alone <= 0.25 and corrected <= 0.25
+    assert abs(alone - corrected) <= 0.05
     assert make_model("stage").residual_corrector is None
 
 

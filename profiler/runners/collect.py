@@ -138,13 +138,16 @@ def _guard_settings(plan: dict, path) -> None:
 def load_guard_for(plan: dict, slots: int, master: str = "local", cluster=None) -> dict:
     """A plan's ``run_batch(load_guard=...)`` settings, for an application of ``slots`` cores.
 
-    On a cluster the executors run outside the driver's process group: the load the
-    cluster's daemons and executors add counts as the application's own
-    (``cluster_pids``), and runs are not measured again by the CPU-time rule.
+    On a cluster the executors run outside the driver's process group: the CPU time of
+    the cluster's daemons and of the executors they start counts as the application's own
+    (``cluster_pids``), for the load and the CPU-time rule.  A cluster the collector did
+    not start (no ``cluster``) is not measured again by the CPU-time rule: its
+    executors' CPU time is not seen.
     """
     local = master.startswith("local")
+    seen = local or cluster is not None
     guard = {"threshold": plan["load_threshold"], "max_wait_s": plan["load_wait_s"],
-             "remeasure_ratio": plan["remeasure_ratio"] if local else None, "slots": slots}
+             "remeasure_ratio": plan["remeasure_ratio"] if seen else None, "slots": slots}
     if cluster is not None:
         guard["cluster_pids"] = cluster.daemon_pids()
     return guard
