@@ -180,61 +180,61 @@ def _ape(predicted: float, actual: float) -> float:
     return abs(predicted - actual) / actual * 100
 
 
-def sparklens_figure(scales: list[str]) -> dict:
-    import pandas as pd
+def _quiet_table(scale: str) -> tuple[Path, Path]:
+    """(run table, profiles) of the quiet TPC-H runs at ``scale`` in data/."""
+    for name in (f"tpch-sf{scale}", f"quiet-tpch-sf{scale}"):
+        runs = REPO / "data" / "runs" / f"{name}.csv.gz"
+        if runs.is_file():
+            return runs, REPO / "data" / "profiles" / f"{name}.jsonl.gz"
+    raise SystemExit(f"no quiet TPC-H run table at SF {scale} in data/runs")
 
+
+def sparklens_figure(scales: list[str]) -> dict:
+    """Per scale: each run's ``what_if`` at the other master's cores against the median
+    measured there with the same query and the same other settings."""
     from jobgauge.profiler.readers.app_report import application_report
-    from jobgauge.runtable import read_profile_records
+    from jobgauge.runtable import read_profile_records, read_run_tables, repeat_noise
 
     out = {}
     for scale in scales:
-        runs = pd.read_csv(REPO / "data" / "runs" / f"tpch-sf{scale}.csv.gz")
-        records = read_profile_records([REPO / "data" / "profiles" / f"tpch-sf{scale}.jsonl.gz"])
-        runs = runs[runs.completed.astype(bool)].copy()
-        runs["settings"] = runs.config_json.apply(json.loads)
-        runs["master"] = runs.settings.apply(lambda s: s.get("spark.master"))
-        runs["rest"] = runs.settings.apply(lambda s: json.dumps(
+        table, profiles = _quiet_table(scale)
+        runs = read_run_tables([table])
+        records = read_profile_records([profiles])
+        runs = runs[runs["completed"].astype(bool)].copy()
+        runs["master"] = runs["config"].apply(lambda s: s.get("spark.master", "local[2]"))
+        runs["rest"] = runs["config"].apply(lambda s: json.dumps(
             {k: v for k, v in s.items() if k != "spark.master"}, sort_keys=True))
-        runs["sql"] = runs.settings.apply(lambda s: json.dumps(
-            {k: v for k, v in s.items() if k.startswith("spark.sql.")}, sort_keys=True))
-        same_rest = runs.groupby(["workload", "rest"]).master.nunique().gt(1).sum()
-        same_sql = runs.groupby(["workload", "sql"]).master.nunique().gt(1).sum()
-        medians = runs.groupby(["workload", "master"]).runtime_s.median()
+        medians = runs.groupby(["workload", "rest", "master"])["runtime_s"].median()
+        same_rest = int(runs.groupby(["workload", "rest"])["master"].nunique().gt(1).sum())
         apes, stay, missing = {"1->2": [], "2->1": []}, [], 0
         for row in runs.itertuples():
             other = {"local[1]": "local[2]", "local[2]": "local[1]"}.get(row.master)
-            record = records.get((row.source, row.run_id))
-            if other is None or (row.workload, other) not in medians.index:
+            if other is None or (row.workload, row.rest, other) not in medians.index:
                 continue
+            record = records.get((row.source, row.run_id))
             if record is None:
                 missing += 1
                 continue
-            report = application_report(profile_of_record(record, row.settings))
-            own = report["executors"]
+            report = application_report(profile_of_record(record, row.config))
             want = 1 if other == "local[1]" else 2
             point = next((p for p in report["what_if"] if p["executors"] == want), None)
-            if point is None or point["runtime_s"] is None or own == want:
+            if point is None or point["runtime_s"] is None or report["executors"] == want:
                 continue
-            actual = medians[(row.workload, other)]
+            actual = medians[(row.workload, row.rest, other)]
             apes["2->1" if other == "local[1]" else "1->2"].append(_ape(point["runtime_s"], actual))
             stay.append(_ape(row.runtime_s, actual))
-        noise = []
-        repeats = runs[runs.run_id.str.contains(r":r[0-9]+$")].copy()
-        repeats["config"] = repeats.run_id.str.rsplit(":", n=1).str[0]
-        for _config, group in repeats.groupby("config"):
-            values = list(group.runtime_s)
-            noise += [_ape(a, b) for i, a in enumerate(values) for j, b in enumerate(values)
-                      if i != j]
+        noise = repeat_noise(group["runtime_s"] for _, group in
+                             runs.groupby(["workload", "rest", "master"]))
         both = apes["1->2"] + apes["2->1"]
         out[scale] = {
-            "runs": len(runs), "pairs_same_settings": int(same_rest),
-            "pairs_same_sql": int(same_sql), "missing_profiles": missing,
+            "table": str(table.relative_to(REPO)), "runs": len(runs),
+            "pairs_same_settings": same_rest, "missing_profiles": missing,
             "n": {k: len(v) for k, v in apes.items()},
             "mdape": {k: statistics.median(v) if v else None for k, v in apes.items()},
             "mdape_all": statistics.median(both) if both else None,
             "mdape_no_change": statistics.median(stay) if stay else None,
-            "noise_mdape": statistics.median(noise) if noise else None,
-            "noise_pairs": len(noise),
+            "noise_mdape": 100 * noise["mdape"] if noise else None,
+            "noise_runs": noise["runs"] if noise else 0,
         }
     return out
 
@@ -251,9 +251,10 @@ def write_report(path: Path, command: str, a: dict | None, b: dict | None, c: di
              f"Command: `{command}`  ", f"Wall time {wall:.0f} s, "
              f"{time.strftime('%Y-%m-%d %H:%M')}, {platform.machine()}, {os.cpu_count()} CPUs "
              f"(shared; load average {os.getloadavg()[0]:.1f} at the end).", ""]
+    sections = {}
     if a:
         counts = a["counts"]
-        lines += ["## a. Import throughput (target >= 30 MB/s, bounded memory)", "",
+        sections["a"] = ["## a. Import throughput (target >= 30 MB/s, bounded memory)", "",
                   f"`jobgauge import FOLDER --json` into a fresh SQLite store, in its own process. "
                   f"FOLDER: {a['logs']} event logs, copies of the {a['sources']} single-file Spark "
                   "event logs in the corpus (`spark-eventlogs`) with the application id rewritten "
@@ -267,7 +268,7 @@ def write_report(path: Path, command: str, a: dict | None, b: dict | None, c: di
                   "", f"Re-import of the same folder: {a['repeat']['wall_s']:.2f} s, "
                   f"added {a['repeat']['counts'].get('added', '?')}.", ""]
     if b:
-        lines += ["## b. Report time (target < 2 s on a 100 MB log)", "",
+        sections["b"] = ["## b. Report time (target < 2 s on a 100 MB log)", "",
                   f"Largest real event log available: `{b['log']}`, {b['bytes'] / 1e6:.2f} MB "
                   "(no real log near 100 MB exists here; none was fabricated).", "",
                   "| `jobgauge report --json` s | in process s | s per MB (in process) | "
@@ -277,37 +278,45 @@ def write_report(path: Path, command: str, a: dict | None, b: dict | None, c: di
                   "The extrapolation is interpreter start-up plus 100 x the in-process time per MB "
                   "of this log; it assumes time grows linearly with size.", ""]
     if c:
-        lines += ["## c. Sparklens-style check (aim: MdAPE <= 15 %)", "",
+        sections["c"] = ["## c. Sparklens-style check (aim: MdAPE <= 15 %)", "",
                   "Each shipped TPC-H run's `what_if` (the replay of `jobgauge report`, "
                   "`application_report`) at the other master's core count predicts the runtime "
                   "there: local[2] -> local[1] (`2->1`) and back (`1->2`).", "",
                   profile_of_record.__doc__.split("\n\n")[1].replace("\n    ", " ").strip(), "",
-                  "No run pair shares all other settings (column `same settings`): the shipped "
-                  "configurations were sampled independently per master, so each prediction is "
-                  "scored against the **median measured runtime of the same query and scale at the "
-                  "other master**, whatever its other settings.  `no change` is the MdAPE of "
-                  "predicting the run's own runtime (the replay must beat it); `noise` is the "
-                  "MdAPE between repeats of one configuration (the runs were measured under "
-                  "heavy load, issue 13).", "",
-                  "| scale | runs | same settings | same SQL settings | n 2->1 | MdAPE 2->1 % | "
-                  "n 1->2 | MdAPE 1->2 % | MdAPE all % | no change % | noise % (pairs) |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "Runs: the quiet TPC-H tables (issue 13), where each query was measured "
+                  "with Spark's defaults on both masters.  Each prediction is scored against "
+                  "the **median measured runtime of the same query, scale and other settings "
+                  "at the other master** (the pairs are the query x settings measured on "
+                  "both).  `no change` is the MdAPE of predicting the run's own runtime (the "
+                  "replay must beat it); `noise` is the repeat noise of the runs "
+                  "(`jobgauge.runtable.repeat_noise`).", "",
+                  "| scale | table | runs | query x settings on both | n 2->1 | MdAPE 2->1 % | "
+                  "n 1->2 | MdAPE 1->2 % | MdAPE all % | no change % | noise % (runs) |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for scale, r in c.items():
-            lines.append(
-                f"| sf{scale} | {r['runs']} | {r['pairs_same_settings']} | {r['pairs_same_sql']} "
+            sections["c"].append(
+                f"| sf{scale} | `{r['table']}` | {r['runs']} | {r['pairs_same_settings']} "
                 f"| {r['n']['2->1']} | {_f(r['mdape']['2->1'])} | {r['n']['1->2']} "
                 f"| {_f(r['mdape']['1->2'])} | {_f(r['mdape_all'])} | {_f(r['mdape_no_change'])} "
-                f"| {_f(r['noise_mdape'])} ({r['noise_pairs']}) |")
-        lines.append("")
+                f"| {_f(r['noise_mdape'])} ({r['noise_runs']}) |")
+        sections["c"].append("")
+    # a section not measured this time (--only) keeps its text from the last report
+    old = path.read_text().split("\n## ") if path.is_file() else []
+    earlier = "_Kept from the previous report: not measured by this command._"
+    kept = {part[0]: ["## " + part.split("\n", 1)[0], "", earlier,
+                      *[line for line in part.rstrip("\n").split("\n")[1:] if line != earlier],
+                      ""] for part in old[1:] if part[1:2] == "."}
+    for key in "abc":
+        lines += sections.get(key) or kept.get(key) or []
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines).rstrip("\n") + "\n")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--logs", type=int, default=200, help="event logs in the import folder")
     parser.add_argument("--report-repeats", type=int, default=5)
-    parser.add_argument("--scales", nargs="+", default=["0.01", "0.1", "0.3"])
+    parser.add_argument("--scales", nargs="+", default=["1", "3"])
     parser.add_argument("--only", choices=["import", "report", "sparklens"], action="append")
     parser.add_argument("--out", default=str(REPO / "bench" / "reports" / "history.md"))
     args = parser.parse_args(argv)

@@ -143,6 +143,29 @@ def test_what_if_replays_the_measured_run(corpus_dir, name):
     assert report["critical_path_s"] >= report["driver_s"]
 
 
+def test_local_cores_share_one_machine_in_the_what_if(corpus_dir, monkeypatch):
+    """In local mode fewer cores cost less than perfect scaling says (tasks beside each
+    other share the machine: LOCAL_CORE_CONTENTION, measured on local[1] against
+    local[2]), and more cores gain less; the run's own core count gives it back."""
+    from jobgauge.profiler.readers import app_report
+
+    log = _corpus_log(corpus_dir, "apache-spark/local-1642039451826")
+    shared = report_eventlog(log)
+    assert app_report.LOCAL_CORE_CONTENTION > 0
+    monkeypatch.setattr(app_report, "LOCAL_CORE_CONTENTION", 0.0)
+    perfect = report_eventlog(log)
+    by_share = {p["share"]: p["runtime_s"] for p in shared["what_if"]}
+    ideal = {p["share"]: p["runtime_s"] for p in perfect["what_if"]}
+    assert by_share[1.0] == pytest.approx(ideal[1.0]) == pytest.approx(shared["runtime_s"])
+    fewer = [k for k in by_share if k < 1.0 and ideal[k] > ideal[1.0] * 1.01]
+    more = [k for k in by_share if k > 1.0 and ideal[k] < ideal[1.0] * 0.99]
+    assert fewer or more, "the log's jobs have more than one task per stage somewhere"
+    for k in fewer:
+        assert ideal[1.0] < by_share[k] < ideal[k]
+    for k in more:
+        assert ideal[k] < by_share[k] <= by_share[1.0]
+
+
 def test_short_applications_are_not_judged_on_start_up_time(corpus_dir):
     report = report_eventlog(_corpus_log(corpus_dir, "sparklens/local-1532512550423"))
     assert report["driver_s"] / report["runtime_s"] > 0.9 and report["runtime_s"] < 60

@@ -20,7 +20,10 @@ application's own stages on ``n`` executors: a stage takes
 chain and its total task time over the slots; each job is scaled by its
 measured / replayed time at the real executor count (so 100 % gives back
 the measured runtime) and driver time stays as measured.  In local mode each
-core counts as one executor.
+core counts as one executor, and the cores share one machine: tasks running
+side by side on ``n`` cores take ``(n / n_run) ** LOCAL_CORE_CONTENTION`` times
+their measured time (the run's own ``n_run`` cores: 1; a stage's longest task
+as measured).
 """
 
 from __future__ import annotations
@@ -32,6 +35,12 @@ from pathlib import Path
 from jobgauge.profiler.readers import heuristics as _heuristics
 
 WHAT_IF_SHARES = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0)
+#: How much slower each task runs when more cores of one machine run tasks beside it:
+#: ``(cores / measured cores) ** LOCAL_CORE_CONTENTION``.  Measured on this project's
+#: machine (2 cores): the quiet TPC-H runs at SF 1 and SF 3 take 1.25-1.44x as long on
+#: local[1] as on local[2], not 2x; the stage predictor learns 0.38 from them (its
+#: ``params_["contention"]``).  Below 1, more cores are never slower.
+LOCAL_CORE_CONTENTION = 0.38
 _PEAK_METRIC = "JVMHeapMemory"
 _PEAK_VALUE = re.compile(rb'"JVMHeapMemory":\s*(\d+)')
 _EXECUTOR_ID = re.compile(rb'"Executor ID":\s*"([^"]*)"')
@@ -142,24 +151,31 @@ class _Replay:
             self.jobs.append({"actual_s": job["duration_s"], "stages": stages})
 
     @staticmethod
-    def _job_s(stages: dict, slots: float) -> float:
+    def _job_s(stages: dict, slots: float, shared: float = 1.0) -> float:
+        """A job's seconds on ``slots``; ``shared``: the factor on task time when tasks
+        run side by side (a single task runs as measured)."""
         finish: dict[int, float] = {}
         for sid in sorted(stages):                   # parents have smaller ids
             stage = stages[sid]
-            own = max(stage["max_ms"], stage["task_ms"] / slots) if math.isfinite(slots) \
-                else stage["max_ms"]
+            own = max(stage["max_ms"], stage["task_ms"] * shared / slots) \
+                if math.isfinite(slots) else stage["max_ms"]
             finish[sid] = own + max((finish.get(p, 0.0) for p in stage["parents"]), default=0.0)
         chain = max(finish.values(), default=0.0)
-        work = sum(s["task_ms"] for s in stages.values()) / slots
+        work = sum(s["task_ms"] for s in stages.values()) * shared / slots
         return max(chain, work) / 1000.0
 
-    def executor_seconds(self, slots: float, real_slots: float) -> float:
-        """Job time at ``slots``, each job scaled by its measured / replayed time at ``real_slots``."""
+    def executor_seconds(self, slots: float, real_slots: float,
+                         contention: float = 0.0) -> float:
+        """Job time at ``slots``, each job scaled by its measured / replayed time at
+        ``real_slots``, and by ``(slots / real_slots) ** contention`` (cores sharing one
+        machine; unlimited slots: no contention, the critical path)."""
         total = 0.0
+        shared = (slots / real_slots) ** contention \
+            if contention and math.isfinite(slots) and real_slots > 0 else 1.0
         for job in self.jobs:
             modelled = self._job_s(job["stages"], real_slots)
             scale = job["actual_s"] / modelled if modelled > 0 else 1.0
-            total += self._job_s(job["stages"], slots) * scale
+            total += self._job_s(job["stages"], slots, shared) * scale
         return total
 
     def measured_seconds(self) -> float:
@@ -188,7 +204,9 @@ def application_report(profile, *, job_key: str | None = None,
     def runtime_at(slots: float) -> float | None:
         if runtime is None or executor_s is None:
             return None
-        return (driver_s or 0.0) + replay.executor_seconds(slots, real_slots) * overlap \
+        contention = LOCAL_CORE_CONTENTION if layout["local"] else 0.0
+        return (driver_s or 0.0) + replay.executor_seconds(slots, real_slots,
+                                                           contention) * overlap \
             + (executor_s - measured * overlap)
 
     what_if = []
