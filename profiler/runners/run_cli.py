@@ -162,8 +162,8 @@ def collect_command(args) -> int:
                       load_threshold=args.load_threshold, load_wait_s=args.max_load_wait)
     lines = [f"{summary['plan']}: {summary['done']}/{summary['planned']} runs measured "
              f"({summary['added']} now)"]
-    lines += [f"  noise (CoV of repeats) {workload}: {cov:.1%}"
-              for workload, cov in summary["noise"].items()]
+    lines += [f"  repeat noise {workload}: {noise:.1%}"
+              for workload, noise in summary["noise"].items()]
     if summary["busy_starts"] or summary["remeasured"]:
         lines.append(f"  {summary['busy_starts']} runs started on a busy machine (waited the "
                      f"longest allowed), {summary['remeasured']} measured again")
