@@ -191,6 +191,47 @@ def job_history(store, workload: str, framework: str | None = None) -> dict:
             "profile": profile, "run_id": last.get("run_id")}
 
 
+#: The shrinkage of :func:`history_factor`'s log factor, n / (n + this): the squared ratio
+#: of one run's repeat noise (about 10 % on this machine) to how far the model may be off
+#: for a job it has not seen run (about 30 % and more), so one measured run already
+#: outweighs the model's prediction.
+HISTORY_SHRINK_RUNS = 0.1
+
+
+def history_factor(store, model, workload: str, framework: str | None = None) -> tuple:
+    """(factor, runs): how a job's own measured runs in the store compare with what
+    ``model`` predicts for them: the exponential of the mean log ratio of measured to
+    predicted runtime over its finished runs (failed runs, wall-time-only runs and
+    runs without a runtime left out, as in training), shrunk to 1 by
+    ``n / (n + HISTORY_SHRINK_RUNS)``; (1.0, 0) without such runs.
+
+    A prediction for the job times the factor is calibrated to what its runs measure:
+    the shipped corpus times a query inside a warm application, while a job run
+    through ``jobgauge-submit`` is timed as the whole application (its JVM and
+    session start included), and a user's cluster is not this machine.  The factor
+    multiplies every setting's prediction alike, so it changes no recommendation."""
+    import numpy as np
+
+    frame, _ = store_run_frame(store)
+    if not len(frame):
+        return 1.0, 0
+    mine = frame["workload"].astype(str) == str(workload)
+    if framework:
+        mine &= frame["framework"].astype(str) == str(framework)
+    mine &= frame["completed"].astype(bool)
+    own = frame[mine].reset_index(drop=True)
+    if not len(own):
+        return 1.0, 0
+    predicted = np.asarray(model.predict(own), dtype=float)
+    measured = own["runtime_s"].to_numpy(dtype=float)
+    usable = np.isfinite(predicted) & (predicted > 0) & np.isfinite(measured) & (measured > 0)
+    n = int(usable.sum())
+    if not n:
+        return 1.0, 0
+    log_ratio = float(np.mean(np.log(measured[usable] / predicted[usable])))
+    return float(np.exp(log_ratio * n / (n + HISTORY_SHRINK_RUNS))), n
+
+
 # ------------------------------------------------------------------ the store's model
 
 def train_store_model(store, *, name: str = DEFAULT_MODEL_NAME, kind: str | None = None,

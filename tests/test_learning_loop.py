@@ -160,7 +160,7 @@ def test_a_job_without_a_size_label_is_predicted_from_its_input_bytes(tmp_path, 
     store_path = str(tmp_path / "s.db")
     store = open_store(store_path)
     store.add_runs(scout_join)
-    train_store_model(store, kind="tree")
+    train_store_model(store)    # the default model: more data is never faster (a tree can be)
     where = ["--instance-type", "c4.xlarge", "--instance-count", "4", "--json"]
     assert main(["--store", store_path, "predict", "--workload", "join", *where]) == 0
     from_history = json.loads(capsys.readouterr().out)

@@ -295,16 +295,22 @@ def _tune_model(args) -> int:
                              strategy=args.strategy, progress=not args.json)
     answer = None
     if goal.objective != "both" and result.best is not None:
-        from jobgauge.tuner._modes import model_evaluator
+        from jobgauge.models._default import history_factor
         from jobgauge.store import open_store
+        from jobgauge.tuner._modes import model_evaluator
         from jobgauge.tuner._recommend import recommend, store_trust_region
+        from jobgauge.tuner.submit import calibrated_evaluator
 
-        answer = recommend(result, space, model_evaluator(model, job, catalog=catalog),
-                           metrics=meta.get("metrics"),
-                           region=store_trust_region(open_store(args.store), job, space))
+        store = open_store(args.store)
+        factor, calibrated = history_factor(store, model, job.workload, job.framework)
+        answer = recommend(result, space, calibrated_evaluator(
+            model_evaluator(model, job, catalog=catalog), factor),
+            metrics=meta.get("metrics"), region=store_trust_region(store, job, space))
         answer.history_runs = history["runs"]
         answer.reason += (f"; learned from {history['runs']} runs of {job.workload} in the "
                           f"store" if history["runs"] else "")
+        if calibrated:
+            answer.reason += f" (predictions x{factor:.2f} to match {calibrated} of them)"
     return _report_open(args, result, "model-guided", space, recommendation=answer)
 
 

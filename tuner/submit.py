@@ -206,7 +206,7 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     did not set: model-guided, with the store's model (on a fresh store, one trained
     on first need from the shipped runs plus the store's own, ``store_model``).  Its
     ``history_runs`` says how many runs of the job key the store holds."""
-    from jobgauge.models._default import store_model
+    from jobgauge.models._default import history_factor, store_model
     from jobgauge.tuner import Goal, spark_sql_space, tune_with_model
     from jobgauge.tuner._modes import model_evaluator
     from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
@@ -220,14 +220,34 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
                               history_runs=history["runs"])
     result = tune_with_model(model, space, job, goal=Goal(own["objective"]),
                              n_trials=trials, seed=0, importance=False)
-    answer = recommend(result, space, model_evaluator(model, job), metrics=meta.get("metrics"),
-                       region=store_trust_region(store, job, space))
+    factor, calibrated = history_factor(store, model, job.workload, "spark")
+    answer = recommend(result, space, calibrated_evaluator(model_evaluator(model, job), factor),
+                       metrics=meta.get("metrics"), region=store_trust_region(store, job, space))
     answer.settings = {k: v for k, v in answer.settings.items() if k.startswith("spark.")}
     answer.history_runs = history["runs"]
     where = (f"{history['runs']} runs of {job.workload} in the store" if history["runs"]
              else f"no runs of {job.workload} yet: the shipped runs as the prior")
+    if calibrated:
+        where += (f"; predictions x{factor:.2f} to match its {calibrated} measured "
+                  f"run{'s' if calibrated != 1 else ''}")
     answer.reason = f"{answer.reason}; learned from {where}"
     return answer
+
+
+def calibrated_evaluator(evaluate, factor: float):
+    """``evaluate`` with its runtime and interval times ``factor`` (a job's own runs
+    against the model, ``models._default.history_factor``); ``evaluate`` when 1."""
+    if factor == 1.0:
+        return evaluate
+    from dataclasses import replace
+
+    def scaled(config):
+        found = evaluate(config)
+        bounds = found.runtime_interval
+        return replace(found, runtime_s=found.runtime_s * factor,
+                       runtime_interval=None if bounds is None
+                       else (bounds[0] * factor, bounds[1] * factor))
+    return scaled
 
 
 def tuned_settings(own: dict, args: list[str], store, *, trials: int = 40) -> dict:
