@@ -190,7 +190,7 @@ def test_quiet_plan_measures_every_configuration_twice_after_warmups(path):
     assert all(reps == {0, 1} for reps in per_config.values())
     # the quiet re-collection is the shipped corpus: data/runs, the default training
     assert plan["out"] == f"data/runs/{plan['name']}.csv.gz"
-    timeout = {"sf1": 300, "sf3": 600, "sf10": 900}.get(plan["sizes"][0])
+    timeout = {"sf1": 300, "sf3": 600, "sf10": 420}.get(plan["sizes"][0])
     if timeout:   # a run that hangs (an executor waiting for memory) ends as timed out
         assert plan["timeout_s"] == timeout
 

@@ -163,8 +163,10 @@ def test_ernest_smoke_on_a_slice(quiet, tmp_path):
     assert len(list((tmp_path / "cache").glob("quiet__*.json"))) == 2
     rows = summary_rows(cells, {"quiet": frame})
     by = {r["protocol"]: r for r in rows}
-    assert {"slots", "slots:local[1]", "slots:local[2]", "configs-sf1"} <= set(by)
-    assert by["slots:local[1]"]["n"] + by["slots:local[2]"]["n"] == by["slots"]["n"]
+    # local[2] -> local[1] and the 2-worker standalone cluster, and the reverse
+    slots = {"slots:local[1]", "slots:local[2]", "slots:standalone"}
+    assert {"slots", "configs-sf1"} | slots <= set(by)
+    assert sum(by[name]["n"] for name in slots) == by["slots"]["n"]
     scored = frame[~frame["profile_reference"] & frame["completed"]
                    & (scale_factors(frame) >= 1)]
     assert by["configs-sf1"]["n"] == len(scored)

@@ -153,7 +153,13 @@ def test_a_jobs_history_in_the_store_that_never_changed_a_setting_falls_back_to_
     region = store_trust_region(store, _job("naive-bayes", rows[0]["datasize"]), space)
     partitions = region.ranges["spark.sql.shuffle.partitions"]
     assert partitions.source.endswith("runs the model learns from")
-    assert partitions.span == _region(corpus, _job("other", "sf1"), space).ranges[
+    # the prior is the shipped tables; none has Scout's size, so every prior run counts
+    from jobgauge.models._default import prior_run_tables
+
+    prior = read_run_tables(prior_run_tables())
+    size = rows[0]["datasize"]
+    assert size not in set(prior["datasize"])
+    assert partitions.span == _region(prior, _job("other", size), space).ranges[
         "spark.sql.shuffle.partitions"].span
 
 
