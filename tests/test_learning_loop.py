@@ -19,7 +19,7 @@ import pytest
 from jobgauge.cli import main
 from jobgauge.errors import UsageError
 from jobgauge.models._default import (
-    job_history, learning_frame, maybe_retrain, retrain_every, retrain_lock_path,
+    BACKGROUND_NICE, job_history, learning_frame, maybe_retrain, retrain_every, retrain_lock_path,
     runs_since_training, store_model, store_run_frame, train_store_model, training_lock)
 from jobgauge.runtable import read_run_table
 from jobgauge.store import open_store
@@ -199,6 +199,8 @@ def test_retraining_starts_in_the_background_after_n_new_runs(tmp_path, scout_jo
     started = time.monotonic()
     process = maybe_retrain(store, every=3)
     assert process is not None and time.monotonic() - started < 5   # never waits for it
+    # at the lowest CPU priority: the user's next job keeps the cores (set before exec)
+    assert os.getpriority(os.PRIO_PROCESS, process.pid) == BACKGROUND_NICE
     lock = retrain_lock_path(store)
     assert lock.parent == tmp_path
     log = lock.with_name(lock.name + ".log")

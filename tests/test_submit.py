@@ -196,39 +196,43 @@ def test_dry_run_adds_tuned_settings_the_user_did_not_set(tmp_path, monkeypatch,
 
 def test_a_jobs_own_runs_calibrate_its_predictions(tmp_path):
     """A job's own measured runs in the store scale the wrapper's predictions for it
-    (``models._default.history_factor``): Q18 at SF 3 measured in an application of its
-    own (``tpch-sf3-check``, 3 runs) against the shipped model.  The factor is the mean
-    log ratio of measured to predicted, shrunk by n / (n + 0.1); every setting's prediction
-    takes it alike, so the recommendation itself does not change."""
+    (``models._default.history_factor``): Q18 at SF 3 measured with the defaults in an
+    application of its own (``tpch-sf3-check``, 3 runs) against the shipped model.  Each
+    run is priced as the wrapper asks the question; the factor is the mean log ratio of
+    measured to priced, shrunk by n / (n + 0.1), so the defaults' answer lands on the
+    runs' geometric mean (up to the shrinkage); every setting's prediction takes it
+    alike, so the recommendation itself does not change."""
     import math
-
-    import numpy as np
 
     from jobgauge.data import runs_dir
     from jobgauge.models import dumps_model
-    from jobgauge.models._default import (HISTORY_SHRINK_RUNS, history_factor, store_model,
-                                          store_run_frame)
+    from jobgauge.models._default import HISTORY_SHRINK_RUNS, history_factor, store_model
     from jobgauge.runtable import read_run_table
 
     own = [r for r in read_run_table(runs_dir() / "tpch-sf3-check.csv.gz")
            if r["workload"] == "tpch-q18" and r["completed"]]
-    assert len(own) == 3
+    assert len(own) == 3 and all(not r["config"] or set(r["config"]) == {"spark.master"}
+                                 for r in own)
     args = ["--master", "local[2]", "--jobgauge-workload", "tpch-q18",
             "--jobgauge-datasize", "sf3", "q18.py"]
     fresh = open_store(tmp_path / "fresh.db")
     model, _ = store_model(fresh)
-    assert history_factor(fresh, model, "tpch-q18", "spark") == (1.0, 0)
+    job, _ = submit.submit_job(*submit.split_own_options(args), fresh)
+    assert history_factor(fresh, model, job) == (1.0, 0)
     before = submit.recommendation(*submit.split_own_options(args), fresh)
     store = open_store(tmp_path / "own.db")
     store.add_runs(own)
     store.save_model("default", "stage", dumps_model(model), {})   # the same model
-    factor, runs = history_factor(store, model, "tpch-q18", "spark")
-    frame, _ = store_run_frame(store)
-    ratio = np.log(frame["runtime_s"].to_numpy(float) / model.predict(frame))
+    asked, _ = submit.submit_job(*submit.split_own_options(args), store)  # as the wrapper asks
+    factor, runs = history_factor(store, model, asked)
     assert runs == 3
-    assert factor == pytest.approx(math.exp(ratio.mean() * 3 / (3 + HISTORY_SHRINK_RUNS)))
     after = submit.recommendation(*submit.split_own_options(args), store)
     assert after.settings == before.settings
     assert after.predicted_runtime_s == pytest.approx(before.predicted_runtime_s * factor)
     assert after.baseline_runtime_s == pytest.approx(before.baseline_runtime_s * factor)
+    measured = math.exp(sum(math.log(r["runtime_s"]) for r in own) / 3)
+    weight = 3 / (3 + HISTORY_SHRINK_RUNS)
+    assert after.baseline_runtime_s == pytest.approx(
+        measured ** weight * before.baseline_runtime_s ** (1 - weight), rel=1e-6)
+    assert abs(after.baseline_runtime_s / measured - 1) < 0.05
     assert f"predictions x{factor:.2f} to match its 3 measured runs" in after.reason

@@ -302,7 +302,7 @@ def _tune_model(args) -> int:
         from jobgauge.tuner.submit import calibrated_evaluator
 
         store = open_store(args.store)
-        factor, calibrated = history_factor(store, model, job.workload, job.framework)
+        factor, calibrated = history_factor(store, model, job)
         answer = recommend(result, space, calibrated_evaluator(
             model_evaluator(model, job, catalog=catalog), factor),
             metrics=meta.get("metrics"), region=store_trust_region(store, job, space))

@@ -220,7 +220,7 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
                               history_runs=history["runs"])
     result = tune_with_model(model, space, job, goal=Goal(own["objective"]),
                              n_trials=trials, seed=0, importance=False)
-    factor, calibrated = history_factor(store, model, job.workload, "spark")
+    factor, calibrated = history_factor(store, model, job)
     answer = recommend(result, space, calibrated_evaluator(model_evaluator(model, job), factor),
                        metrics=meta.get("metrics"), region=store_trust_region(store, job, space))
     answer.settings = {k: v for k, v in answer.settings.items() if k.startswith("spark.")}
