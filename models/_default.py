@@ -202,8 +202,8 @@ def history_factor(store, model, job) -> tuple:
     """(factor, runs): how the job's own measured runs in the store compare with what
     ``model`` answers for them when asked as ``job`` (a :class:`jobgauge.job.Job`) is
     asked: each finished run of the job key (failed runs, wall-time-only runs and runs
-    without a runtime left out, as in training) is priced as ``job`` with the run's
-    settings; the factor is the exponential of the mean log ratio of measured to
+    without a runtime left out, as in training) is priced as ``job`` on the run's
+    cluster with the run's settings; the factor is the exponential of the mean log ratio of measured to
     priced runtime, shrunk to 1 by ``n / (n + HISTORY_SHRINK_RUNS)``; (1.0, 0)
     without such runs.
 
@@ -215,9 +215,11 @@ def history_factor(store, model, job) -> tuple:
     replays to their measured time once it has trained on them), so the factor
     corrects the answer the user sees.  It multiplies every setting's prediction
     alike, so it changes no recommendation."""
-    import numpy as np
-    import pandas as pd
+    from dataclasses import replace
 
+    import numpy as np
+
+    from jobgauge.job import Job, jobs_frame
     from jobgauge.models.features import row_configs
 
     frame, _ = store_run_frame(store)
@@ -230,8 +232,8 @@ def history_factor(store, model, job) -> tuple:
     own = frame[mine].reset_index(drop=True)
     if not len(own):
         return 1.0, 0
-    asked = pd.concat([job.with_settings(config).frame() for config in row_configs(own)],
-                      ignore_index=True)
+    asked = jobs_frame(replace(job, cluster=Job.from_row(row).cluster, settings=config)
+                       for row, config in zip(own.to_dict("records"), row_configs(own)))
     predicted = np.asarray(model.predict(asked), dtype=float)
     measured = own["runtime_s"].to_numpy(dtype=float)
     usable = np.isfinite(predicted) & (predicted > 0) & np.isfinite(measured) & (measured > 0)

@@ -721,3 +721,46 @@ def test_a_model_trained_by_jobgauge_train_answers_estimates(tmp_path, capsys):
     [model] = client.get("/api/v1/models").get_json()["models"]
     assert model["name"] == "default" and model["metrics"]["workloads"][:2] == ["tpch-q1",
                                                                                  "tpch-q10"]
+
+
+def test_a_jobs_own_runs_calibrate_the_estimate(client):
+    """Runs of the asked job in the store (here Q3 at SF 3, measured with the defaults in
+    an application of its own, ``tpch-sf3-check``) scale every option of the answer by
+    ``models._default.history_factor``: this machine's answer lands on their geometric
+    mean (up to the shrinkage n / (n + 0.1)), and the form says so."""
+    import gzip
+    import math
+
+    from jobgauge.data import runs_dir
+    from jobgauge.models._default import HISTORY_SHRINK_RUNS
+
+    with gzip.open(runs_dir() / "tpch-sf3-check.csv.gz", "rt", newline="") as handle:
+        own = [r for r in csv.DictReader(handle) if r["workload"] == "tpch-q3"]
+    assert len(own) == 3
+    body = {"workload": "tpch-q3", "scale": 3, "instance_types": ["local[2]", "m5.xlarge"],
+            "nodes_min": 2, "nodes_max": 4}
+    before = client.post("/api/v1/estimate", json=body).get_json()
+    assert before["history"] == {"runs": 0, "factor": 1.0}
+    from jobgauge.runtable import COLUMNS
+
+    for row in own:     # the run-table columns; the token sets the source
+        response = client.post("/api/v1/runs", json={k: row[k] for k in COLUMNS
+                                                     if k != "source"})
+        assert response.status_code == 201, response.get_json()
+    after = client.post("/api/v1/estimate", json=body).get_json()
+    factor = after["history"]["factor"]
+    assert after["history"]["runs"] == 3 and factor > 0
+    for old, new in zip(before["options"], after["options"]):
+        assert new["instance_type"] == old["instance_type"]
+        for key in ("runtime_s", "low_s", "high_s"):
+            assert new[key] == pytest.approx(old[key] * factor)
+    local = next(o for o in after["options"] if o["instance_type"] == "local[2]")
+    was = next(o for o in before["options"] if o["instance_type"] == "local[2]")
+    measured = math.exp(sum(math.log(float(r["runtime_s"])) for r in own) / 3)
+    weight = 3 / (3 + HISTORY_SHRINK_RUNS)
+    assert local["runtime_s"] == pytest.approx(
+        measured ** weight * was["runtime_s"] ** (1 - weight), rel=1e-6)
+    page = client.post("/", data={"workload": "tpch-q3", "scale": "3",
+                                  "instance_types": "local[2]"}).get_data(as_text=True)
+    assert "Calibrated to this job&#39;s 3 measured runs" in page \
+        or "Calibrated to this job's 3 measured runs" in page

@@ -172,6 +172,22 @@ def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8):
     return evaluate
 
 
+def calibrated_evaluator(evaluate, factor: float):
+    """``evaluate`` with its runtime and interval times ``factor`` (a job's own runs
+    against the model, ``models._default.history_factor``); ``evaluate`` when 1."""
+    if factor == 1.0:
+        return evaluate
+    from dataclasses import replace
+
+    def scaled(config):
+        found = evaluate(config)
+        bounds = found.runtime_interval
+        return replace(found, runtime_s=found.runtime_s * factor,
+                       runtime_interval=None if bounds is None
+                       else (bounds[0] * factor, bounds[1] * factor))
+    return scaled
+
+
 def config_check(base_row: Mapping, catalog=None):
     """``check(config)``: the validity constraints on the nodes the config runs on."""
     def check(config):

@@ -297,9 +297,8 @@ def _tune_model(args) -> int:
     if goal.objective != "both" and result.best is not None:
         from jobgauge.models._default import history_factor
         from jobgauge.store import open_store
-        from jobgauge.tuner._modes import model_evaluator
+        from jobgauge.tuner._modes import calibrated_evaluator, model_evaluator
         from jobgauge.tuner._recommend import recommend, store_trust_region
-        from jobgauge.tuner.submit import calibrated_evaluator
 
         store = open_store(args.store)
         factor, calibrated = history_factor(store, model, job)

@@ -208,7 +208,7 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     ``history_runs`` says how many runs of the job key the store holds."""
     from jobgauge.models._default import history_factor, store_model
     from jobgauge.tuner import Goal, spark_sql_space, tune_with_model
-    from jobgauge.tuner._modes import model_evaluator
+    from jobgauge.tuner._modes import calibrated_evaluator, model_evaluator
     from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
 
     model, meta = store_model(store, progress=progress)
@@ -232,22 +232,6 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
                   f"run{'s' if calibrated != 1 else ''}")
     answer.reason = f"{answer.reason}; learned from {where}"
     return answer
-
-
-def calibrated_evaluator(evaluate, factor: float):
-    """``evaluate`` with its runtime and interval times ``factor`` (a job's own runs
-    against the model, ``models._default.history_factor``); ``evaluate`` when 1."""
-    if factor == 1.0:
-        return evaluate
-    from dataclasses import replace
-
-    def scaled(config):
-        found = evaluate(config)
-        bounds = found.runtime_interval
-        return replace(found, runtime_s=found.runtime_s * factor,
-                       runtime_interval=None if bounds is None
-                       else (bounds[0] * factor, bounds[1] * factor))
-    return scaled
 
 
 def tuned_settings(own: dict, args: list[str], store, *, trials: int = 40) -> dict:

@@ -166,6 +166,11 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
             "dag": dag,
             "plan_error": _nullable({"type": "string",
                                      "description": "why no DAG could be drawn, when asked for"}),
+            "history": {"type": "object", "required": ["runs", "factor"],
+                        "description": "the job's own measured runs in the store: every "
+                                       "answer is the model's times factor (1 without runs)",
+                        "properties": {"runs": {"type": "integer", "minimum": 0},
+                                       "factor": {"type": "number", "exclusiveMinimum": 0}}},
         },
     }
     tuned = {

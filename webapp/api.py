@@ -110,9 +110,10 @@ def _estimate_body(result: dict) -> dict:
 
 
 class AnswerCache:
-    """Estimate answers (their JSON bytes) per model and validated request, least
-    recently used first out.  An answer depends only on the two, so a repeated
-    question costs a dictionary look-up instead of a model prediction."""
+    """Estimate answers (their JSON bytes) per model, validated request and number of
+    the job's runs in the store, least recently used first out.  An answer depends
+    only on the three (the job's own runs calibrate it), so a repeated question costs
+    a dictionary look-up and a count instead of a model prediction."""
 
     def __init__(self, size: int):
         self.size = size
@@ -120,8 +121,9 @@ class AnswerCache:
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(model_id, parsed) -> str:
-        return json.dumps([model_id, dataclasses.asdict(parsed)], sort_keys=True, default=str)
+    def key(model_id, parsed, job_runs: int = 0) -> str:
+        return json.dumps([model_id, dataclasses.asdict(parsed), job_runs], sort_keys=True,
+                          default=str)
 
     def get(self, key):
         with self._lock:
@@ -154,7 +156,7 @@ def estimate():
     service = _service()
     _, meta = service.ensure_model()
     cache = _answer_cache()
-    key = cache.key(meta["id"], parsed)
+    key = cache.key(meta["id"], parsed, service.store.count_runs(workload=parsed.workload))
     answer = cache.get(key)
     if answer is None:
         result = service.estimate(parsed)

@@ -355,6 +355,10 @@ class Service:
             predicted = predict_frame(model, jobs_frame(jobs))
         except ModelError as exc:
             raise ModelError(f"the model cannot answer this question: {exc}") from None
+        factor, calibrated = self.history_factor(model, jobs[0])
+        if calibrated:
+            for column in ("predicted_runtime_s", "predicted_low_s", "predicted_high_s"):
+                predicted[column] = predicted[column] * factor
         metrics = meta.get("metrics") or {}
         seen = _listed(metrics.get("instance_types"))
         rows = []
@@ -394,7 +398,15 @@ class Service:
             "outside_measured": recommended["outside_measured"],
             "measured_note": recommended["measured_note"],
             "dag": dag, "plan_error": plan_error,
+            "history": {"runs": calibrated, "factor": factor},
         }
+
+    def history_factor(self, model, job) -> tuple:
+        """(factor, runs) of the job's own runs in this service's store
+        (``models._default.history_factor``): every option's answer takes the factor."""
+        from jobgauge.models._default import history_factor
+
+        return history_factor(self.store, model, job)
 
     def job(self, request: EstimateRequest, option: Cluster, count: int = 1, *,
             settings=None, dag=None) -> Job:
@@ -421,7 +433,7 @@ class Service:
         reason.  The tuner's closing fANOVA importance is skipped: the page does not
         show it and it costs a forest fit per request."""
         from jobgauge.tuner import Goal, spark_sql_space, tune_with_model
-        from jobgauge.tuner._modes import model_evaluator
+        from jobgauge.tuner._modes import calibrated_evaluator, model_evaluator
         from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
 
         model, meta = self.ensure_model()
@@ -438,7 +450,8 @@ class Service:
             job = self.job(request, option, count, settings=fixed)
             result = tune_with_model(model, space, job, goal=Goal("time"), n_trials=n_trials,
                                      seed=seed, sampler="tpe", importance=False)
-            evaluate = model_evaluator(model, job)
+            factor = (estimate.get("history") or {}).get("factor", 1.0)
+            evaluate = calibrated_evaluator(model_evaluator(model, job), factor)
             region = store_trust_region(self.store, job, space,
                                         prior=self.training_frame().drop(columns=["profile"]))
             answer = recommend(result, space, evaluate, metrics=meta.get("metrics"),
