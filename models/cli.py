@@ -249,15 +249,32 @@ def predict_command(args) -> int:
               input_bytes=input_bytes, profile=profile)   # a bad question fails before training
     model = load_chosen_model(args)
     result = predict_job(model, job, coverage=args.coverage)
+    factor, calibrated = _calibration(args, model, job)
+    for key in ("runtime_s", "low_s", "high_s"):
+        result[key] *= factor
     size = datasize if datasize or input_bytes is None else f"{human_size(input_bytes)} of input"
     lines = [f"{args.workload} ({size}) on {args.instance_count} x {args.instance_type}: "
              f"{result['runtime_s']:.1f} s ({int(args.coverage * 100)} % interval "
              f"{result['low_s']:.1f} .. {result['high_s']:.1f} s)"]
     if result["note"]:
         lines.append(result["note"])
+    if calibrated:
+        lines.append(f"calibrated to the {calibrated} measured run"
+                     f"{'s' if calibrated != 1 else ''} of {args.workload} in the store: "
+                     f"the model's answer x {factor:.2f}")
     print_result(args.json, {**result, "coverage": args.coverage, "datasize": datasize,
-                             "input_bytes": input_bytes, "history_runs": history}, lines)
+                             "input_bytes": input_bytes, "history_runs": history,
+                             "history_factor": factor}, lines)
     return 0
+
+
+def _calibration(args, model, job) -> tuple:
+    """(factor, runs) of the job's own runs in the store
+    (``models._default.history_factor``), as the wrapper and the web form apply it."""
+    from jobgauge.models._default import history_factor
+    from jobgauge.store import open_store
+
+    return history_factor(open_store(args.store), model, job)
 
 
 def _job_size(args) -> tuple:

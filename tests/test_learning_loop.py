@@ -174,6 +174,11 @@ def test_a_job_without_a_size_label_is_predicted_from_its_input_bytes(tmp_path, 
     assert main([*small, "1e12", *where]) == 0
     large = json.loads(capsys.readouterr().out)
     assert little["datasize"] == "" and large["runtime_s"] > little["runtime_s"]
+    # the job's own runs calibrate its answer (models._default.history_factor); none: 1
+    assert little["history_factor"] == 1.0 and from_history["history_factor"] > 0
+    assert main(["--store", store_path, "predict", "--workload", "join", *where[:-1]]) == 0
+    assert f"calibrated to the {len(scout_join)} measured runs of join in the store" \
+        in capsys.readouterr().out
     assert main(["--store", store_path, "predict", "--workload", "myjob"]) == 1
     err = capsys.readouterr().err
     assert "--workload needs --datasize" in err and "--input-bytes" in err and "'myjob'" in err
