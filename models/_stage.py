@@ -30,15 +30,19 @@ another data size, with other settings and on other slots:
    ``min(slots, profiled tasks)``, plus a time per shuffle block for a stage that
    writes a shuffle (each task writes one block per ``spark.sql.shuffle.partitions``);
    a slot of an executor of ``c`` cores runs at ``c ** -contention`` (tasks on one
-   machine share it); the driver adds a fixed time and a time per stage.
+   machine share it); a stage's work takes ``1 + memory_cost x pressure`` longer, the
+   pressure being a task's data over its share of execution memory (heap x
+   ``spark.memory.fraction`` / cores, at most 1): a small heap collects garbage more
+   (in local mode the heap is ``spark.driver.memory``); the driver adds a fixed time
+   and a time per stage.
    The shipped profiles show the stages of one query running one after another
    (broadcast dependencies are not stage edges), so the replay is sequential and the
    stage DAG's longest path is reported as the critical path.
 4. **Learn** in ``fit``, by least squares on log runtime (censored runs count only
    when predicted below their bound): the rate of profiled work (``work_rate``), the
    fixed share, the work exponents per kind, the per-task overhead (pulled to
-   ``overhead_prior_s``), the time per shuffle block, the contention, the driver
-   times, per-MiB rates per rate group, the relative
+   ``overhead_prior_s``), the time per shuffle block, the contention, the memory
+   cost, the driver times, per-MiB rates per rate group, the relative
    speed of a slot of each instance family (local[1] and local[2] share one), a
    **work factor per workload** (both log offsets shrunk to 1) and a **fixed share per
    workload** (a logit offset shrunk to the shared share).  The work factor is a
@@ -149,6 +153,12 @@ BLOCK_PRIOR_S = 1e-4
 #: caches: local[2] on this machine's 2 cores runs the quiet TPC-H runs 1.25-1.44x as
 #: fast as local[1], not 2x).  Below 1, more cores are never slower.
 MAX_CONTENTION = 0.9
+#: The largest learned cost of memory pressure: a stage's work is slowed by
+#: ``1 + memory_cost x pressure``, the pressure being a task's data over its share of
+#: execution memory (at most 1; beyond it, spill).  With a 1 GiB heap the JVM collects
+#: garbage more (measured on the quiet SF 1 runs, local[2]: a 4g driver runs the 22
+#: queries at 0.83 of the 1g time, 8g at 0.81, median over queries).
+MAX_MEMORY_COST = 2.0
 #: Settings the residual corrector never reads: they set the slots (the replay's job).
 SLOT_SETTINGS = ("spark.master",)
 
@@ -517,7 +527,7 @@ class StagePredictor(RuntimeModel):
         factor / tasks), profiled task time and task count, the profiled task time per
         profiled slot, log size ratio, kind index, whole task count, kind and stage id."""
         table = {k: [] for k in ("row", "group", "waves", "slot_mib", "slot_work",
-                                 "slot_blocks", "run_s",
+                                 "slot_blocks", "pressure", "run_s",
                                  "profiled_tasks", "fixed_slot", "log_ratio", "work_kind",
                                  "tasks", "kind", "stage_id")}
         for index, row in enumerate(rows):
@@ -583,6 +593,9 @@ class StagePredictor(RuntimeModel):
         per_task = volume / fractional
         spill = 1.0 + SPILL_COST * max(0.0, 1.0 - row["task_memory"] / per_task) \
             if per_task > 0 and row["task_memory"] > 0 else 1.0
+        # a scan holds its split's rows (its file bytes), whatever its counters say
+        held = max(volume, files or 0.0) / fractional
+        pressure = min(held / row["task_memory"], 1.0) if row["task_memory"] > 0 else 0.0
         waves = math.ceil(whole / max(row["slots"], 1.0) - 1e-9)
         # a stage writing a shuffle writes one block per reduce partition from each task
         blocks = waves * _setting(row["config"], "spark.sql.shuffle.partitions") \
@@ -590,7 +603,7 @@ class StagePredictor(RuntimeModel):
         return {"stage_id": stage["stage_id"], "kind": kind, "group": RATE_GROUPS[kind],
                 "tasks": whole, "waves": waves, "slot_mib": waves * per_task * spill / 2 ** 20,
                 "slot_work": waves * spill / fractional, "slot_blocks": blocks,
-                "run_s": run_s,
+                "pressure": pressure, "run_s": run_s,
                 "profiled_tasks": float(stage.get("n_tasks") or 1),
                 "fixed_slot": run_s / max(min(row["slots"], float(stage.get("n_tasks") or 1)),
                                           1.0),
@@ -602,8 +615,9 @@ class StagePredictor(RuntimeModel):
         and over the row's ``speed``, the profiled work at ``work_rate`` (its fixed share
         spread over the profiled tasks' slots, the rest less its tasks' overhead, grown by
         the kind's work ``exponents`` and shared out over the waves) plus the data on one
-        slot at the rate group's seconds per MiB (``rates``).  ``fixed``: the fixed share
-        per stage (its workload's), else ``params["fixed_share"]``."""
+        slot at the rate group's seconds per MiB (``rates``), times ``1 + memory_cost x
+        pressure``.  ``fixed``: the fixed share per stage (its workload's), else
+        ``params["fixed_share"]``."""
         share = params["fixed_share"] if fixed is None else fixed
         return (params["task_overhead_s"] * table["waves"]
                 + (params["work_rate"] * (
@@ -613,7 +627,8 @@ class StagePredictor(RuntimeModel):
                                  * table["profiled_tasks"], MIN_DATA_SHARE * table["run_s"])
                     * np.exp(exponents[table["work_kind"]] * table["log_ratio"]))
                    + rates[table["group"]] * table["slot_mib"]
-                   + params.get("block_s", 0.0) * table["slot_blocks"]) / speed)
+                   + params.get("block_s", 0.0) * table["slot_blocks"])
+                * (1.0 + params.get("memory_cost", 0.0) * table["pressure"]) / speed)
 
     def _row_seconds(self, table, params, rates, speeds, n_rows, exponents=None,
                      fixed=None):
@@ -645,6 +660,7 @@ class StagePredictor(RuntimeModel):
         types = np.array([instance_family(t) for t in X["instance_type"]], dtype=object)
         self.instance_types_ = sorted(set(types[staged]))    # families: one speed per core
         self.params_ = {"work_rate": 0.5, "fixed_share": 0.5, "block_s": 0.0, "contention": 0.0,
+                        "memory_cost": 0.0,
                         "task_overhead_s": self.overhead_prior_s, "driver_s": 0.5,
                         "driver_per_stage_s": 0.05}
         self.rates_ = dict.fromkeys(RATE_GROUP_NAMES, 0.01)
@@ -738,6 +754,7 @@ class StagePredictor(RuntimeModel):
         at_share = 4 + n_groups + n_types + n_jobs
         at_block = at_share + 1 + n_fixed
         at_contention = at_block + 1
+        at_memory = at_contention + 1
         log_cores = np.log(np.maximum([r["cores"] for r in rows], 1.0))
 
         def unpack(theta):
@@ -745,6 +762,7 @@ class StagePredictor(RuntimeModel):
             params["fixed_share"] = theta[at_share]
             params["block_s"] = math.exp(theta[at_block])
             params["contention"] = theta[at_contention]
+            params["memory_cost"] = theta[at_memory]
             offsets = theta[4 + n_groups:at_share]
             exponents = theta[len(theta) - n_kinds:] if n_kinds else self._work_exponents()
             shares = _shares(theta[at_share], theta[at_share + 1:at_share + 1 + n_fixed]) \
@@ -770,13 +788,15 @@ class StagePredictor(RuntimeModel):
 
         start = np.concatenate([np.log([0.5, self.overhead_prior_s, 0.5, 0.05]
                                        + [0.01] * n_groups + [1.0] * (n_types + n_jobs)),
-                                [0.5], np.zeros(n_fixed), [math.log(BLOCK_PRIOR_S), 0.0], first])
+                                [0.5], np.zeros(n_fixed), [math.log(BLOCK_PRIOR_S), 0.0, 0.1],
+                                first])
         low = np.concatenate([np.log([1e-3, 1e-4, 1e-3, 1e-4] + [1e-6] * n_groups
                                      + [np.exp(-5.0)] * (n_types + n_jobs)), [0.0],
-                              np.full(n_fixed, -8.0), [math.log(1e-8), 0.0], lowest])
+                              np.full(n_fixed, -8.0), [math.log(1e-8), 0.0, 0.0], lowest])
         high = np.concatenate([np.log([10.0, 5.0, 300.0, 30.0] + [100.0] * n_groups
                                       + [np.exp(5.0)] * (n_types + n_jobs)), [1.0],
-                               np.full(n_fixed, 8.0), [math.log(1e-2), MAX_CONTENTION],
+                               np.full(n_fixed, 8.0), [math.log(1e-2), MAX_CONTENTION,
+                                                       MAX_MEMORY_COST],
                                np.maximum(lowest, MAX_WORK_EXPONENT) + 1e-9])
         result = least_squares(residuals, np.clip(start, low, high - 1e-12),
                                bounds=(low, high), loss="soft_l1",

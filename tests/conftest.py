@@ -347,7 +347,7 @@ class ShippedTuning:
         (``kept``, None when every job tunes); each a dict with ``workload``,
         ``datasize``, ``answer``, ``result`` (the search), ``region`` and ``space``.
         Fails the test when no job tunes."""
-        from jobgauge.tuner import Goal, spark_sql_space, submit, tune_with_model
+        from jobgauge.tuner import Goal, job_space, submit, tune_with_model
         from jobgauge.tuner._modes import model_evaluator
         from jobgauge.tuner._recommend import TrustRegion, recommend
 
@@ -359,7 +359,7 @@ class ShippedTuning:
             own, rest = submit.split_own_options(["--jobgauge-workload", workload,
                                                   "--jobgauge-datasize", datasize, *args])
             job, _ = submit.submit_job(own, rest, self.store)   # the job the wrapper prices
-            space = spark_sql_space()
+            space = job_space(job.cluster)
             space = type(space)(k for k in space if k.name not in job.settings)
             result = tune_with_model(self.model, space, job, goal=Goal("time"), n_trials=40,
                                      seed=0, importance=False)

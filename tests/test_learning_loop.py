@@ -61,7 +61,7 @@ def test_a_fresh_store_tunes_from_the_shipped_runs(tmp_path, monkeypatch, capsys
                                                    shipped_tuning):
     """The first TPC-H query (at the largest size the shipped runs hold) whose tree model's
     best settings inside the measured range beat the defaults beyond the noise, with the
-    80 % upper bound below the defaults' prediction (tuner/_recommend.py): a fresh store
+    80 % upper bound below the defaults' (tuner/_recommend.py): a fresh store
     trains that model on first need and the dry run adds those settings."""
     expected = shipped_tuning.first()["tuned"]
     workload = expected["workload"]
@@ -277,14 +277,15 @@ def test_the_web_tune_recommends_inside_the_trust_region_as_the_wrapper_does(
     first, until both are found): one keeps Spark's defaults and says why, one gets
     changes, each inside the range the shipped runs measured."""
     from jobgauge.models.features import size_scale
-    from jobgauge.tuner import format_setting, spark_sql_space
+    from jobgauge.job import Cluster
+    from jobgauge.tuner import format_setting, job_space
     from jobgauge.tuner._recommend import TrustRegion
     from jobgauge.webapp import create_app
 
     app = create_app({"TESTING": True, "STORE_URL": str(tmp_path / "s.db"),
                       "MODEL_KIND": "tree"})
     client = app.test_client()
-    space = spark_sql_space()
+    space = job_space(Cluster.local_mode("local[2]"))     # the SQL knobs and the heap
     defaults = {name: format_setting(name, value) for name, value in space.defaults().items()}
 
     def tune(workload, datasize):

@@ -131,22 +131,22 @@ def test_real_spark_submit_through_the_wrapper(tmp_path, monkeypatch):
     assert "recording spark-submit's wall time" in result.stderr
 
 
-def _forest_of_the_loaded_tpch_runs(store_path):
-    """A forest of the TPC-H runs measured under load (data/loaded/runs: tables that do
-    not change under the tests), saved as the store's model."""
+def _forest_of_runs_with_the_defaults(store_path):
+    """A forest of runs that never changed a setting (TPC-H Q3, Q9 and Q18 at SF 3 with
+    Spark's defaults, ``tpch-sf3-check``), saved as the store's model: it prices every
+    setting alike."""
+    from jobgauge.data import runs_dir
     from jobgauge.models import dumps_model, make_model
     from jobgauge.runtable import read_run_tables
 
-    loaded = sorted((submit.Path(__file__).resolve().parent.parent / "data" / "loaded" /
-                     "runs").glob("tpch-*.csv.gz"))
-    assert loaded, "the TPC-H runs measured under load are missing"
-    model = make_model("forest", random_state=0).fit(read_run_tables(loaded))
+    model = make_model("forest", random_state=0).fit(
+        read_run_tables([runs_dir() / "tpch-sf3-check.csv.gz"]))
     open_store(store_path).save_model("default", "forest", dumps_model(model), {})
 
 
 @pytest.mark.parametrize("model, tunes", [
-    # a forest of the TPC-H runs measured under load has no evidence that a change
-    # helps the job "job" (no size label), so Spark's defaults are kept, with the reason
+    # a forest of runs with the defaults only predicts no change beyond the noise for
+    # the job "job" (no size label), so Spark's defaults are kept, with the reason
     ("forest", False),
     # the tree model a fresh store trains on first need from the shipped runs: the first
     # TPC-H query whose best settings inside the measured range are predicted beyond the
@@ -164,7 +164,7 @@ def test_dry_run_adds_tuned_settings_the_user_did_not_set(tmp_path, monkeypatch,
     monkeypatch.setenv("JOBGAUGE_MODEL_KIND", model)
     job = []
     if model == "forest":
-        _forest_of_the_loaded_tpch_runs(tmp_path / "s.db")
+        _forest_of_runs_with_the_defaults(tmp_path / "s.db")
     else:
         tuned = request.getfixturevalue("shipped_tuning").first(DRY_RUN_ARGS)["tuned"]
         job = ["--jobgauge-workload", tuned["workload"], "--jobgauge-datasize",

@@ -19,7 +19,8 @@ _EXPORTS = {
     # search spaces and constraints
     "Knob": "_space", "KNOBS": "_space", "SearchSpace": "_space", "build_space": "_space",
     "local_spark_space": "_space", "LOCAL_SPARK_KNOBS": "_space",
-    "spark_sql_space": "_space", "knob": "_space", "check_configuration": "_space",
+    "spark_sql_space": "_space", "job_space": "_space", "knob": "_space",
+    "check_configuration": "_space",
     "hive_to_spark": "_space", "spark_to_hive": "_space", "spark_submit_lines": "_space",
     "hive_set_lines": "_space", "format_setting": "_space",
     # instance catalog

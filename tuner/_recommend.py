@@ -21,10 +21,17 @@ it from the runs a store's model learns from):
   defaults' predicted runtime minus the candidate's must be more than the
   repeat noise of the job's size (:attr:`TrustRegion.noise`, at least
   :data:`NOISE_FLOOR`), and the candidate's 80 % upper bound must not be above
-  the defaults' prediction.
+  the defaults' 80 % upper bound.  Both intervals come from the same model and the
+  same job (its profile, its learned work factor), so their errors move together:
+  the bound compares the two at the pessimistic end.  (Before, the bound was the
+  defaults' *point* prediction: with intervals x3.5-6 wide, that asked for a gain
+  wider than the whole interval, and no setting ever passed on the quiet corpus.)
 
 The search's best trials (up to :data:`MAX_CANDIDATES` distinct ones) are each put
-inside the ranges and priced again; the fastest whose gain passes is recommended.
+inside the ranges and priced again; the fastest whose gain passes is recommended,
+with every change left out that it does not need: one at a time, while the rest
+still passes and is predicted within :data:`SIMPLER_WITHIN` of it (a change the
+model credits with nothing is a guess about a setting, not evidence).
 Otherwise the recommendation keeps Spark's defaults and says why
 (:data:`KEPT_DEFAULTS` and the reason), rather than writing the defaults out as if
 tuned.  Recommended before this guard (issue 13, bench/reports/learning_loop.md):
@@ -55,11 +62,13 @@ MIN_GAIN = 0.01
 NOISE_FLOOR = 0.05
 #: The repeated runs a repeat-noise figure needs (fewer: the next wider set of runs).
 MIN_NOISE_RUNS = 10
-#: The coverage of the interval whose upper bound must stay below the defaults' prediction
-#: (``model_evaluator``'s default: a two-sided 80 % interval).
+#: The coverage of the intervals whose upper bounds are compared, the candidate's with
+#: the defaults' (``model_evaluator``'s default: a two-sided 80 % interval).
 COVERAGE = 0.8
 #: How many of the search's best distinct trials are priced inside the trust region.
 MAX_CANDIDATES = 25
+#: A recommendation drops a change while the rest is predicted at most this much slower.
+SIMPLER_WITHIN = 0.02
 
 
 @dataclass
@@ -267,7 +276,7 @@ def recommend(result, space, evaluate, *, metrics: dict | None = None,
     region's noise."""
     defaults = space.defaults()
     base = evaluate(dict(defaults))
-    baseline = float(base.runtime_s)
+    baseline, base_upper = float(base.runtime_s), _upper(base)
     if result.best is None:
         return Recommendation({}, baseline, baseline, False, f"{KEPT_DEFAULTS} (no trial "
                                                              "finished)")
@@ -318,8 +327,11 @@ def recommend(result, space, evaluate, *, metrics: dict | None = None,
         priced.append((float(measurement.runtime_s), _upper(measurement), changes))
     priced.sort(key=lambda item: item[0])
     for predicted, upper, changes in priced:
-        if baseline - predicted > noise * baseline and upper <= baseline:
-            return _tuned(changes, predicted, upper, baseline, noise, outside)
+        if baseline - predicted > noise * baseline and upper <= base_upper:
+            changes, predicted, upper = _simplest(
+                changes, predicted, evaluate, defaults,
+                lambda found, high: baseline - found > noise * baseline and high <= base_upper)
+            return _tuned(changes, predicted, upper, baseline, base_upper, noise, outside)
     predicted, upper, changes = priced[0]
     gain = 1.0 - predicted / baseline if baseline > 0 else 0.0
     if baseline - predicted <= noise * baseline:
@@ -329,9 +341,30 @@ def recommend(result, space, evaluate, *, metrics: dict | None = None,
     else:
         why = (f"predicted {predicted:.1f} s with the best settings inside the measured "
                f"range, {baseline:.1f} s with the defaults, but its {_percent(COVERAGE)} % "
-               f"upper bound, {upper:.1f} s, is above the defaults' prediction")
+               f"upper bound, {upper:.1f} s, is above the defaults', {base_upper:.1f} s")
     return Recommendation({}, baseline, baseline, False,
                           f"{KEPT_DEFAULTS} ({why}{_left_out(outside)})")
+
+
+def _simplest(changes, predicted, evaluate, defaults, passes) -> tuple:
+    """(changes, predicted s, upper bound s): ``changes`` less each change it does not
+    need, fewest-cost first: a change goes while the others still pass (``passes(
+    predicted, upper)``) and are predicted within :data:`SIMPLER_WITHIN` of the whole."""
+    kept, found = dict(changes), None
+    while len(kept) > 1:
+        options = []
+        for name in kept:
+            fewer = {k: v for k, v in kept.items() if k != name}
+            measurement = evaluate({**defaults, **fewer})
+            options.append((float(measurement.runtime_s), _upper(measurement), fewer))
+        runtime, upper, fewer = min(options, key=lambda option: option[0])
+        if runtime > predicted * (1.0 + SIMPLER_WITHIN) or not passes(runtime, upper):
+            break
+        kept, found = fewer, (runtime, upper)
+    if found is None:
+        measurement = evaluate({**defaults, **kept})
+        found = (float(measurement.runtime_s), _upper(measurement))
+    return kept, found[0], found[1]
 
 
 def _percent(fraction: float) -> str:
@@ -345,14 +378,15 @@ def _left_out(outside: Mapping) -> str:
     return "; left out " + "; ".join(outside[name] for name in sorted(outside))
 
 
-def _tuned(changes, predicted, upper, baseline, noise, outside) -> Recommendation:
+def _tuned(changes, predicted, upper, baseline, base_upper, noise, outside) -> Recommendation:
     settings = {name: format_setting(name, value) for name, value in changes.items()}
     gain = 1.0 - predicted / baseline if baseline > 0 else 0.0
     return Recommendation(settings, predicted, baseline, True,
                           f"predicted {predicted:.1f} s with {len(settings)} changed settings, "
                           f"{baseline:.1f} s with Spark's defaults ({_percent(gain)} % faster, "
                           f"beyond the repeat noise of {_percent(noise)} %; "
-                          f"{_percent(COVERAGE)} % upper bound {upper:.1f} s)"
+                          f"{_percent(COVERAGE)} % upper bound {upper:.1f} s against "
+                          f"{base_upper:.1f} s)"
                           + _left_out(outside))
 
 

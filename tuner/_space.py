@@ -205,6 +205,28 @@ def spark_sql_space() -> SearchSpace:
     return SearchSpace(knob(name) for name in SPARK_SQL_KNOBS)
 
 
+def job_space(cluster) -> SearchSpace:
+    """The settings recommended for one job (``jobgauge-submit``, the web form's tune):
+    the Spark SQL session knobs, and on a local master the driver heap too (all the
+    memory of a local run; a setting of the application, given to spark-submit), up
+    to half of this machine's memory.  ``cluster``: a :class:`jobgauge.job.Cluster`."""
+    chosen = [knob(name) for name in SPARK_SQL_KNOBS]
+    if getattr(cluster, "local", False):
+        from jobgauge.job import Cluster
+
+        memory = Cluster.this_machine().memory_gib
+        sizes = tuple(1024 * g for g in LOCAL_DRIVER_GIB if not memory or g <= memory / 2)
+        chosen.append(replace(_BY_NAME["spark.driver.memory"], kind="choice",
+                              choices=sizes or (1024,), log=False,
+                              help="driver heap: all the memory of a local run (default 1g)"))
+    return SearchSpace(chosen)
+
+
+#: The driver heaps :func:`job_space` offers a local run, in GiB (those up to half of
+#: the machine's memory): the sizes the quiet corpus measured, and 2g between.
+LOCAL_DRIVER_GIB = (1, 2, 4, 8)
+
+
 # ---------------------------------------------------------------- constraints
 
 RESERVED_NODE_MB = 1024          # left to the OS and the node manager on every node

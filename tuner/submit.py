@@ -207,13 +207,13 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     on first need from the shipped runs plus the store's own, ``store_model``).  Its
     ``history_runs`` says how many runs of the job key the store holds."""
     from jobgauge.models._default import history_factor, store_model
-    from jobgauge.tuner import Goal, spark_sql_space, tune_with_model
+    from jobgauge.tuner import Goal, job_space, tune_with_model
     from jobgauge.tuner._modes import calibrated_evaluator, model_evaluator
     from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
 
     model, meta = store_model(store, progress=progress)
     job, history = submit_job(own, args, store)
-    space = spark_sql_space()
+    space = job_space(job.cluster)
     space = type(space)(k for k in space if k.name not in job.settings)
     if not len(space):
         return Recommendation(reason="you set every setting the tuner searches",

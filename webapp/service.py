@@ -432,7 +432,7 @@ class Service:
         tables of ``runs_dir`` plus the store's runs), else Spark's defaults, with the
         reason.  The tuner's closing fANOVA importance is skipped: the page does not
         show it and it costs a forest fit per request."""
-        from jobgauge.tuner import Goal, spark_sql_space, tune_with_model
+        from jobgauge.tuner import Goal, job_space, tune_with_model
         from jobgauge.tuner._modes import calibrated_evaluator, model_evaluator
         from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
 
@@ -442,7 +442,7 @@ class Service:
         option = self.instance_options()[best["instance_type"]]
         count = int(best["instance_count"])
         fixed = {} if option.local else executor_layout(option, count)
-        space = spark_sql_space()
+        space = job_space(option)
         # The knobs the user set are kept as given; the tuner searches the others.
         space = type(space)(k for k in space if k.name not in request.config)
         n_trials = int(trials or self.tune_trials)
