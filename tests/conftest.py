@@ -377,7 +377,8 @@ class ShippedTuning:
                                      seed=0, importance=False)
             region = TrustRegion.from_runs(self.corpus, workload, space.names,
                                            defaults=space.defaults(), framework="spark",
-                                           datasize=datasize)
+                                           datasize=datasize,
+                                           instance_type=job.cluster.instance_type)
             answer = recommend(result, space, model_evaluator(self.model, job),
                                metrics=self.metrics, region=region)
             tried.append(f"{workload} {datasize}: {answer.reason}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,7 @@ from jobgauge.tuner._recommend import (KEPT_DEFAULTS, NOISE_FLOOR, MeasuredRange
                                        recommend, store_trust_region)
 
 MiB = 1024 * 1024
+REPO = Path(__file__).resolve().parent.parent
 #: (job key, size) pairs: TPC-H queries with runs in the corpus at SF 0.1 (and none at
 #: SF 1), and a job the corpus has never seen.
 JOBS = [("tpch-q1", "sf0.1"), ("tpch-q3", "sf0.1"), ("tpch-q6", "sf0.1"), ("tpch-q3", "sf1"),
@@ -311,3 +313,57 @@ def test_the_wrapper_recommends_inside_the_trust_region_of_its_store(tmp_path, m
     # what it put back are values the search tried outside the ranges, named with them
     assert "left out " in answer.reason and named and named <= searched, answer.reason
     assert f"no runs of {workload} yet: the shipped runs as the prior" in answer.reason
+
+
+# ------------------------------------------------------------------ measured against predicted
+
+@pytest.fixture(scope="module")
+def quiet_sf1():
+    """The quiet TPC-H SF 1 table (complete: 22 queries x 19 configurations x 2 runs)."""
+    return read_run_table(REPO / "data" / "runs" / "tpch-sf1.csv.gz")
+
+
+def _sf1_region(quiet_sf1, workload, master="local[2]"):
+    import pandas as pd
+
+    from jobgauge.tuner._space import job_space
+
+    cluster = Cluster.for_master(master, {})
+    space = job_space(cluster)
+    return TrustRegion.from_runs(pd.DataFrame(quiet_sf1), workload, space.names,
+                                 defaults=space.defaults(), framework="spark",
+                                 datasize="sf1", instance_type=cluster.instance_type)
+
+
+def test_a_change_the_jobs_runs_measured_slower_is_never_recommended(quiet_sf1):
+    region = _sf1_region(quiet_sf1, "tpch-q1")
+    # Q1 at SF 1: the 4g driver alone measured 5.38 s (median of 2), the defaults 4.91 s
+    why = region.contradicted({"spark.driver.memory": 4096})
+    assert why is not None and "5.38 s" in why and "4.91 s" in why
+    # a smaller step the same way (2g, never measured) has the same evidence against it,
+    # alone or with another change
+    assert region.contradicted({"spark.driver.memory": "2g"}) is not None
+    assert region.contradicted({"spark.driver.memory": 2048,
+                                "spark.sql.files.maxPartitionBytes": 16 * MiB}) is not None
+    # 512 MiB splits alone measured 3.85 s: a gain beyond the noise, no contradiction
+    assert region.contradicted({"spark.sql.files.maxPartitionBytes": 512 * MiB}) is None
+    # a change never measured is judged by the model alone
+    assert region.contradicted({"spark.sql.files.maxPartitionBytes": 16 * MiB}) is None
+
+
+def test_a_change_the_jobs_runs_measured_faster_stands(quiet_sf1):
+    region = _sf1_region(quiet_sf1, "tpch-q3")
+    # Q3 at SF 1: 8 shuffle partitions measured 1.39 s, the defaults 2.15 s: a gain
+    # beyond the noise
+    assert 1 - 1.39 / 2.15 > region.noise
+    assert region.contradicted({"spark.sql.shuffle.partitions": 8}) is None
+    # the 4g driver measured 1.86 s: 13.5 % faster, within the job's repeat noise, so
+    # the measurement does not back a recommendation of it alone
+    assert region.noise > 1 - 1.86 / 2.15
+    assert "1.86 s" in region.contradicted({"spark.driver.memory": "4g"})
+    # ... but it is no evidence against it beside another change
+    assert region.contradicted({"spark.driver.memory": "4g",
+                                "spark.sql.shuffle.partitions": 8}) is None
+    # on another master the local[2] runs are no evidence
+    other = _sf1_region(quiet_sf1, "tpch-q1", master="local[1]")
+    assert other.contradicted({"spark.driver.memory": 4096}) is None

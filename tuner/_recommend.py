@@ -27,6 +27,15 @@ it from the runs a store's model learns from):
   defaults' *point* prediction: with intervals x3.5-6 wide, that asked for a gain
   wider than the whole interval, and no setting ever passed on the quiet corpus.)
 
+- a prediction never overrules a measurement of the same change: where the runs
+  of the job itself at its size and on its instance type (the corpus's, or the
+  user's own) measured the candidate's exact settings, they must have measured a
+  gain beyond the noise over the defaults measured beside them; where they measured
+  one of its changes alone, that change must not have measured slower than the
+  defaults beyond the noise (:meth:`TrustRegion.contradicted`).  (TPC-H Q1 at SF 1:
+  the model priced a 4g driver with 16 MiB splits 45 % faster, while the quiet
+  corpus measured the 4g driver alone at 5.38 s against 4.91 s with the defaults.)
+
 The search's best trials (up to :data:`MAX_CANDIDATES` distinct ones) are each put
 inside the ranges and priced again; the fastest whose gain passes is recommended,
 with every change left out that it does not need: one at a time, while the rest
@@ -49,7 +58,7 @@ from typing import Iterable, Mapping
 from jobgauge.tuner._space import format_setting
 
 __all__ = ["KEPT_DEFAULTS", "MIN_GAIN", "NOISE_FLOOR", "MeasuredRange", "Recommendation",
-           "TrustRegion", "recommend", "store_trust_region"]
+           "TrustRegion", "changed_settings", "recommend", "store_trust_region"]
 
 KEPT_DEFAULTS = "keeping Spark's defaults: no measured evidence that a change helps"
 #: Choices of the cluster, not settings of a run: their evidence is the instance types seen.
@@ -166,10 +175,16 @@ class TrustRegion:
 
     ranges: dict = field(default_factory=dict)
     noise: float = NOISE_FLOOR
+    #: The job's own measured runtimes (at its size and instance type, finished runs),
+    #: per set of changed settings (:func:`changed_settings`; ``()``: the defaults).
+    measured: dict = field(default_factory=dict)
+    #: The engine defaults the keys of ``measured`` were taken against.
+    defaults: dict = field(default_factory=dict)
 
     @classmethod
     def from_runs(cls, frame, workload: str, names: Iterable[str], *, defaults: Mapping,
-                  framework: str | None = None, datasize: str | None = None) -> "TrustRegion":
+                  framework: str | None = None, datasize: str | None = None,
+                  instance_type: str | None = None) -> "TrustRegion":
         """The trust region of job ``workload`` from a run-table ``frame`` (with
         ``config`` or ``config_json``): the runs the model learned from, the job's
         own among them.  For each setting of ``names``: the values the job's own runs
@@ -179,7 +194,9 @@ class TrustRegion:
         they count.  ``noise``: the repeat noise
         (``models.evaluation.noise_floor``) of the job's own runs at ``datasize``,
         else of the frame's runs at that size, else of all its runs (the first with
-        :data:`MIN_NOISE_RUNS` repeated runs); at least :data:`NOISE_FLOOR`."""
+        :data:`MIN_NOISE_RUNS` repeated runs); at least :data:`NOISE_FLOOR`.
+        ``measured``: the finished runtimes of the job's own runs at ``datasize`` (on
+        ``instance_type`` when given) per set of changed settings."""
         from jobgauge.models.features import row_configs
 
         if framework and "framework" in frame.columns and len(frame):
@@ -207,7 +224,61 @@ class TrustRegion:
                 ranges[name] = MeasuredRange(name, _values(name, configs, defaults.get(name)),
                                              f"the {len(configs)} runs{at} the model "
                                              f"learns from")
-        return cls(ranges, _repeat_noise(noise_frame, noise_own, datasize))
+        return cls(ranges, _repeat_noise(noise_frame, noise_own, datasize),
+                   _measured(frame, workload, defaults, datasize, instance_type),
+                   dict(defaults))
+
+    def contradicted(self, changes: Mapping) -> str | None:
+        """Why the job's own measurements contradict a gain from ``changes`` (setting ->
+        value, the candidate's changes from the defaults); None when they do not (or
+        never measured them beside the defaults).  The exact changes, measured: their
+        median must be below the defaults' median by more than ``noise``.  One of the
+        changes measured alone: its median must not be above the defaults' by more
+        than ``noise``."""
+        import statistics
+
+        base = self.measured.get(())
+        if not base:
+            return None
+        base_s = statistics.median(base)
+        key = changed_settings(changes, self.defaults)
+        exact = self.measured.get(key)
+        if exact:
+            found = statistics.median(exact)
+            if found > base_s * (1.0 - self.noise):
+                return (f"measured {found:.2f} s with {_shown(key)} against {base_s:.2f} s "
+                        f"with the defaults ({len(exact)} and {len(base)} runs of the job)")
+        for item in key:
+            for alone_key in self._same_direction(item):
+                if len(key) == 1 and alone_key == key:
+                    continue                     # the exact changes, judged above
+                alone = self.measured[alone_key]
+                if statistics.median(alone) > base_s * (1.0 + self.noise):
+                    return (f"measured {statistics.median(alone):.2f} s with "
+                            f"{_shown(alone_key)} alone against {base_s:.2f} s with the "
+                            f"defaults ({len(alone)} and {len(base)} runs of the job)")
+        return None
+
+    def _same_direction(self, item) -> list:
+        """The measured keys that change only ``item``'s setting: to its value, or (a
+        number) to a value on the same side of the default as far or farther (a larger
+        heap measured slower is evidence against a smaller step the same way)."""
+        name, text = item
+        value, default = _typed(name, text), self.defaults.get(name)
+        default = _typed(name, default) if default is not None else None
+        found = []
+        for key in self.measured:
+            if len(key) != 1 or key[0][0] != name:
+                continue
+            other = _typed(name, key[0][1])
+            if key[0] == item:
+                found.append(key)
+            elif all(_is_number(v) for v in (value, other, default)) and value > 0 \
+                    and other > 0 and default > 0 \
+                    and ((default < value <= other) or (other <= value < default)):
+                found.append(key)
+        return found
+
 
     def outside(self, name: str, value) -> str | None:
         """Why ``value`` of setting ``name`` is outside the region (None: inside)."""
@@ -220,6 +291,48 @@ class TrustRegion:
             return None
         return (f"{name}={format_setting(name, value)} (outside {measured.describe()}, "
                 f"measured in {measured.source})")
+
+
+def changed_settings(config: Mapping, defaults: Mapping) -> tuple:
+    """The settings of ``config`` that differ from ``defaults`` (the master aside), as a
+    sorted tuple of (name, value as spark-submit writes it): one key per configuration,
+    whatever the types its values came in."""
+    return tuple(sorted(
+        (name, format_setting(name, _typed(name, value))) for name, value in config.items()
+        if name != "spark.master" and name not in CLUSTER_CHOICES and value is not None
+        and not _same(name, _typed(name, value), defaults.get(name))))
+
+
+def _shown(key: tuple) -> str:
+    return ", ".join(f"{name}={value}" for name, value in key)
+
+
+def _measured(frame, workload, defaults, datasize, instance_type) -> dict:
+    """{changed settings: runtimes} of the finished runs of ``workload`` in ``frame``
+    at ``datasize`` (where given) and on ``instance_type`` (where given)."""
+    import math
+
+    from jobgauge.models.features import row_configs
+
+    if not len(frame) or "runtime_s" not in frame.columns:
+        return {}
+    keep = frame["workload"].astype(str) == str(workload)
+    if datasize and "datasize" in frame.columns:
+        keep &= frame["datasize"].astype(str) == str(datasize)
+    if instance_type and "instance_type" in frame.columns:
+        keep &= frame["instance_type"].astype(str) == str(instance_type)
+    if "completed" in frame.columns:
+        keep &= frame["completed"].fillna(False).astype(bool)
+    rows = frame[keep.to_numpy()].reset_index(drop=True)
+    out: dict = {}
+    for config, runtime in zip(row_configs(rows), rows["runtime_s"]):
+        try:
+            runtime = float(runtime)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(runtime) and runtime > 0:
+            out.setdefault(changed_settings(config, defaults), []).append(runtime)
+    return out
 
 
 def _values(name: str, configs, default) -> frozenset:
@@ -326,15 +439,25 @@ def recommend(result, space, evaluate, *, metrics: dict | None = None,
         measurement = evaluate({**defaults, **changes})
         priced.append((float(measurement.runtime_s), _upper(measurement), changes))
     priced.sort(key=lambda item: item[0])
-    for predicted, upper, changes in priced:
+    contradicted = {}                  # index in priced -> what the job's runs measured
+    for index, (predicted, upper, changes) in enumerate(priced):
         if baseline - predicted > noise * baseline and upper <= base_upper:
+            measured = region.contradicted(changes) if region is not None else None
+            if measured is not None:
+                contradicted[index] = measured
+                continue
             changes, predicted, upper = _simplest(
                 changes, predicted, evaluate, defaults,
-                lambda found, high: baseline - found > noise * baseline and high <= base_upper)
+                lambda found, high: baseline - found > noise * baseline and high <= base_upper,
+                region)
             return _tuned(changes, predicted, upper, baseline, base_upper, noise, outside)
     predicted, upper, changes = priced[0]
     gain = 1.0 - predicted / baseline if baseline > 0 else 0.0
-    if baseline - predicted <= noise * baseline:
+    if 0 in contradicted:
+        why = (f"predicted {predicted:.1f} s with the best settings inside the measured "
+               f"range, {baseline:.1f} s with the defaults ({_percent(gain)} % faster), but "
+               f"{contradicted[0]}")
+    elif baseline - predicted <= noise * baseline:
         why = (f"predicted {predicted:.1f} s with the best settings inside the measured "
                f"range, {baseline:.1f} s with the defaults: {_percent(gain)} % faster, not "
                f"beyond the repeat noise of {_percent(noise)} %")
@@ -346,17 +469,22 @@ def recommend(result, space, evaluate, *, metrics: dict | None = None,
                           f"{KEPT_DEFAULTS} ({why}{_left_out(outside)})")
 
 
-def _simplest(changes, predicted, evaluate, defaults, passes) -> tuple:
+def _simplest(changes, predicted, evaluate, defaults, passes, region=None) -> tuple:
     """(changes, predicted s, upper bound s): ``changes`` less each change it does not
     need, fewest-cost first: a change goes while the others still pass (``passes(
-    predicted, upper)``) and are predicted within :data:`SIMPLER_WITHIN` of the whole."""
+    predicted, upper)``, and no measurement of the job contradicts them: ``region``)
+    and are predicted within :data:`SIMPLER_WITHIN` of the whole."""
     kept, found = dict(changes), None
     while len(kept) > 1:
         options = []
         for name in kept:
             fewer = {k: v for k, v in kept.items() if k != name}
+            if region is not None and region.contradicted(fewer) is not None:
+                continue
             measurement = evaluate({**defaults, **fewer})
             options.append((float(measurement.runtime_s), _upper(measurement), fewer))
+        if not options:
+            break
         runtime, upper, fewer = min(options, key=lambda option: option[0])
         if runtime > predicted * (1.0 + SIMPLER_WITHIN) or not passes(runtime, upper):
             break
@@ -399,4 +527,5 @@ def store_trust_region(store, job, space, *, prior=None) -> TrustRegion:
 
     frame, _, _ = learning_frame(store, prior=prior)
     return TrustRegion.from_runs(frame, job.workload, space.names, defaults=space.defaults(),
-                                 framework=job.framework, datasize=job.datasize)
+                                 framework=job.framework, datasize=job.datasize,
+                                 instance_type=job.cluster.instance_type)
