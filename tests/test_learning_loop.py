@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -241,6 +242,52 @@ def test_a_held_lock_makes_a_second_training_skip(tmp_path, scout_join, capsys):
                  "--lock", str(lock)]) == 0
     assert "trained tree on" in capsys.readouterr().out
     assert open_store(store_path).list_models()[0]["metrics"]["store_runs"] == 5
+
+
+def _state(pid: int) -> str:
+    """The one-letter state of process ``pid`` (``T``: stopped)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_job_on_this_machine_runs_with_the_retraining_paused(tmp_path):
+    """A retraining holding the store's lock (a real process, in a session of its own as
+    maybe_retrain starts it) is stopped for the block and goes on after, even when the
+    block fails; without one nothing is paused."""
+    from jobgauge.models._default import resume_retraining, retraining_paused
+
+    store = open_store(tmp_path / "s.db")
+    lock = retrain_lock_path(store)
+    with retraining_paused(store) as paused:
+        assert paused is False                              # no lock file, no training
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from jobgauge.models._default import training_lock\n"
+         "with training_lock(sys.argv[1]) as free:\n"
+         "    print(free, flush=True); time.sleep(60)", str(lock)],
+        stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert holder.stdout.readline().strip() == "True"
+        with pytest.raises(RuntimeError):
+            with retraining_paused(store) as paused:
+                assert paused is True
+                time.sleep(0.2)
+                assert _state(holder.pid) == "T"
+                raise RuntimeError("the job failed")
+        time.sleep(0.2)
+        assert _state(holder.pid) != "T"
+        # a retraining a killed wrapper left stopped goes on at the next resume
+        import signal
+
+        os.killpg(holder.pid, signal.SIGSTOP)
+        time.sleep(0.2)
+        assert _state(holder.pid) == "T" and resume_retraining(store) is True
+        time.sleep(0.2)
+        assert _state(holder.pid) != "T"
+    finally:
+        holder.kill()
+        holder.wait()
+    with retraining_paused(store) as paused:                # the lock is free again
+        assert paused is False
 
 
 def test_retrain_interval_is_checked(monkeypatch):

@@ -60,7 +60,8 @@ def test_recommended_settings_are_no_slower_than_the_defaults(recommendations, t
         assert answer.reason
         if not answer.tuned:
             assert answer.settings == {} and answer.reason.startswith(KEPT_DEFAULTS)
-    # a real recommendation is measured (the quiet SF 1 runs hold 4g and 8g drivers)
+    # a real recommendation is measured (the quiet SF 1 runs hold 4g drivers; the wrapper
+    # offers a local run 1g, 2g and 4g)
     assert any(answer.tuned for answer in recommendations.values()), \
         {q: a.reason for q, a in recommendations.items()}
     # A recommendation that keeps the defaults is measured too, as a user would run it:

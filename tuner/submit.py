@@ -342,7 +342,8 @@ def main(argv=None) -> int:
         print(shlex.join(command))
         return 0
     started = datetime.now(timezone.utc)
-    returncode = subprocess.call(command)
+    with _cores_to_the_job(mine, store):
+        returncode = subprocess.call(command)
     ended = datetime.now(timezone.utc)
     if store is not None:
         try:
@@ -354,6 +355,25 @@ def main(argv=None) -> int:
         else:
             _retrain(own, store)
     return returncode
+
+
+def _cores_to_the_job(mine: dict, store):
+    """A job on this machine (a local master, Spark's default) runs with the store's
+    background retraining paused (``models._default.retraining_paused``); any other
+    job lets a paused one go on."""
+    import contextlib
+
+    if store is None:
+        return contextlib.nullcontext()
+    try:
+        from jobgauge.models._default import resume_retraining, retraining_paused
+
+        if str(mine.get("spark.master", "local[*]")).startswith("local"):
+            return retraining_paused(store)
+        resume_retraining(store)
+    except Exception as exc:  # noqa: BLE001 - the job runs whatever happens here
+        _warn(f"background retraining not paused ({exc.__class__.__name__}: {exc})")
+    return contextlib.nullcontext()
 
 
 def _retrain(own: dict, store) -> None:
