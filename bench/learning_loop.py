@@ -35,6 +35,7 @@ and runtime against the run index).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -173,6 +174,9 @@ def load_journal(path: Path) -> list[dict]:
 
 
 def run_loop(args, work: Path, journal_path: Path, progress=sys.stderr) -> list[dict]:
+    from jobgauge.models._default import retraining_paused
+    from jobgauge.store import open_store
+
     scripts = write_scripts(work, args.queries, args.scale)
     store = args.store or str(work / "store.db")
     defaults_store = str(work / "defaults.db")
@@ -198,7 +202,11 @@ def run_loop(args, work: Path, journal_path: Path, progress=sys.stderr) -> list[
             "history_runs": None, "models": None}
         predict_s = time.perf_counter() - started
         started = time.perf_counter()
-        done_run = subprocess.run([submit, *argv], env=env, capture_output=True, text=True)
+        # a run with the defaults goes to a store of its own, so its wrapper pauses that
+        # store's retraining; the loop's store may be retraining too, as a user's one
+        # store would be: held still here the same way (else the defaults run beside it)
+        with contextlib.nullcontext() if wrapped else retraining_paused(open_store(store)):
+            done_run = subprocess.run([submit, *argv], env=env, capture_output=True, text=True)
         wall = time.perf_counter() - started
         row = measured(into, workload, before)
         entry = {"index": index, "round": round_, "query": number, "workload": workload,

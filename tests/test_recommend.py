@@ -379,3 +379,30 @@ def test_a_local_run_is_offered_driver_heaps_up_to_4g_only():
     assert max(heap.choices) <= 4096 and 4096 in heap.choices and 1024 in heap.choices
     cloud = job_space(Cluster.from_catalog("m5.xlarge", 4))
     assert "spark.driver.memory" not in {k.name for k in cloud}
+
+
+def test_a_wrapped_jobs_own_runs_judge_its_recommendation():
+    """The learning loop at SF 1 (bench/reports/learning_loop.md): Q5 through the wrapper
+    with the defaults took 15.66 s, with the recommended 16 MiB splits and 4g driver
+    18.57 s.  The wrapper's own settings (event log) are no change; the next
+    recommendation of those settings is refused on that measurement."""
+    import json
+
+    import pandas as pd
+
+    from jobgauge.tuner._space import job_space
+
+    log = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": "/tmp/events",
+           "spark.master": "local[2]"}
+    tuned = {"spark.sql.files.maxPartitionBytes": "16777216", "spark.driver.memory": "4g"}
+    frame = pd.DataFrame([
+        {"workload": "tpch_q05", "framework": "spark", "datasize": "", "completed": True,
+         "instance_type": "local[2]", "runtime_s": runtime, "config_json": json.dumps(config)}
+        for runtime, config in ((15.657, log), (18.574, {**log, **tuned}))])
+    cluster = Cluster.for_master("local[2]", {})
+    space = job_space(cluster)
+    region = TrustRegion.from_runs(frame, "tpch_q05", space.names, defaults=space.defaults(),
+                                   framework="spark", instance_type="local[2]")
+    why = region.contradicted({"spark.sql.files.maxPartitionBytes": 16 * MiB,
+                               "spark.driver.memory": 4096})
+    assert why is not None and "18.57 s" in why and "15.66 s" in why

@@ -13,7 +13,7 @@ recommendation that keeps the defaults must say why, and is measured all the sam
 the TPC-H workload's own SF 1 (``tpchgen-cli``, generated once into the data folder,
 ``~/.cache/jobgauge/data`` unless ``JOBGAUGE_DATA`` moves it).
 
-It needs a quiet machine (the noise allowance is 10 %): run it alone,
+It needs a quiet machine (the noise allowance is the SF 1 runs' repeat noise, 12 %): run it alone,
 ``.venv/bin/pytest -q tests/test_tuned_vs_defaults.py``.  Several minutes.
 """
 
@@ -33,8 +33,25 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 QUERIES = ("tpch-q1", "tpch-q3", "tpch-q5")
 SIZE = "sf1"
 REPEATS = 3
-#: How much slower than the defaults the recommendation's median may measure: the noise.
-NOISE_ALLOWANCE = 1.10
+
+
+def noise_allowance() -> float:
+    """How much slower than the defaults the recommendation's median may measure: 1 plus
+    the repeat noise of the quiet SF 1 runs on local[2] (``jobgauge.runtable.repeat_noise``,
+    a run against its configuration's other run: 11.9 %), at least 1.10.  (At 1.10 the
+    defaults measured against themselves failed: Q1 3.72 s against 3.38 s.)"""
+    from pathlib import Path
+
+    from jobgauge.runtable import read_run_table, repeat_noise
+
+    rows = [r for r in read_run_table(Path(__file__).resolve().parent.parent / "data" / "runs"
+                                      / "tpch-sf1.csv.gz")
+            if r["completed"] and r["instance_type"] == "local[2]"]
+    groups = {}
+    for row in rows:
+        key = (row["workload"], tuple(sorted((k, str(v)) for k, v in row["config"].items())))
+        groups.setdefault(key, []).append(row["runtime_s"])
+    return max(1.10, 1.0 + repeat_noise(groups.values())["mdape"])
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +101,10 @@ def test_recommended_settings_are_no_slower_than_the_defaults(recommendations, t
                     runs[name].append(run["runtime_s"])
             measured[query] = {name: statistics.median(values) for name, values in runs.items()}
             print(f"{query}: " + ", ".join(f"{name} {values}" for name, values in runs.items()))
+    allowance = noise_allowance()
     for query, medians in measured.items():
         assert medians["defaults"] > 0
-        assert medians["recommended"] <= medians["defaults"] * NOISE_ALLOWANCE, \
+        assert medians["recommended"] <= medians["defaults"] * allowance, \
             (f"{query}: the recommended {recommended[query]} measured "
              f"{medians['recommended']:.2f} s (median of {REPEATS}), the defaults "
              f"{medians['defaults']:.2f} s")

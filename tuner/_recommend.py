@@ -294,12 +294,17 @@ class TrustRegion:
 
 
 def changed_settings(config: Mapping, defaults: Mapping) -> tuple:
-    """The settings of ``config`` that differ from ``defaults`` (the master aside), as a
-    sorted tuple of (name, value as spark-submit writes it): one key per configuration,
-    whatever the types its values came in."""
+    """The settings of ``config`` that differ from ``defaults``, as a sorted tuple of
+    (name, value as spark-submit writes it): one key per configuration, whatever the
+    types its values came in.  Only knobs of the knob table count, the master aside:
+    what a wrapped run also carries (``spark.eventLog.dir``, ``spark.app.name``) is
+    no change of how it runs."""
+    from jobgauge.knobs import find
+
     return tuple(sorted(
         (name, format_setting(name, _typed(name, value))) for name, value in config.items()
         if name != "spark.master" and name not in CLUSTER_CHOICES and value is not None
+        and find(name) is not None
         and not _same(name, _typed(name, value), defaults.get(name))))
 
 
