@@ -397,7 +397,8 @@ def test_a_wrapped_jobs_own_runs_judge_its_recommendation():
     tuned = {"spark.sql.files.maxPartitionBytes": "16777216", "spark.driver.memory": "4g"}
     frame = pd.DataFrame([
         {"workload": "tpch_q05", "framework": "spark", "datasize": "", "completed": True,
-         "instance_type": "local[2]", "runtime_s": runtime, "config_json": json.dumps(config)}
+         "instance_type": "local[2]", "instance_count": 1, "vcpus": 2, "memory_gib": 1.0,
+         "runtime_s": runtime, "config_json": json.dumps(config)}
         for runtime, config in ((15.657, log), (18.574, {**log, **tuned}))])
     cluster = Cluster.for_master("local[2]", {})
     space = job_space(cluster)
