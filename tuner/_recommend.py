@@ -203,6 +203,7 @@ class TrustRegion:
             frame = frame[frame["framework"].astype(str) == str(framework)]
         frame = frame.reset_index(drop=True)
         configs = row_configs(frame)
+        every = configs                 # all sizes: what _measured filters itself
         own = [str(w) == str(workload) for w in frame["workload"]] if len(frame) else []
         sized = [str(d) == str(datasize) for d in frame["datasize"]] \
             if datasize and "datasize" in frame.columns else []
@@ -225,7 +226,7 @@ class TrustRegion:
                                              f"the {len(configs)} runs{at} the model "
                                              f"learns from")
         return cls(ranges, _repeat_noise(noise_frame, noise_own, datasize),
-                   _measured(frame, workload, defaults, datasize, instance_type),
+                   _measured(frame, every, workload, defaults, datasize, instance_type),
                    dict(defaults))
 
     def contradicted(self, changes: Mapping) -> str | None:
@@ -279,7 +280,6 @@ class TrustRegion:
                 found.append(key)
         return found
 
-
     def outside(self, name: str, value) -> str | None:
         """Why ``value`` of setting ``name`` is outside the region (None: inside)."""
         if name in CLUSTER_CHOICES:
@@ -304,20 +304,19 @@ def changed_settings(config: Mapping, defaults: Mapping) -> tuple:
     return tuple(sorted(
         (name, format_setting(name, _typed(name, value))) for name, value in config.items()
         if name != "spark.master" and name not in CLUSTER_CHOICES and value is not None
-        and find(name) is not None
-        and not _same(name, _typed(name, value), defaults.get(name))))
+        and find(name) is not None       # a knob outside the space: its engine default
+        and not _same(name, _typed(name, value), defaults.get(name, find(name).default))))
 
 
 def _shown(key: tuple) -> str:
     return ", ".join(f"{name}={value}" for name, value in key)
 
 
-def _measured(frame, workload, defaults, datasize, instance_type) -> dict:
+def _measured(frame, configs, workload, defaults, datasize, instance_type) -> dict:
     """{changed settings: runtimes} of the finished runs of ``workload`` in ``frame``
-    at ``datasize`` (where given) and on ``instance_type`` (where given)."""
+    (``configs``: its rows' settings, already read) at ``datasize`` (where given) and on
+    ``instance_type`` (where given)."""
     import math
-
-    from jobgauge.models.features import row_configs
 
     if not len(frame) or "runtime_s" not in frame.columns:
         return {}
@@ -328,15 +327,14 @@ def _measured(frame, workload, defaults, datasize, instance_type) -> dict:
         keep &= frame["instance_type"].astype(str) == str(instance_type)
     if "completed" in frame.columns:
         keep &= frame["completed"].fillna(False).astype(bool)
-    rows = frame[keep.to_numpy()].reset_index(drop=True)
     out: dict = {}
-    for config, runtime in zip(row_configs(rows), rows["runtime_s"]):
+    for i in keep.to_numpy().nonzero()[0]:
         try:
-            runtime = float(runtime)
+            runtime = float(frame["runtime_s"].iat[i])
         except (TypeError, ValueError):
             continue
         if math.isfinite(runtime) and runtime > 0:
-            out.setdefault(changed_settings(config, defaults), []).append(runtime)
+            out.setdefault(changed_settings(configs[i], defaults), []).append(runtime)
     return out
 
 
