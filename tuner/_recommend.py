@@ -35,6 +35,17 @@ it from the runs a store's model learns from):
   defaults beyond the noise (:meth:`TrustRegion.contradicted`).  (TPC-H Q1 at SF 1:
   the model priced a 4g driver with 16 MiB splits 45 % faster, while the quiet
   corpus measured the 4g driver alone at 5.38 s against 4.91 s with the defaults.)
+- nor a measurement of the same change on other jobs: across the runs the model
+  learns from (at the job's size where some were measured at it), every pair of
+  configurations of one job on one cluster that differ by one change alone gives
+  that change's measured effect (runtime with it over runtime without it; a change
+  whose runs mostly failed: infinitely slow).  A change, or a larger step the same
+  way, measured slower on most of those pairs, or slower beyond the noise on more
+  than :data:`SLOWER_SHARE` of them, is not recommended (:attr:`TrustRegion.effects`).
+  (The learning loop at SF 1, bench/reports/learning_loop.md: the model added AQE off,
+  with which Q10 took 40.8 s against 13.7 s with the defaults, and a 100 MiB broadcast
+  threshold, with which Q5 took 20.8 s against 15.0 s; the corpus measured AQE off
+  slower on most queries and the 100 MiB threshold failing or slower on 4 of 22 at SF 1.)
 
 The search's best trials (up to :data:`MAX_CANDIDATES` distinct ones) are each put
 inside the ranges and priced again; the fastest whose gain passes is recommended,
@@ -57,8 +68,9 @@ from typing import Iterable, Mapping
 
 from jobgauge.tuner._space import format_setting
 
-__all__ = ["KEPT_DEFAULTS", "MIN_GAIN", "NOISE_FLOOR", "MeasuredRange", "Recommendation",
-           "TrustRegion", "changed_settings", "recommend", "store_trust_region"]
+__all__ = ["KEPT_DEFAULTS", "MIN_GAIN", "NOISE_FLOOR", "SLOWER_SHARE", "MeasuredRange",
+           "Recommendation", "TrustRegion", "changed_settings", "recommend",
+           "store_trust_region"]
 
 KEPT_DEFAULTS = "keeping Spark's defaults: no measured evidence that a change helps"
 #: Choices of the cluster, not settings of a run: their evidence is the instance types seen.
@@ -78,6 +90,11 @@ COVERAGE = 0.8
 MAX_CANDIDATES = 25
 #: A recommendation drops a change while the rest is predicted at most this much slower.
 SIMPLER_WITHIN = 0.02
+#: A change measured slower than without it beyond the noise on more than this share
+#: of the pairs of runs that measured it (other jobs included) is not recommended.
+SLOWER_SHARE = 0.25
+#: The fewest such pairs that count as evidence about a change.
+MIN_EFFECT_PAIRS = 3
 
 
 @dataclass
@@ -180,6 +197,12 @@ class TrustRegion:
     measured: dict = field(default_factory=dict)
     #: The engine defaults the keys of ``measured`` were taken against.
     defaults: dict = field(default_factory=dict)
+    #: Per change (setting, value as spark-submit writes it): its measured effects, each
+    #: the median runtime with it over the median without it, of one job on one cluster
+    #: at one size, in the runs the model learns from (``math.inf``: most runs with it
+    #: failed); ``effects_source`` says whose runs, in words.
+    effects: dict = field(default_factory=dict)
+    effects_source: str = ""
 
     @classmethod
     def from_runs(cls, frame, workload: str, names: Iterable[str], *, defaults: Mapping,
@@ -225,9 +248,12 @@ class TrustRegion:
                 ranges[name] = MeasuredRange(name, _values(name, configs, defaults.get(name)),
                                              f"the {len(configs)} runs{at} the model "
                                              f"learns from")
+        rows = [i for i, here in enumerate(sized) if here] if any(sized) \
+            else list(range(len(frame)))
         return cls(ranges, _repeat_noise(noise_frame, noise_own, datasize),
                    _measured(frame, every, workload, defaults, datasize, instance_type),
-                   dict(defaults))
+                   dict(defaults), _effects(frame, every, defaults, rows),
+                   f"the runs{at} the model learns from")
 
     def contradicted(self, changes: Mapping) -> str | None:
         """Why the job's own measurements contradict a gain from ``changes`` (setting ->
@@ -260,25 +286,44 @@ class TrustRegion:
                             f"defaults ({len(alone)} and {len(base)} runs of the job)")
         return None
 
+    def harmful(self, changes: Mapping) -> str | None:
+        """Why the measured effects of ``changes`` on the jobs of the runs the model
+        learns from (:attr:`effects`) speak against them; None when they do not.  Each
+        change is judged on its own measured pairs, or where it has none, on those of
+        the larger steps the same way (:meth:`_same_direction`): slower on most of at
+        least :data:`MIN_EFFECT_PAIRS` pairs, or slower beyond the noise on more than
+        :data:`SLOWER_SHARE` of them, rules it out."""
+        import statistics
+
+        for item in changed_settings(changes, self.defaults):
+            ratios = list(self.effects.get(item, ()))
+            shown = item
+            if len(ratios) < MIN_EFFECT_PAIRS:
+                for other in _farther(item, self.effects, self.defaults):
+                    if len(self.effects[other]) >= MIN_EFFECT_PAIRS:
+                        ratios, shown = list(self.effects[other]), other
+                        break
+            if len(ratios) < MIN_EFFECT_PAIRS:
+                continue
+            slower = sum(ratio > 1.0 + self.noise for ratio in ratios)
+            typical = statistics.median(ratios)
+            if typical > 1.0 or slower > SLOWER_SHARE * len(ratios):
+                failed = sum(math.isinf(ratio) for ratio in ratios)
+                return (f"{_shown((shown,))} measured slower than without it beyond the "
+                        f"noise in {slower} of {len(ratios)} pairs of runs"
+                        + (f" ({failed} failed)" if failed else "")
+                        + (f", {typical:.2f}x the time in the median"
+                           if math.isfinite(typical) else "")
+                        + f", in {self.effects_source}")
+        return None
+
     def _same_direction(self, item) -> list:
         """The measured keys that change only ``item``'s setting: to its value, or (a
         number) to a value on the same side of the default as far or farther (a larger
         heap measured slower is evidence against a smaller step the same way)."""
-        name, text = item
-        value, default = _typed(name, text), self.defaults.get(name)
-        default = _typed(name, default) if default is not None else None
-        found = []
-        for key in self.measured:
-            if len(key) != 1 or key[0][0] != name:
-                continue
-            other = _typed(name, key[0][1])
-            if key[0] == item:
-                found.append(key)
-            elif all(_is_number(v) for v in (value, other, default)) and value > 0 \
-                    and other > 0 and default > 0 \
-                    and ((default < value <= other) or (other <= value < default)):
-                found.append(key)
-        return found
+        singles = [key[0] for key in self.measured if len(key) == 1]
+        return [(item,)] * (item in singles) + [
+            (other,) for other in _farther(item, singles, self.defaults)]
 
     def outside(self, name: str, value) -> str | None:
         """Why ``value`` of setting ``name`` is outside the region (None: inside)."""
@@ -306,6 +351,69 @@ def changed_settings(config: Mapping, defaults: Mapping) -> tuple:
         if name != "spark.master" and name not in CLUSTER_CHOICES and value is not None
         and find(name) is not None       # a knob outside the space: its engine default
         and not _same(name, _typed(name, value), defaults.get(name, find(name).default))))
+
+
+def _farther(item, items, defaults: Mapping) -> list:
+    """The changes of ``items`` that set ``item``'s setting to a number on the same side
+    of its default as ``item``'s value and as far or farther (``item`` itself aside), the
+    nearest first."""
+    name, text = item
+    value, default = _typed(name, text), defaults.get(name)
+    default = _typed(name, default) if default is not None else None
+    if not all(_is_number(v) and v > 0 for v in (value, default)):
+        return []
+    found = []
+    for other in items:
+        if other == item or other[0] != name:
+            continue
+        number = _typed(name, other[1])
+        if _is_number(number) and number > 0 \
+                and ((default < value <= number) or (number <= value < default)):
+            found.append((abs(number - value), other))
+    return [other for _, other in sorted(found)]
+
+
+def _effects(frame, configs, defaults, rows) -> dict:
+    """{change: [runtime with it / runtime without it, ...]} over the rows ``rows`` of
+    ``frame`` (``configs``: its rows' settings): per job (workload), size and cluster (the
+    master, else the instance type), every two measured configurations that differ by
+    one change alone give one ratio of their median finished runtimes; a configuration
+    whose runs mostly failed counts as infinitely slow (never as the one without)."""
+    import statistics
+
+    if not len(frame) or "runtime_s" not in frame.columns:
+        return {}
+
+    def column(name):
+        return frame[name].tolist() if name in frame.columns else [None] * len(frame)
+    workloads, sizes, types = column("workload"), column("datasize"), column("instance_type")
+    runtimes = column("runtime_s")
+    completed = [bool(v) if v == v and v is not None else False
+                 for v in column("completed")] if "completed" in frame.columns \
+        else [True] * len(frame)
+    groups: dict = {}
+    for i in rows:
+        cluster = configs[i].get("spark.master") or types[i]
+        try:
+            runtime = float(runtimes[i])
+        except (TypeError, ValueError):
+            runtime = math.nan
+        finished = completed[i] and math.isfinite(runtime) and runtime > 0
+        groups.setdefault((str(workloads[i]), str(sizes[i]), str(cluster)), {}).setdefault(
+            changed_settings(configs[i], defaults), []).append(runtime if finished else None)
+    effects: dict = {}
+    for measured in groups.values():
+        medians = {}
+        for key, runs in measured.items():
+            done = [runtime for runtime in runs if runtime is not None]
+            medians[key] = statistics.median(done) if done and 2 * len(done) >= len(runs) \
+                else math.inf
+        for key, with_s in medians.items():
+            for item in key:
+                without = medians.get(tuple(other for other in key if other != item))
+                if without is not None and math.isfinite(without):
+                    effects.setdefault(item, []).append(with_s / without)
+    return effects
 
 
 def _shown(key: tuple) -> str:
@@ -445,7 +553,8 @@ def recommend(result, space, evaluate, *, metrics: dict | None = None,
     contradicted = {}                  # index in priced -> what the job's runs measured
     for index, (predicted, upper, changes) in enumerate(priced):
         if baseline - predicted > noise * baseline and upper <= base_upper:
-            measured = region.contradicted(changes) if region is not None else None
+            measured = (region.contradicted(changes) or region.harmful(changes)) \
+                if region is not None else None
             if measured is not None:
                 contradicted[index] = measured
                 continue
@@ -482,7 +591,7 @@ def _simplest(changes, predicted, evaluate, defaults, passes, region=None) -> tu
         options = []
         for name in kept:
             fewer = {k: v for k, v in kept.items() if k != name}
-            if region is not None and region.contradicted(fewer) is not None:
+            if region is not None and (region.contradicted(fewer) or region.harmful(fewer)):
                 continue
             measurement = evaluate({**defaults, **fewer})
             options.append((float(measurement.runtime_s), _upper(measurement), fewer))
