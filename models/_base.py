@@ -14,7 +14,12 @@ the rest, keeps the held-out log residuals of completed runs, then refits on
 everything.  ``predict_interval(X, coverage)`` returns the residual
 quantiles around the prediction, so an 80 % interval covered 80 % of unseen
 configurations during fit.  ``calibration_size=0`` skips the extra fit and
-uses training residuals (cheaper, intervals too narrow).
+uses training residuals (cheaper, intervals too narrow).  A model may sort its
+held-out residuals by the kind of question they answer (``_interval_groups``:
+the stage predictor tells a job measured at the asked size or near it from one
+that is not); each named kind with :data:`MIN_POOL_RESIDUALS` residuals or more
+then gives its own rows their interval (Mondrian conformal), the others take the
+pooled one.
 
 ``fit`` also keeps ``measured_range_``, what the training runs covered
 (:class:`jobgauge.models._coverage.MeasuredRange`), so that a prediction far
@@ -35,6 +40,9 @@ from jobgauge.models._params import Boolean, Interval, Options, RandomState, val
 from jobgauge.models.features import RunFeatures, check_fitted, check_frame
 
 MIN_CALIBRATION_GROUPS = 5
+#: The fewest held-out residuals of one kind of question that give that kind intervals
+#: of its own (fewer: the pooled residuals).
+MIN_POOL_RESIDUALS = 30
 
 
 def targets(X, y=None):
@@ -151,22 +159,27 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         runtime, censored = targets(X, y)
         X = X.reset_index(drop=True)
         log_y = np.log(runtime)
-        residuals, source = None, "training residuals"
+        residuals, source, groups = None, "training residuals", None
         if self.calibration_size > 0:
             split = self._calibration_split(X, censored)
             if split is not None:
                 train, calibration = split
                 self._fit_log(X.iloc[train].reset_index(drop=True), log_y[train], censored[train])
                 keep = calibration[~censored[calibration]]
-                predicted = self._predict_log(X.iloc[keep].reset_index(drop=True))
+                held_out = X.iloc[keep].reset_index(drop=True)
+                predicted = self._predict_log(held_out)
                 residuals = log_y[keep] - predicted
                 source = "held-out configurations"
+                groups = self._interval_groups(held_out)
         self._fit_log(X, log_y, censored)
         if residuals is None:
             done = ~censored
             residuals = log_y[done] - self._predict_log(X.iloc[np.flatnonzero(done)]
                                                         .reset_index(drop=True))
         self.calibration_residuals_ = np.sort(residuals)
+        self.interval_pools_ = {} if groups is None else {
+            str(group): np.sort(residuals[groups == group]) for group in np.unique(groups)
+            if group and (groups == group).sum() >= MIN_POOL_RESIDUALS}
         self.interval_source_ = source
         self.n_training_rows_ = len(X)
         self.n_censored_ = int(censored.sum())
@@ -191,8 +204,17 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
                 or not 0.0 < coverage < 1.0:
             raise ModelError(f"coverage must be a number between 0 and 1, got {coverage!r}")
         check_frame(X, owner=type(self).__name__)
-        center = self._predict_log(X.reset_index(drop=True))
+        X = X.reset_index(drop=True)
+        center = self._predict_log(X)
         low, high = conformal_offsets(self.calibration_residuals_, coverage)
+        pools = getattr(self, "interval_pools_", None)
+        groups = self._interval_groups(X) if pools else None
+        if groups is not None:
+            low, high = np.full(len(X), low), np.full(len(X), high)
+            for group in np.unique(groups):
+                if str(group) in pools:
+                    rows = groups == group
+                    low[rows], high[rows] = conformal_offsets(pools[str(group)], coverage)
         return np.exp(center), np.exp(center + low), np.exp(center + high)
 
     def score(self, X, y=None, sample_weight=None):
@@ -211,6 +233,13 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
 
     def _rng(self):
         return np.random.RandomState(self.random_state)
+
+    def _interval_groups(self, X):
+        """The kind of question each row of ``X`` asks, for intervals per kind (an
+        array of text; ``""``: the pooled interval), or None: one interval for all (this
+        default).  Called on the held-out rows with the model fitted without them, and
+        on the rows asked."""
+        return None
 
     def _calibration_split(self, X, censored):
         keys = configuration_keys(X)
