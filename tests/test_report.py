@@ -304,3 +304,31 @@ def test_report_of_a_profile_without_executors_is_still_complete(corpus_dir):
     assert report["runtime_s"] == pytest.approx(0.01)
     assert len(report["what_if"]) >= 1 and len(report["heuristics"]) == len(RULES)
     assert len(WHAT_IF_SHARES) == 10
+
+
+def test_a_shipped_record_replays_as_one_query_over_its_runtime(monkeypatch):
+    """bench/history.py's Sparklens-style check rebuilds a run from its shipped record
+    (summary and per-stage aggregates): one job over the query's measured runtime, so
+    the what-if at the run's own cores gives its runtime back, fewer cores are slower
+    and the stages' overlap is not counted as time (their durations add up to more
+    than the runtime: Q5 at SF 1 on local[1], 11.4 s of stage durations in 3.8 s)."""
+    import importlib.util
+
+    from jobgauge.runtable import read_profile_records, read_run_tables
+
+    repo = Path(__file__).resolve().parent.parent
+    monkeypatch.syspath_prepend(str(repo / "bench"))      # its sibling modules
+    spec = importlib.util.spec_from_file_location("bench_history", repo / "bench" / "history.py")
+    history = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(history)
+    runs = read_run_tables([repo / "data" / "runs" / "tpch-sf1.csv.gz"])
+    records = read_profile_records([repo / "data" / "profiles" / "tpch-sf1.jsonl.gz"])
+    row = next(r for r in runs.itertuples() if r.workload == "tpch-q5" and r.completed
+               and r.config.get("spark.master") == "local[2]" and len(r.config) == 1)
+    record = records[(row.source, row.run_id)]
+    overlap = sum(s["duration_s"] or 0 for s in record["stages"])
+    assert overlap > 1.5 * record["summary"]["runtime_s"]
+    report = application_report(history.profile_of_record(record, row.config))
+    at = {p["executors"]: p["runtime_s"] for p in report["what_if"]}
+    assert at[2] == pytest.approx(record["summary"]["runtime_s"], rel=1e-3)
+    assert record["summary"]["runtime_s"] < at[1] < 2 * record["summary"]["runtime_s"]
