@@ -192,6 +192,8 @@ def _quiet_table(scale: str) -> tuple[Path, Path]:
 #: The exponents of local cores sharing one machine that the cross-fit tries
 #: (``application_report(core_contention=...)``).
 CONTENTION_GRID = tuple(round(0.05 * i, 2) for i in range(4, 19))
+#: The exponents of :data:`CONTENTION_GRID` whose MdAPE the report shows.
+CONTENTION_SHOWN = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 
 def _what_if_at(profile, want: int, contention: float | None) -> float | None:
@@ -345,14 +347,14 @@ def write_report(path: Path, command: str, a: dict | None, b: dict | None, c: di
                 f"exponent fitted on the other scales only, and its MdAPE on this one "
                 f"(2->1 and 1->2 together):", "",
                 "| scale | exponent fitted on | exponent | MdAPE % | MdAPE % at "
-                + ", ".join(str(x) for x in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)) + " |",
+                + ", ".join(str(x) for x in CONTENTION_SHOWN) + " |",
                 "|---|---|---:|---:|---:|"]
             for scale, r in fitted.items():
                 grid = c[scale]["grid"]
                 sections["c"].append(
                     f"| sf{scale} | " + ", ".join(f"sf{o}" for o in r["on"])
                     + f" | {r['contention']} | {_f(r['mdape'])} | "
-                    + " / ".join(_f(grid.get(x)) for x in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8))
+                    + " / ".join(_f(grid.get(x)) for x in CONTENTION_SHOWN)
                     + " |")
             sections["c"].append("")
     # a section not measured this time (--only) keeps its text from the last report

@@ -290,7 +290,7 @@ class TrustRegion:
         """Why the measured effects of ``changes`` on the jobs of the runs the model
         learns from (:attr:`effects`) speak against them; None when they do not.  Each
         change is judged on its own measured pairs, or where it has none, on those of
-        the larger steps the same way (:meth:`_same_direction`): slower on most of at
+        the nearest larger step the same way (:func:`_farther`): slower on most of at
         least :data:`MIN_EFFECT_PAIRS` pairs, or slower beyond the noise on more than
         :data:`SLOWER_SHARE` of them, rules it out."""
         import statistics
