@@ -487,9 +487,14 @@ class Store:
         for key, value in filters.items():
             if value is not None:
                 query = query.where(self.runs.c[key] == value)
+        settings_query = sa.select(self.settings)
+        if any(value is not None for value in filters.values()):
+            # only the chosen runs' settings: the cost follows the runs asked for
+            chosen = query.with_only_columns(self.runs.c.id).scalar_subquery()
+            settings_query = settings_query.where(self.settings.c.run.in_(chosen))
         with self.reading() as connection:
             runs = pd.DataFrame([dict(r._mapping) for r in connection.execute(query)])
-            settings = connection.execute(sa.select(self.settings)).all()
+            settings = connection.execute(settings_query).all()
         from jobgauge.runtable import COLUMNS
         if runs.empty:
             return pd.DataFrame(columns=list(COLUMNS) + ["config"])

@@ -103,11 +103,12 @@ def reference_profile_records(kind: str | None, profile_files) -> dict | None:
     return (read_profile_records(files) or None) if files else None
 
 
-def store_run_frame(store) -> tuple:
+def store_run_frame(store, **filters) -> tuple:
     """(frame, notes): the store's runs a model may learn from, as a run-table frame:
     failed runs (an error, not a time limit), runs timed only by spark-submit's wall
-    time and runs without a runtime are left out, and ``notes`` say how many."""
-    frame = store.run_frame()
+    time and runs without a runtime are left out, and ``notes`` say how many.
+    ``filters``: column equality, as ``Store.run_frame`` takes it."""
+    frame = store.run_frame(**filters)
     notes = []
     if len(frame) and "status" in frame.columns:
         failed = frame["status"].astype(str) == "failed"
@@ -222,14 +223,12 @@ def history_factor(store, model, job) -> tuple:
     from jobgauge.job import Job, jobs_frame
     from jobgauge.models.features import row_configs
 
-    frame, _ = store_run_frame(store)
+    # the job key's runs only: the cost follows the job's history, not the store's size
+    frame, _ = store_run_frame(store, workload=str(job.workload),
+                               framework=str(job.framework) if job.framework else None)
     if not len(frame):
         return 1.0, 0
-    mine = frame["workload"].astype(str) == str(job.workload)
-    if job.framework:
-        mine &= frame["framework"].astype(str) == str(job.framework)
-    mine &= frame["completed"].astype(bool)
-    own = frame[mine].reset_index(drop=True)
+    own = frame[frame["completed"].astype(bool)].reset_index(drop=True)
     if not len(own):
         return 1.0, 0
     asked = jobs_frame(replace(job, cluster=Job.from_row(row).cluster, settings=config)

@@ -52,6 +52,21 @@ def test_run_with_settings_profile_and_dag(store):
     assert frame.loc[0, "runtime_s"] == 2.0
 
 
+def test_a_filtered_run_frame_holds_only_the_chosen_runs_and_their_settings(store):
+    """``run_frame(workload=...)`` reads the chosen runs' settings only (the what-if
+    answer prices a job's own history on every request, whatever the store's size)."""
+    mine = store.add_run(RUN, {"spark.sql.shuffle.partitions": "8"})
+    other = store.add_run(dict(RUN, run_id="r-other", workload="tpch-q9"),
+                          {"spark.sql.shuffle.partitions": "64", "spark.driver.memory": "4g"})
+    frame = store.run_frame(workload="tpch-q1")
+    assert frame["id"].tolist() == [mine]
+    assert frame.loc[0, "config"] == {"spark.sql.shuffle.partitions": "8"}
+    whole = store.run_frame()
+    assert sorted(whole["id"]) == sorted([mine, other])
+    assert whole.set_index("id").loc[other, "config"]["spark.driver.memory"] == "4g"
+    assert store.run_frame(workload="tpch-q1", framework="hadoop").empty
+
+
 def test_failed_run_is_kept_with_its_error(store):
     failed = dict(RUN, run_id="r-2", status="failed", runtime_s=None, error="OutOfMemoryError")
     store.add_run(failed, {})
