@@ -363,11 +363,13 @@ def test_a_measured_job_gets_intervals_of_its_own(quiet_sf1):
     """The held-out residuals of jobs asked at a size they were measured at give those
     questions their intervals (Mondrian conformal: on the quiet corpus x2.2 high/low
     covering 79 % of held-out configurations, against x8.4 covering 85 % pooled); a job
-    asked far beyond its measured sizes, or never measured, gets the pooled ones."""
+    asked far beyond its measured sizes gets the pooled ones; a job never measured gets
+    a measured job's residuals spread by the measured jobs' work factors (its own is
+    unknown), so its interval is the widest."""
     from jobgauge.models._base import conformal_offsets
 
     model = make_model("stage").fit(quiet_sf1)
-    assert set(model.interval_pools_) == {"measured job"}
+    assert set(model.interval_pools_) == {"measured job", "new job"}
     own = conformal_offsets(model.interval_pools_["measured job"], 0.8)
     pooled = conformal_offsets(model.calibration_residuals_, 0.8)
     assert own[1] - own[0] < pooled[1] - pooled[0]
@@ -381,7 +383,14 @@ def test_a_measured_job_gets_intervals_of_its_own(quiet_sf1):
         center, low, high = model.predict_with_interval(frame)
         bounds[name] = (float(np.log(low[0] / center[0])), float(np.log(high[0] / center[0])))
     assert bounds["here"] == pytest.approx(own)
-    assert bounds["x10"] == pytest.approx(pooled) and bounds["new"] == pytest.approx(pooled)
+    assert bounds["x10"] == pytest.approx(pooled)
+    assert bounds["new"] == pytest.approx(conformal_offsets(model.interval_pools_["new job"], 0.8))
+    spread = [v for (w, f), v in model.work_factors_.items()
+              if model.measured_runs_[f"{w}|{f}"] > 1]
+    assert len(spread) >= 5
+    assert len(model.interval_pools_["new job"]) == \
+        len(model.interval_pools_["measured job"]) * len(spread)
+    assert bounds["new"][1] - bounds["new"][0] > bounds["here"][1] - bounds["here"][0]
 
 
 def test_the_workers_of_the_standalone_cluster_share_one_machine(quiet_sf1):
