@@ -236,3 +236,18 @@ def test_a_jobs_own_runs_calibrate_its_predictions(tmp_path):
         measured ** weight * before.baseline_runtime_s ** (1 - weight), rel=1e-6)
     assert abs(after.baseline_runtime_s / measured - 1) < 0.05
     assert f"predictions x{factor:.2f} to match its 3 measured runs" in after.reason
+    # a long history: only the newest HISTORY_RUNS runs are priced (the answer's cost
+    # stays bounded); older runs twice as slow change nothing
+    from jobgauge.models._default import HISTORY_RUNS
+
+    old = [dict(own[i % 3], run_id=f"old-{i}", runtime_s=2 * own[i % 3]["runtime_s"])
+           for i in range(HISTORY_RUNS)]
+    new = [dict(own[i % 3], run_id=f"new-{i}") for i in range(HISTORY_RUNS)]
+    long, only_new = open_store(tmp_path / "long.db"), open_store(tmp_path / "new.db")
+    long.add_runs(old)
+    long.add_runs(new)
+    only_new.add_runs(new)
+    recent, counted = history_factor(long, model, asked)
+    assert counted == HISTORY_RUNS
+    assert recent == pytest.approx(history_factor(only_new, model, asked)[0], rel=1e-9)
+    assert recent == pytest.approx(factor, rel=0.05)
