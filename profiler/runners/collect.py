@@ -569,18 +569,55 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
             "remeasured": sum(1 for row in rows if row.get("remeasured"))}
 
 
-def _collect_hadoop(plan, todo, journal, work_dir, data_root, bar) -> int:
-    """MapReduce runs: one JVM per run in Hadoop's local mode."""
-    from jobgauge.profiler.runners.hadoop_runner import run_mapreduce_job, store_arguments
+def hadoop_load_guard(plan):
+    """The measurement guard of a MapReduce plan (:class:`LoadGuard`): its own load is
+    the CPU time of the jobs' JVMs (children it waited for), its slots this machine's
+    cores (Hadoop's local runner uses up to ``mapreduce.local.map.tasks.maximum``)."""
+    from jobgauge.profiler.runners.driver import LoadGuard, own_and_children_cpu_s
 
+    return LoadGuard(**load_guard_for(plan, os.cpu_count() or 1),
+                     read_own_cpu=own_and_children_cpu_s)
+
+
+def _measure_hadoop(run, plan, data_root) -> dict:
+    """One MapReduce job's record, with the CPU time of its JVM (``cpu_time_s``)."""
+    from jobgauge.profiler.runners.driver import own_and_children_cpu_s
+    from jobgauge.profiler.runners.hadoop_runner import run_mapreduce_job
+
+    before = own_and_children_cpu_s()
+    record = run_mapreduce_job(run["workload"], run["size"], run["session"],
+                               work_dir=Path(data_root) / "hadoop",
+                               timeout_s=float(plan["timeout_s"]), keep_output=False)
+    record["cpu_time_s"] = round(own_and_children_cpu_s() - before, 3)
+    return record
+
+
+def _collect_hadoop(plan, todo, journal, work_dir, data_root, bar) -> int:
+    """MapReduce runs: one JVM per run in Hadoop's local mode, each under the load guard
+    (:func:`hadoop_load_guard`) as a Spark run is: it waits for a quiet machine, records
+    the load at its start and its JVM's CPU time, and a run whose wall time is far above
+    its CPU-time share is measured once more (the first wall time kept; the JVM's start
+    and JIT count in its CPU time, about 6.8 s for a 1 s job, so only a long stall
+    trips this rule: the wait for a quiet machine is the guard that matters here)."""
+    from jobgauge.profiler.runners.hadoop_runner import store_arguments
+
+    guard = hadoop_load_guard(plan)
     added = 0
     with open(Path(work_dir) / "profiles.jsonl", "a", encoding="utf-8") as profiles:
         for run in todo:
-            record = run_mapreduce_job(run["workload"], run["size"], run["session"],
-                                       work_dir=Path(data_root) / "hadoop",
-                                       timeout_s=float(plan["timeout_s"]), keep_output=False)
+            measured = dict(guard.wait_quiet())
+            record = _measure_hadoop(run, plan, data_root)
+            record.update(measured)
+            if record["status"] == "succeeded" and guard.needs_remeasure(
+                    record.get("runtime_s"), record["cpu_time_s"]):
+                again = dict(guard.wait_quiet())
+                second = _measure_hadoop(run, plan, data_root)
+                second.update(again, first_runtime_s=record.get("runtime_s"),
+                              first_cpu_time_s=record["cpu_time_s"], remeasured=True)
+                record = second
             row, settings, profile = store_arguments(record)
             row.update(run_id=run["run_id"], config=settings, source="local")
+            row.update({key: record[key] for key in GUARD_FIELDS if key in record})
             journal.add({"run": row, "job_ids": [], "app_id": None, "plan": plan["name"],
                          "repetition": run["repetition"], "result": None})
             if profile is not None:

@@ -148,6 +148,14 @@ def process_group_cpu_s(group: int | None = None, roots=()) -> float:
     return sum(cpu[pid] for pid in own) / ticks
 
 
+def own_and_children_cpu_s() -> float:
+    """CPU seconds (user + system) of this process and of the children it has waited
+    for (a MapReduce job's JVM, which runs in a session of its own and is waited for when
+    it ends)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
 class LoadGuard:
     """Keeps measurements away from other processes' load.
 
