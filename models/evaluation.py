@@ -299,16 +299,19 @@ SLOTS_TRAIN_TYPE = "local[2]"
 
 def _slot_folds(frame):
     """Protocol (f): local[2] -> the rest, and the rest -> local[2], each at the size labels
-    the training side holds."""
+    the training side holds; only Spark runs are tested (a MapReduce job in Hadoop's
+    local runner has no Spark master to move)."""
     types = frame["instance_type"].astype(str).to_numpy()
     sizes = frame["datasize"].fillna("").astype(str).to_numpy()
+    spark = frame["framework"].astype(str).to_numpy() == "spark" \
+        if "framework" in frame.columns else np.ones(len(frame), dtype=bool)
     reference = _references(frame)
     folds = []
     for train_side in (types == SLOTS_TRAIN_TYPE, types != SLOTS_TRAIN_TYPE):
         trained = train_side & ~reference
         if not trained.any():
             continue
-        test = ~train_side & ~reference & np.isin(sizes, np.unique(sizes[trained]))
+        test = ~train_side & ~reference & spark & np.isin(sizes, np.unique(sizes[trained]))
         if test.any():
             folds.append((np.flatnonzero(train_side | reference), np.flatnonzero(test)))
     return folds
