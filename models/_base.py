@@ -21,7 +21,10 @@ that is not); each named kind with :data:`MIN_POOL_RESIDUALS` residuals or more
 then gives its own rows their interval (Mondrian conformal), the others take the
 pooled one.  (Giving those the widest of the pooled and the named intervals was
 measured: on the scale-up to SF 3 and SF 10 the pooled interval already covers
-89 % of runs, the widest 94 %, ``bench/evaluate.py --quiet-corpus``.)
+89 % of runs, the widest 94 %, ``bench/evaluate.py --quiet-corpus``.)  A model may
+then widen the interval of a row asked beyond what was measured (``_extrapolated``:
+the stage predictor, by the error per unit of log distance that it measured by
+holding out each job's largest size), so a far answer is never surer than a near one.
 
 ``fit`` also keeps ``measured_range_``, what the training runs covered
 (:class:`jobgauge.models._coverage.MeasuredRange`), so that a prediction far
@@ -214,13 +217,14 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         with self._one_question(X):
             center = self._predict_log(X)
             groups = self._interval_groups(X) if pools else None
-        low, high = conformal_offsets(self.calibration_residuals_, coverage)
-        if groups is not None:
+            low, high = conformal_offsets(self.calibration_residuals_, coverage)
             low, high = np.full(len(X), low), np.full(len(X), high)
-            for group in np.unique(groups):
-                if str(group) in pools:
-                    rows = groups == group
-                    low[rows], high[rows] = conformal_offsets(pools[str(group)], coverage)
+            if groups is not None:
+                for group in np.unique(groups):
+                    if str(group) in pools:
+                        rows = groups == group
+                        low[rows], high[rows] = conformal_offsets(pools[str(group)], coverage)
+            low, high = self._extrapolated(X, groups, low, high, coverage)
         return np.exp(center), np.exp(center + low), np.exp(center + high)
 
     def score(self, X, y=None, sample_weight=None):
@@ -252,6 +256,13 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         default).  Called on the held-out rows with the model fitted without them, and
         on the rows asked."""
         return None
+
+    def _extrapolated(self, X, groups, low, high, coverage):
+        """The (low, high) log offsets of each row of ``X`` (``groups``: its kind of
+        question, or None), widened where the row is asked beyond what was measured (a
+        model that knows how its error grows with the distance); this default widens
+        nothing."""
+        return low, high
 
     def _calibration_split(self, X, censored):
         keys = configuration_keys(X)
