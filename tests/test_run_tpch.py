@@ -100,3 +100,21 @@ def test_bad_requests_are_clear(capsys, tmp_path):
     assert main(["--store", str(tmp_path / "s.db"), "run", "tpch", "--query", "1",
                  "--scale", "huge"]) == 1
     assert "TPC-H scale must be a number" in capsys.readouterr().err
+
+
+def test_any_scale_tpchgen_makes_is_a_size_of_the_queries(capsys, tmp_path):
+    """TPC-H runs at a scale factor the corpus lacks (SF 5 was measured this way as a
+    check of the predictions); one outside tpchgen-cli's range, or a label that is not
+    written the canonical way, is refused with the measured sizes named."""
+    from jobgauge.profiler.runners.runner import run_workload
+    from jobgauge.profiler.workloads import get_workload
+
+    sizes = get_workload("tpch-q3").sizes
+    assert "sf5" in sizes and "sf0.05" in sizes and "sf10" in sizes
+    assert "sf200" not in sizes and "sf0.10" not in sizes and "tiny" not in sizes
+    assert list(sizes) == ["sf0.01", "sf0.1", "sf0.3", "sf1", "sf3", "sf10"]
+    with pytest.raises(Exception, match="has sizes sf0.01, sf0.1, .*; got 'sf200'"):
+        run_workload("tpch-q3", "sf200", data_root=tmp_path)
+    assert main(["--store", str(tmp_path / "s.db"), "run", "tpch", "--query", "3",
+                 "--scale", "200"]) == 1
+    assert "TPC-H scale must be > 0 and <= 100" in capsys.readouterr().err

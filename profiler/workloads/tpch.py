@@ -22,7 +22,19 @@ from jobgauge.errors import RunError, UsageError
 from jobgauge.profiler.workloads._tpch_queries import QUERIES, TABLES
 from jobgauge.profiler.workloads.base import directory_bytes
 
-SIZES = ("sf0.01", "sf0.1", "sf0.3", "sf1", "sf3", "sf10")  # sf0.01 is the tests' size
+class ScaleFactors(tuple):
+    """The scale factors the corpus was measured at, listed (sf0.01 is the tests' size),
+    holding every scale factor :func:`scale_label` accepts: tpchgen-cli makes any, so a
+    user can run and measure TPC-H at a size the corpus lacks (``sf5``)."""
+
+    def __contains__(self, size) -> bool:
+        try:
+            return isinstance(size, str) and scale_label(size) == size
+        except UsageError:
+            return False
+
+
+SIZES = ScaleFactors(("sf0.01", "sf0.1", "sf0.3", "sf1", "sf3", "sf10"))
 
 
 def scale_label(scale) -> str:
