@@ -87,11 +87,11 @@ def main(argv=None) -> int:
     parser.add_argument("--scales", nargs="+", type=float, default=[1, 3, 10])
     parser.add_argument("--checks", nargs="*", default=None, metavar="TABLE",
                         help="run tables of sizes the corpus lacks, measured as a check and "
-                             "never trained on (default: data/checks/*.csv.gz)")
+                             "never trained on (default: data/checks/runs/*.csv.gz)")
     parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
     args = parser.parse_args(argv)
     checks = [Path(p) for p in args.checks] if args.checks is not None \
-        else sorted((REPO / "data" / "checks").glob("*.csv.gz"))
+        else sorted((REPO / "data" / "checks" / "runs").glob("*.csv.gz"))
     checked = measured(checks) if checks else {}
     started = time.perf_counter()
     shipped = run_tables()

@@ -178,8 +178,12 @@ def test_a_job_without_a_size_label_is_predicted_from_its_input_bytes(tmp_path, 
     assert little["datasize"] == "" and large["runtime_s"] > little["runtime_s"]
     # the job's own runs calibrate its answer (models._default.history_factor); none: 1
     assert little["history_factor"] == 1.0 and from_history["history_factor"] > 0
+    # (the newest HISTORY_RUNS of them: an answer's cost stays bounded as history grows)
+    from jobgauge.models._default import HISTORY_RUNS
+
+    assert len(scout_join) > HISTORY_RUNS
     assert main(["--store", store_path, "predict", "--workload", "join", *where[:-1]]) == 0
-    assert f"calibrated to the {len(scout_join)} measured runs of join in the store" \
+    assert f"calibrated to the {HISTORY_RUNS} measured runs of join in the store" \
         in capsys.readouterr().out
     assert main(["--store", store_path, "predict", "--workload", "myjob"]) == 1
     err = capsys.readouterr().err
