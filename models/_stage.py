@@ -399,8 +399,9 @@ def busiest_share(fractional, slots) -> float:
     for the last one; AQE packs shuffle partitions up to the advisory size the same
     way), placed largest first on the least loaded slot.  Counting the last task as a
     full one (whole waves of equal tasks) made 2.3 splits on 2 slots cost as much as 4
-    and over-predicted TPC-H at SF 3 from the runs at SF <= 1 (Q21 by 50 %).  Times the
-    stage's work, it never falls when the work grows."""
+    and over-predicted TPC-H at SF 3 from the runs at SF <= 1: Q21 28.0 s against 19.0 s
+    measured, 20.9 s with the smaller last split.  Times the stage's work, it never
+    falls when the work grows."""
     slots = max(math.floor(slots + 1e-9), 1)
     full = math.floor(fractional + 1e-9)
     if full < 1:
