@@ -55,7 +55,7 @@ def _profile_rows(db):
 
 def test_shipped_corpus_imports_with_its_profiles(tmp_path, capsys):
     """data/runs/NAME.csv.gz brings data/profiles/NAME.jsonl.gz along, one profile per run."""
-    runs = REPO / "data" / "runs" / "mapreduce-wordcount.csv.gz"
+    runs = REPO / "data" / "runs" / "quiet-mapreduce-wordcount.csv.gz"
     db = tmp_path / "s.db"
     assert main(["--store", str(db), "import", "--json", str(runs)]) == 0
     info = json.loads(capsys.readouterr().out)["files"][str(runs)]
@@ -72,7 +72,7 @@ def test_shipped_corpus_imports_with_its_profiles(tmp_path, capsys):
 
 
 def test_bad_profiles_file_is_a_clear_error(tmp_path, capsys):
-    runs = REPO / "data" / "runs" / "mapreduce-wordcount.csv.gz"
+    runs = REPO / "data" / "runs" / "quiet-mapreduce-wordcount.csv.gz"
     bad = tmp_path / "p.jsonl"
     bad.write_text('{"run_id": "x", "summary": {}}\n{"summary": {}}\n')
     db = tmp_path / "s.db"
