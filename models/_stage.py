@@ -745,7 +745,11 @@ class StagePredictor(RuntimeModel):
         rest, a measured job asked at a larger input than measured.  (A pool of their own
         for those made them wider: in the held-out residuals they are mostly the held-out
         jobs', whose errors are wider than a scale-up's; intervals x6.7 high/low covering
-        89 % on the scale-up from SF <= 1, against x3.8 and 86 % pooled.)"""
+        89 % on the scale-up from SF <= 1, against x3.8 and 86 % pooled.)  Each named
+        kind is one per framework (``"measured job|spark"``): the MapReduce jobs' small
+        repeat noise and far work factors narrowed the Spark jobs' intervals at their
+        measured sizes (held-out configurations at SF >= 1 covered 75 %) and widened a new
+        Spark job's (unseen queries at x10 high/low)."""
         measured = getattr(self, "measured_sizes_", None)
         if measured is None:
             return None
@@ -756,7 +760,9 @@ class StagePredictor(RuntimeModel):
                               and measured.get(job, 0.0) * MEASURED_REACH >= size)
                          for job, size in zip(jobs, sizes)])
         new = np.array([counts is not None and counts.get(job, 0) <= 1 for job in jobs])
-        return np.where(near, "measured job", np.where(new, "new job", "")).astype(object)
+        frameworks = _frameworks(X)
+        return np.where(near, "measured job|" + frameworks,
+                        np.where(new, "new job|" + frameworks, "")).astype(object)
 
     def _fit_new_job_pool(self):
         """Give a new job's question (a job that finished at most one training run,
@@ -769,26 +775,30 @@ class StagePredictor(RuntimeModel):
         counts = getattr(self, "measured_runs_", None) or {}
         if pools is None:
             return
-        factors = np.array([math.log(value) for (workload, framework), value
-                            in (getattr(self, "work_factors_", None) or {}).items()
-                            if counts.get(f"{workload}|{framework}", 0) > 1 and value > 0])
-        if len(factors) < MIN_NEW_JOB_FACTORS:
-            return
-        residuals = pools.get("measured job", self.calibration_residuals_)
-        pools["new job"] = np.sort((residuals[:, None] + factors[None, :]).ravel())
+        factors = getattr(self, "work_factors_", None) or {}
+        for framework in sorted({framework for _, framework in factors}):
+            spread = np.array([math.log(value) for (workload, other), value in factors.items()
+                               if other == framework and value > 0
+                               and counts.get(f"{workload}|{framework}", 0) > 1])
+            if len(spread) < MIN_NEW_JOB_FACTORS:
+                continue
+            residuals = pools.get(f"measured job|{framework}", self.calibration_residuals_)
+            pools[f"new job|{framework}"] = np.sort((residuals[:, None]
+                                                     + spread[None, :]).ravel())
 
     def _fit_scale_pool(self, X, y):
         """Learn how the error grows with the distance beyond a job's measured sizes:
         hold out the runs at each job's largest size (where it also finished runs below
         1 / :data:`MEASURED_REACH` of it), fit on the rest, and keep each held-out log
         residual over its log distance from the job's largest size in that fit
-        (``scale_residuals_``, the error per unit of log distance; empty with fewer than
-        :data:`MIN_POOL_RESIDUALS` such runs).  A scale exponent off by ``delta`` misses
+        (``scale_residuals_``: framework -> the errors per unit of log distance, ``""``
+        -> all of them; a framework with fewer than :data:`MIN_POOL_RESIDUALS` such runs
+        takes ``""``, and none is kept with fewer in all).  A scale exponent off by ``delta`` misses
         by ``delta x distance`` in log runtime, so :meth:`_extrapolated` widens an
         interval linearly in the distance asked."""
         from sklearn.base import clone
 
-        self.scale_residuals_ = np.array([])
+        self.scale_residuals_ = {}
         runtime, censored = targets(X, y)
         X = X.reset_index(drop=True)
         log_y = np.log(runtime)
@@ -812,7 +822,13 @@ class StagePredictor(RuntimeModel):
         measured = np.array([other.measured_sizes_.get(job, np.nan) for job in jobs[asked]])
         distance = np.log(sizes[asked] / measured)
         keep = np.isfinite(distance) & (distance > 0)
-        self.scale_residuals_ = np.sort((log_y[asked] - predicted)[keep] / distance[keep])
+        per_unit = (log_y[asked] - predicted)[keep] / distance[keep]
+        frameworks = _frameworks(X.iloc[asked])[keep]
+        self.scale_residuals_ = {"": np.sort(per_unit)} \
+            if len(per_unit) >= MIN_POOL_RESIDUALS else {}
+        for framework in np.unique(frameworks):
+            if (frameworks == framework).sum() >= MIN_POOL_RESIDUALS:
+                self.scale_residuals_[str(framework)] = np.sort(per_unit[frameworks == framework])
 
     def _input_sizes(self, X):
         """The input bytes of each row as the model reads them (NaN where unknown)."""
@@ -841,21 +857,30 @@ class StagePredictor(RuntimeModel):
         near them.  (Widening every kind to the scale pool instead, the wider of both:
         scale-up from SF <= 1 covered 96.8 % at x4.55 high/low, against 91.0 % at
         x2.48; bench/evaluate.py --quiet-corpus.)"""
-        pool = getattr(self, "scale_residuals_", None)
-        if pool is None or len(pool) == 0:
+        scale = getattr(self, "scale_residuals_", None)
+        if not isinstance(scale, dict) or "" not in scale:
             return low, high
         distance = self._scale_distances(X)
-        measured = (getattr(self, "interval_pools_", None) or {}).get("measured job")
-        floor = conformal_offsets(measured, coverage) if measured is not None else (0.0, 0.0)
-        for value in np.unique(distance[distance > 0]):
-            rows = distance == value
-            far_low, far_high = conformal_offsets(pool * value, coverage)
-            known = rows & (groups == "") if groups is not None else rows & False
-            low[known] = min(floor[0], far_low)
-            high[known] = max(floor[1], far_high)
-            other = rows & ~known
-            low[other] = np.minimum(low[other], far_low)
-            high[other] = np.maximum(high[other], far_high)
+        pools = getattr(self, "interval_pools_", None) or {}
+        frameworks = _frameworks(X)
+        floors = {framework: conformal_offsets(pools[f"measured job|{framework}"], coverage)
+                  if f"measured job|{framework}" in pools
+                  else conformal_offsets(self.calibration_residuals_, coverage)
+                  for framework in np.unique(frameworks)}
+        floor_low = np.array([floors[f][0] for f in frameworks])
+        floor_high = np.array([floors[f][1] for f in frameworks])
+        for framework in np.unique(frameworks):
+            pool = scale.get(str(framework), scale[""])
+            mine = (frameworks == framework) & (distance > 0)
+            for value in np.unique(distance[mine]):
+                rows = mine & (distance == value)
+                far_low, far_high = conformal_offsets(pool * value, coverage)
+                known = rows & (groups == "") if groups is not None else rows & False
+                low[known] = np.minimum(floor_low[known], far_low)
+                high[known] = np.maximum(floor_high[known], far_high)
+                other = rows & ~known
+                low[other] = np.minimum(low[other], far_low)
+                high[other] = np.maximum(high[other], far_high)
         return low, high
 
     def fit(self, X, y=None):
@@ -1223,6 +1248,13 @@ class StagePredictor(RuntimeModel):
                       stages=stages, critical_path=path[::-1], critical_path_s=finish[end],
                       dominating_stage=dominating["stage_id"])
         return result
+
+
+def _frameworks(X) -> np.ndarray:
+    """The framework of each row (``spark`` where the frame has none), as text."""
+    if "framework" not in X.columns:
+        return np.full(len(X), "spark", dtype=object)
+    return X["framework"].fillna("spark").astype(str).to_numpy().astype(object)
 
 
 def _shares(shared, offsets):

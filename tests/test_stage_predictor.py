@@ -388,8 +388,8 @@ def test_a_measured_job_gets_intervals_of_its_own(quiet_sf1):
     from jobgauge.models._base import conformal_offsets
 
     model = make_model("stage").fit(quiet_sf1)
-    assert set(model.interval_pools_) == {"measured job", "new job"}
-    own = conformal_offsets(model.interval_pools_["measured job"], 0.8)
+    assert set(model.interval_pools_) == {"measured job|spark", "new job|spark"}
+    own = conformal_offsets(model.interval_pools_["measured job|spark"], 0.8)
     pooled = conformal_offsets(model.calibration_residuals_, 0.8)
     assert own[1] - own[0] < pooled[1] - pooled[0]
     row = quiet_sf1[quiet_sf1["workload"] == "tpch-q3"].iloc[[0]].drop(
@@ -403,12 +403,13 @@ def test_a_measured_job_gets_intervals_of_its_own(quiet_sf1):
         bounds[name] = (float(np.log(low[0] / center[0])), float(np.log(high[0] / center[0])))
     assert bounds["here"] == pytest.approx(own)
     assert bounds["x10"] == pytest.approx(pooled)
-    assert bounds["new"] == pytest.approx(conformal_offsets(model.interval_pools_["new job"], 0.8))
+    assert bounds["new"] == pytest.approx(
+        conformal_offsets(model.interval_pools_["new job|spark"], 0.8))
     spread = [v for (w, f), v in model.work_factors_.items()
               if model.measured_runs_[f"{w}|{f}"] > 1]
     assert len(spread) >= 5
-    assert len(model.interval_pools_["new job"]) == \
-        len(model.interval_pools_["measured job"]) * len(spread)
+    assert len(model.interval_pools_["new job|spark"]) == \
+        len(model.interval_pools_["measured job|spark"]) * len(spread)
     assert bounds["new"][1] - bounds["new"][0] > bounds["here"][1] - bounds["here"][0]
 
 
@@ -456,7 +457,8 @@ def test_intervals_widen_with_the_distance_beyond_the_measured_sizes(quiet_two_s
     from jobgauge.models._base import conformal_offsets
 
     model = make_model("stage").fit(quiet_two_sizes)
-    assert len(model.scale_residuals_) >= 30
+    assert len(model.scale_residuals_[""]) >= 30
+    assert model.scale_residuals_["spark"] == pytest.approx(model.scale_residuals_[""])
     row = quiet_two_sizes[(quiet_two_sizes["workload"] == "tpch-q3")
                           & (quiet_two_sizes["datasize"] == "sf1")].iloc[[0]].drop(
         columns=["dag", "profile", "profile_reference"]).reset_index(drop=True)
@@ -471,7 +473,8 @@ def test_intervals_widen_with_the_distance_beyond_the_measured_sizes(quiet_two_s
     sizes = sorted(widths)
     assert all(widths[a] <= widths[b] + 1e-9 for a, b in zip(sizes, sizes[1:]))
     assert widths[1000] > widths[1] * 1.5
-    far_low, far_high = conformal_offsets(model.scale_residuals_ * math.log(1000), 0.8)
+    far_low, far_high = conformal_offsets(model.scale_residuals_["spark"] * math.log(1000),
+                                          0.8)
     assert widths[1000] >= far_high - far_low - 1e-9
     assert all(centers[a] <= centers[b] for a, b in zip(sizes, sizes[1:]))
     # a job never measured, asked far above every measured input, widens the same way
@@ -499,3 +502,33 @@ def test_the_work_of_a_shuffle_join_replacing_a_broadcast_is_learned(quiet_sf1):
     kinds = [s["kind"] for s in model.explain(off)["stages"]]
     assert "join" in kinds and "join" not in [s["kind"] for s in model.explain(
         row.assign(config_json='{"spark.master": "local[2]"}'))["stages"]]
+
+
+def test_intervals_are_kept_per_framework():
+    """A MapReduce job's held-out residuals give MapReduce questions their interval, a
+    Spark job's the Spark ones (the quiet MapReduce and TPC-H SF 1 runs): mixed, the
+    MapReduce jobs' small repeat noise narrowed the Spark jobs' intervals (held-out
+    configurations at SF >= 1 covered 75 %) and their far work factors widened a new
+    Spark job's."""
+    from jobgauge.models._base import conformal_offsets
+    from jobgauge.models.evaluation import attach_reference_profiles
+    from jobgauge.runtable import read_profile_records, read_run_tables
+
+    names = ("quiet-mapreduce-sort", "quiet-mapreduce-wordcount", "tpch-sf1")
+    runs = [REPO / "data" / "runs" / f"{n}.csv.gz" for n in names]
+    profiles = [REPO / "data" / "profiles" / f"{n}.jsonl.gz" for n in names]
+    frame = attach_reference_profiles(read_run_tables(runs), read_profile_records(profiles))
+    model = make_model("stage").fit(frame)
+    assert {"measured job|spark", "measured job|hadoop"} <= set(model.interval_pools_)
+    widths = {}
+    for framework in ("spark", "hadoop"):
+        rows = frame[(frame["framework"] == framework) & frame["completed"]]
+        row = rows.iloc[[0]].drop(columns=["dag", "profile", "profile_reference"],
+                                  errors="ignore").reset_index(drop=True)
+        group = model._interval_groups(row)[0]
+        assert group == f"measured job|{framework}"
+        center, low, high = model.predict_with_interval(row)
+        offsets = (np.log(low[0] / center[0]), np.log(high[0] / center[0]))
+        assert offsets == pytest.approx(conformal_offsets(model.interval_pools_[group], 0.8))
+        widths[framework] = offsets[1] - offsets[0]
+    assert widths["hadoop"] < widths["spark"]
