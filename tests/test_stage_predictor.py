@@ -367,7 +367,7 @@ def test_jobgauge_train_gives_the_stage_model_the_profiles_beside_its_runs(tmp_p
     from jobgauge.models import load_model
     from jobgauge.models._default import learns_reference_profiles
 
-    runs = sorted((REPO / "data" / "runs").glob("mapreduce-*.csv.gz"))
+    runs = sorted((REPO / "data" / "runs").glob("quiet-mapreduce-*.csv.gz"))
     assert main(["train", "--runs", *map(str, runs), "--out", str(tmp_path / "m.jgm")]) == 0
     assert "reference profiles for 3 of 3 workloads" in capsys.readouterr().out
     model = load_model(tmp_path / "m.jgm")

@@ -5,13 +5,17 @@ beyond the noise.
 As a user runs it: ``jobgauge-submit`` on a fresh store (the default model, trained on
 first need from the shipped runs) recommends settings for each query on ``local[2]``
 with Spark's default 1 GiB driver (``tuner.submit.recommendation``).  Each query then
-runs 3 times with the defaults and 3 times with the recommendation, alternating, in warm
+runs 5 times with the defaults and 5 times with the recommendation, alternating, in warm
 applications (``WarmRunner``: 3 warm-up runs per query first).  A recommended driver heap
 is a setting of the application: the runner then keeps one application per heap up
 (``max_applications=2``), each warmed up alike.  A
 recommendation that keeps the defaults must say why, and is measured all the same.  The data is
 the TPC-H workload's own SF 1 (``tpchgen-cli``, generated once into the data folder,
 ``~/.cache/jobgauge/data`` unless ``JOBGAUGE_DATA`` moves it).
+
+Five runs, not the issue's three: Q3 at SF 1 takes under 2 s, where one setting measured
+1.48-2.18 s within three runs and the median of three failed the allowance once in two
+tries of the same recommendation (2.17 s against 1.80 s, then 1.48 s against 1.70 s).
 
 It needs a quiet machine (the noise allowance is the SF 1 runs' repeat noise, 12 %): run it alone,
 ``.venv/bin/pytest -q tests/test_tuned_vs_defaults.py``.  Several minutes.
@@ -32,7 +36,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 QUERIES = ("tpch-q1", "tpch-q3", "tpch-q5")
 SIZE = "sf1"
-REPEATS = 3
+REPEATS = 5
 
 
 def noise_allowance() -> float:
