@@ -875,7 +875,7 @@ class StagePredictor(RuntimeModel):
             for value in np.unique(distance[mine]):
                 rows = mine & (distance == value)
                 far_low, far_high = conformal_offsets(pool * value, coverage)
-                known = rows & (groups == "") if groups is not None else rows & False
+                known = rows & (groups == "") if groups is not None else np.zeros_like(rows)
                 low[known] = np.minimum(floor_low[known], far_low)
                 high[known] = np.maximum(floor_high[known], far_high)
                 other = rows & ~known

@@ -22,6 +22,7 @@ from jobgauge.errors import RunError, UsageError
 from jobgauge.profiler.workloads._tpch_queries import QUERIES, TABLES
 from jobgauge.profiler.workloads.base import directory_bytes
 
+
 class ScaleFactors(tuple):
     """The scale factors the corpus was measured at, listed (sf0.01 is the tests' size),
     holding every scale factor :func:`scale_label` accepts: tpchgen-cli makes any, so a
