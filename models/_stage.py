@@ -60,8 +60,8 @@ term of the replay is non-decreasing in the data size and non-increasing in the 
 Predictions are positive and finite; more data is never faster; more nodes never slower.
 
 The fitted model keeps the reference profile of every workload it was trained with
-(:func:`reference_runs`: the run marked ``profile_reference``, else the smallest
-profiled input; only the stages the replay needs).  A row without a profile of its
+(:func:`reference_runs`: the run marked ``profile_reference``, else the profiled run
+with the fewest settings, then the smallest input; only the stages the replay needs).  A row without a profile of its
 own (a question from the web form, the API, ``jobgauge predict``, the what-if plot or
 the tuner) is replayed from its workload's reference profile.  Rows of a workload
 trained without any profile fall back to the measured runs of that workload, scaled
@@ -284,8 +284,12 @@ def reference_runs(frame, has_profile) -> dict:
     """{(workload, framework): position of its reference run}: the one profile that
     stands for "the user profiled this job once" (Hadoop sort and Spark sort are two
     jobs).  Among the rows where ``has_profile`` is true, the run marked
-    ``profile_reference`` wins, then the smallest input, the fewest settings, the
-    smallest run_id.  ``models.evaluation.attach_reference_profiles`` chooses the
+    ``profile_reference`` wins, then the fewest settings (Spark's defaults where they
+    were profiled), the smallest input, the smallest run_id.  The replay reuses the
+    profile's task times, so a profile taken at unusual settings carries them into
+    every answer: TPC-H Q2's smallest profile ran 108 tasks with AQE off and 49
+    shuffle partitions (2.5 s at SF 0.1, against 0.77 s at SF 0.3 with the defaults),
+    and as an unseen query it was predicted 6.5x too slow at SF 1-10.  ``models.evaluation.attach_reference_profiles`` chooses the
     profile it attaches with it, and :class:`StagePredictor` the profile it keeps."""
     has_profile = np.asarray(has_profile, dtype=bool)
     columns = frame.columns
@@ -298,7 +302,7 @@ def reference_runs(frame, has_profile) -> dict:
     jobs = list(zip(frame["workload"].astype(str), frame["framework"].astype(str)))
     best = {}
     for i in np.flatnonzero(has_profile):
-        rank = (not marked[i], sizes[i], settings[i], run_ids[i])
+        rank = (not marked[i], settings[i], sizes[i], run_ids[i])
         if jobs[i] not in best or rank < best[jobs[i]][0]:
             best[jobs[i]] = (rank, int(i))
     return {job: position for job, (_, position) in best.items()}

@@ -16,7 +16,7 @@ its own, under the protocols that apply to it:
   is left out at a time, with more (the local runs: 22 TPC-H queries, the
   HiBench and MapReduce jobs) 5 folds of whole workloads (GroupKFold).  Unseen workloads
   are profiled once: every row carries the profile (and DAG) of one
-  *reference* run of its workload (the smallest input, fewest knobs set),
+  *reference* run of its workload (the fewest knobs set, then the smallest input),
   never its own; reference runs are not scored.  Local results are shown
   separately for TPC-H queries and for the HiBench/MapReduce jobs.
 - ``cluster`` (d): held-out cluster configurations (instance type x count),
@@ -24,7 +24,7 @@ its own, under the protocols that apply to it:
 
 The quiet corpus (the tables of ``data/runs`` measured under the load guard, issue 13; ``bench/evaluate.py --quiet-corpus``) adds
 protocols that ask where users ask, each reported per test size, slot layout or
-family.  Every workload carries the profile of its smallest profiled run, taken
+family.  Every workload carries the profile of its reference run (fewest settings, then smallest input), taken
 from the quiet runs or from the shipped runs in ``data/runs`` (whose runtimes were
 measured under load, but whose profiles are fine as profiles).  That reference run
 is the one run a user has of the job: it is on the training side of every fold of
@@ -168,8 +168,8 @@ def attach_reference_profiles(frame, records):
     """Add ``profile`` and ``dag`` columns from one reference run per workload.
 
     The reference run of a workload (per framework) is chosen by
-    ``models._stage.reference_runs`` (the profiled run with the smallest input, then
-    the fewest knobs set, then the smallest run_id); its profile stands for "the user
+    ``models._stage.reference_runs`` (the profiled run with the fewest knobs set, then
+    the smallest input, then the smallest run_id); its profile stands for "the user
     profiled this job once".  A ``profile_reference`` column marks the reference runs
     (they are not scored in evaluations).
     """
@@ -708,7 +708,7 @@ def load_quiet_frames(quiet_dir=None, *, reference_runs=None, reference_profiles
     """({dataset: frame}, [(file, rows, rows in the evaluation)]): the quiet corpus as
     dataset ``quiet`` and the shared Scout and C3O tables, each source its own dataset.
 
-    Every quiet workload carries the profile (and DAG) of its smallest profiled run among
+    Every quiet workload carries the profile (and DAG) of its reference run among
     the quiet runs and ``reference_runs`` (default: none, the quiet runs' own profiles;
     e.g. the runs measured under load in ``data/loaded/runs`` with their profiles in
     ``reference_profiles``); a reference run that is chosen joins the quiet frame as its

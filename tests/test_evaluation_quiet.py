@@ -4,6 +4,7 @@ tables: who is trained on, who is tested, and a cheap model through the report."
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -31,7 +32,7 @@ QUIET = REPO / "data"
 
 @pytest.fixture(scope="module")
 def quiet_frames(datasets_dir):
-    """The quiet corpus (its own smallest profiled runs as references) and the shared
+    """The quiet corpus (its own profiled runs at the defaults as references) and the shared
     tables, as the evaluation loads them."""
     if not evaluation.quiet_run_tables(QUIET):
         pytest.fail("the quiet corpus is missing from data/runs")
@@ -58,7 +59,7 @@ def quiet_and_shipped(quiet):
     return frame
 
 
-def test_quiet_frame_carries_the_smallest_profile_of_each_query(quiet, quiet_frames):
+def test_quiet_frame_carries_the_defaults_profile_of_each_query(quiet, quiet_frames):
     _, files = quiet_frames
     counted = {Path(path).name: (rows, used) for path, rows, used in files}
     assert counted["tpch-sf1.csv.gz"][0] >= 352 and counted["scout_multinode.csv"] == (1242, 1242)
@@ -68,10 +69,15 @@ def test_quiet_frame_carries_the_smallest_profile_of_each_query(quiet, quiet_fra
     assert len(own) == len(quiet) == sum(
         rows for path, rows, _ in files if Path(path).parent == QUIET / "runs")
     references = quiet[quiet["profile_reference"]]
-    # one reference per query: its quiet run at the smallest profiled scale factor
+    # one reference per query: its run at Spark's defaults (only the master set) at the
+    # smallest scale factor where the query was profiled with them
     assert sorted(references["workload"]) == sorted(own["workload"].unique())
-    smallest = min(scale_factors(own))
-    assert set(scale_factors(references)) == {smallest}
+    settings = references["config_json"].map(lambda text: len(json.loads(text)))
+    assert (settings == 1).all()
+    defaults = own[own["config_json"].map(lambda text: len(json.loads(text))) == 1]
+    smallest = defaults.assign(sf=scale_factors(defaults)).groupby("workload")["sf"].min()
+    assert dict(zip(references["workload"], scale_factors(references))) == smallest.to_dict()
+    assert min(scale_factors(references)) == min(scale_factors(own))
     assert quiet["profile"].notna().all() and quiet["dag"].notna().all()
     q3 = quiet[quiet["workload"] == "tpch-q3"]
     assert q3["profile"].map(repr).nunique() == 1  # every Q3 row: the reference's profile
