@@ -11,11 +11,13 @@ a. **Import throughput** of ``jobgauge import FOLDER`` into a fresh SQLite store
    Spark output, only the ids differ.
 b. **Report time** of ``jobgauge report LOG --json`` on the largest real event log
    (corpus and the local event-log folder), wall time of the command and of
-   ``report_eventlog`` in process; the time at 100 MB is an extrapolation per MB.
+   ``report_eventlog`` in process (``--log``: a real 100 MB log from
+   ``bench/big_eventlog.py``; without one, the time at 100 MB is an extrapolation per MB).
 c. **Sparklens-style check** on the shipped TPC-H runs (data/runs, data/profiles):
    each run's ``what_if`` (``application_report``, the replay ``jobgauge report``
    uses) at half or twice its cores predicts the runtime at the other master
-   (local[2] -> local[1] and back).  See :func:`profile_of_record` for what the
+   (local[2] -> local[1] and back), and on the 2-worker standalone cluster at 2 and 1
+   executors (:func:`cluster_figure`).  See :func:`profile_of_record` for what the
    shipped profile records lack and how the replay input is built from them.
 
 Prints the figures and writes bench/reports/history.md.
@@ -119,8 +121,9 @@ def largest_log() -> Path:
     return max(candidates, key=lambda p: p.stat().st_size)
 
 
-def report_figure(repeats: int) -> dict:
-    path = largest_log()
+def report_figure(repeats: int, log: Path | None = None) -> dict:
+    """Time ``jobgauge report`` on ``log`` (default: the largest real log here)."""
+    path = log or largest_log()
     size = path.stat().st_size
     walls = []
     for _ in range(repeats):
@@ -148,7 +151,7 @@ def report_figure(repeats: int) -> dict:
 
 # ------------------------------------------------------------------------- c. Sparklens check
 
-def profile_of_record(record: dict, config: dict):
+def profile_of_record(record: dict, config: dict, executors: int | None = None):
     """A :class:`Profile` the replay can read, built from one shipped profile record.
 
     The records (``jobgauge collect``) keep the summary and per-stage aggregates
@@ -157,7 +160,9 @@ def profile_of_record(record: dict, config: dict):
     ``task_time_ms`` (sum of task wall times), and the executors.  Stand-ins: the
     query is one job from its start to its end (its measured runtime) holding all its
     stages, linked by their parents; ``task_time_ms`` is the stage's
-    ``executor_run_time_ms``; local mode takes its cores from ``spark.master``.  (Each
+    ``executor_run_time_ms``; local mode takes its cores from ``spark.master``, a
+    standalone run its ``executors`` of 1 core each, all on 127.0.0.1 as this
+    project's cluster runs them (the record keeps no executor events).  (Each
     stage as a job of its own, one after another, counted the stages' overlap as time:
     their durations add up to 1.5-3x the query's runtime, Q5 at SF 1 on local[1] 11.4 s
     in a 3.8 s query, and the replay erred by 31 % at SF 1 and 52 % at SF 3.)
@@ -170,9 +175,11 @@ def profile_of_record(record: dict, config: dict):
               for stage in sorted(record.get("stages") or [], key=lambda s: s["stage_id"])]
     jobs = [{"job_id": 0, "duration_s": runtime, "submission_ms": 0,
              "completion_ms": int(round(runtime * 1000))}] if stages else []
+    hosts = [{"executor_id": str(i + 1), "cores": 1, "host": "127.0.0.1"}
+             for i in range(executors or 0)]
     return Profile(format="spark-eventlog", engine="spark", app_id=summary.get("app_id"),
                    runtime_s=summary.get("runtime_s"), jobs=jobs, stages=stages,
-                   config=dict(config),
+                   config=dict(config), executors=hosts,
                    task_seconds=(summary.get("executor_run_time_ms") or 0) / 1000)
 
 
@@ -275,6 +282,69 @@ def sparklens_figure(scales: list[str]) -> dict:
     return out
 
 
+#: The 2-worker standalone tables (1 core per worker): Spark's defaults with 2
+#: executors, and with one (``spark.cores.max = 1``).
+CLUSTER_TABLES = ("tpch-standalone-sf1", "tpch-standalone-sf1-one-executor")
+
+
+def _executors(config: dict, row) -> int:
+    """Executors of a standalone run with 1-core executors: ``spark.cores.max``, else
+    every core of the cluster."""
+    return int(config.get("spark.cores.max") or int(row.instance_count) * int(row.vcpus))
+
+
+def cluster_figure() -> dict | None:
+    """The Sparklens-style check on the 2-worker standalone cluster: each run's
+    ``what_if`` at the other executor count (2 -> 1 and 1 -> 2) against the median
+    measured there with the same query and other settings (``spark.master``, whose
+    port changes with each start, and ``spark.cores.max`` aside).  The cluster's
+    executors all run on 127.0.0.1, so the replay applies the contention of cores
+    sharing one machine, as in local mode.  None when a table is missing."""
+    from jobgauge.profiler.readers.app_report import LOCAL_CORE_CONTENTION
+    from jobgauge.runtable import read_profile_records, read_run_tables, repeat_noise
+
+    paths = [(REPO / "data" / "runs" / f"{name}.csv.gz",
+              REPO / "data" / "profiles" / f"{name}.jsonl.gz") for name in CLUSTER_TABLES]
+    if not all(runs.is_file() and profiles.is_file() for runs, profiles in paths):
+        return None
+    runs = read_run_tables([runs for runs, _ in paths])
+    records = read_profile_records([profiles for _, profiles in paths])
+    runs = runs[runs["completed"].astype(bool)].copy()
+    runs["executors"] = [_executors(row.config, row) for row in runs.itertuples()]
+    runs["rest"] = runs["config"].apply(lambda s: json.dumps(
+        {k: v for k, v in s.items() if k not in ("spark.master", "spark.cores.max")},
+        sort_keys=True))
+    medians = runs.groupby(["workload", "rest", "executors"])["runtime_s"].median()
+    apes, stay, missing = {"2->1": [], "1->2": []}, [], 0
+    for row in runs.itertuples():
+        other = {1: 2, 2: 1}.get(row.executors)
+        if other is None or (row.workload, row.rest, other) not in medians.index:
+            continue
+        record = records.get((row.source, row.run_id))
+        if record is None:
+            missing += 1
+            continue
+        profile = profile_of_record(record, row.config, executors=row.executors)
+        predicted = _what_if_at(profile, other, LOCAL_CORE_CONTENTION)
+        if predicted is None:
+            continue
+        actual = medians[(row.workload, row.rest, other)]
+        apes[f"{row.executors}->{other}"].append(_ape(predicted, actual))
+        stay.append(_ape(row.runtime_s, actual))
+    noise = repeat_noise(group["runtime_s"] for _, group in
+                         runs.groupby(["workload", "rest", "executors"]))
+    both = apes["2->1"] + apes["1->2"]
+    pairs = runs.groupby(["workload", "rest"])["executors"].nunique()
+    return {"tables": [str(r.relative_to(REPO)) for r, _ in paths], "runs": len(runs),
+            "pairs_same_settings": int(pairs.gt(1).sum()), "missing_profiles": missing,
+            "n": {k: len(v) for k, v in apes.items()},
+            "mdape": {k: statistics.median(v) if v else None for k, v in apes.items()},
+            "mdape_all": statistics.median(both) if both else None,
+            "mdape_no_change": statistics.median(stay) if stay else None,
+            "noise_mdape": 100 * noise["mdape"] if noise else None,
+            "noise_runs": noise["runs"] if noise else 0}
+
+
 # ------------------------------------------------------------------------- report
 
 def _f(value, digits=1):
@@ -282,7 +352,7 @@ def _f(value, digits=1):
 
 
 def write_report(path: Path, command: str, a: dict | None, b: dict | None, c: dict | None,
-                 wall: float) -> None:
+                 wall: float, cluster: dict | None = None) -> None:
     lines = ["# Job history: import, report, Sparklens-style check (issue 14)", "",
              f"Command: `{command}`  ", f"Wall time {wall:.0f} s, "
              f"{time.strftime('%Y-%m-%d %H:%M')}, {platform.machine()}, {os.cpu_count()} CPUs "
@@ -305,8 +375,11 @@ def write_report(path: Path, command: str, a: dict | None, b: dict | None, c: di
                   f"added {a['repeat']['counts'].get('added', '?')}.", ""]
     if b:
         sections["b"] = ["## b. Report time (target < 2 s on a 100 MB log)", "",
-                  f"Largest real event log available: `{b['log']}`, {b['bytes'] / 1e6:.2f} MB "
-                  "(no real log near 100 MB exists here; none was fabricated).", "",
+                  f"Event log: `{b['log']}`, {b['bytes'] / 1e6:.2f} MB"
+                  + (" (a real Spark application's log, made by `bench/big_eventlog.py`)."
+                     if "big-eventlog" in b["log"] else
+                     " (the largest real event log here; `bench/big_eventlog.py` makes a "
+                     "real one of 100 MB).") , "",
                   "| `jobgauge report --json` s | in process s | s per MB (in process) | "
                   "100 MB, **extrapolated** s |", "|---:|---:|---:|---:|",
                   f"| {b['command_s']:.2f} | {b['in_process_s']:.3f} | {b['s_per_mb']:.3f} | "
@@ -357,6 +430,24 @@ def write_report(path: Path, command: str, a: dict | None, b: dict | None, c: di
                     + " / ".join(_f(grid.get(x)) for x in CONTENTION_SHOWN)
                     + " |")
             sections["c"].append("")
+        if cluster:
+            sections["c"] += [
+                "On the 2-worker standalone cluster (1 core per worker, SF 1, 8 queries): "
+                "each run's `what_if` at the other executor count, 2 executors "
+                "(`spark.cores.max` unset) -> 1 (`spark.cores.max = 1`) and back, against "
+                "the median measured there with the same query and other settings.  The "
+                "executors all run on 127.0.0.1, so the replay applies the contention of "
+                "cores sharing one machine (`LOCAL_CORE_CONTENTION`, chosen on the local "
+                "runs above); nothing was fitted on these runs.", "",
+                "| tables | runs | query x settings on both | n 2->1 | MdAPE 2->1 % | "
+                "n 1->2 | MdAPE 1->2 % | MdAPE all % | no change % | noise % (runs) |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+                "| " + ", ".join(f"`{t}`" for t in cluster["tables"])
+                + f" | {cluster['runs']} | {cluster['pairs_same_settings']} "
+                f"| {cluster['n']['2->1']} | {_f(cluster['mdape']['2->1'])} "
+                f"| {cluster['n']['1->2']} | {_f(cluster['mdape']['1->2'])} "
+                f"| {_f(cluster['mdape_all'])} | {_f(cluster['mdape_no_change'])} "
+                f"| {_f(cluster['noise_mdape'])} ({cluster['noise_runs']}) |", ""]
     # a section not measured this time (--only) keeps its text from the last report
     old = path.read_text().split("\n## ") if path.is_file() else []
     earlier = "_Kept from the previous report: not measured by this command._"
@@ -373,6 +464,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--logs", type=int, default=200, help="event logs in the import folder")
     parser.add_argument("--report-repeats", type=int, default=5)
+    parser.add_argument("--log", type=Path, default=None,
+                        help="the event log the report is timed on (default: the largest "
+                             "real one in the corpus and the local event-log folder; "
+                             "bench/big_eventlog.py makes a real one of 100 MB)")
     parser.add_argument("--scales", nargs="+", default=["1", "3"])
     parser.add_argument("--only", choices=["import", "report", "sparklens"], action="append")
     parser.add_argument("--out", default=str(REPO / "bench" / "reports" / "history.md"))
@@ -381,14 +476,14 @@ def main(argv=None) -> int:
     command = " ".join(["nice -n 10 .venv/bin/python bench/history.py", *given])
     only = set(args.only or ["import", "report", "sparklens"])
     started = time.perf_counter()
-    a = b = c = None
+    a = b = c = cluster = None
     if "import" in only:
         a = import_figure(args.logs)
         print(f"import: {a['logs']} logs, {a['bytes'] / 1e6:.1f} MB in {a['wall_s']:.2f} s = "
               f"{a['mb_s']:.1f} MB/s, peak RSS {a['peak_rss_mib']:.0f} MiB, "
               f"added {a['counts'].get('added')}, skipped {len(a['counts'].get('skipped') or [])}")
     if "report" in only:
-        b = report_figure(args.report_repeats)
+        b = report_figure(args.report_repeats, args.log)
         print(f"report: {b['log']} ({b['bytes'] / 1e6:.2f} MB): command {b['command_s']:.2f} s, "
               f"in process {b['in_process_s']:.3f} s; 100 MB extrapolated "
               f"{b['extrapolated_100mb_s']:.1f} s")
@@ -398,7 +493,16 @@ def main(argv=None) -> int:
             print(f"sparklens sf{scale}: MdAPE {_f(r['mdape_all'])} % "
                   f"(2->1 {_f(r['mdape']['2->1'])}, 1->2 {_f(r['mdape']['1->2'])}; "
                   f"no change {_f(r['mdape_no_change'])}; noise {_f(r['noise_mdape'])})")
-    write_report(Path(args.out), command, a, b, c, time.perf_counter() - started)
+        cluster = cluster_figure()
+        if cluster:
+            print(f"sparklens cluster: MdAPE {_f(cluster['mdape_all'])} % "
+                  f"(2->1 {_f(cluster['mdape']['2->1'])}, 1->2 {_f(cluster['mdape']['1->2'])}; "
+                  f"no change {_f(cluster['mdape_no_change'])}; "
+                  f"noise {_f(cluster['noise_mdape'])})")
+        else:
+            print("sparklens cluster: no one-executor table in data/runs "
+                  "(jobgauge collect bench/plans/tpch-standalone-sf1-one-executor.toml)")
+    write_report(Path(args.out), command, a, b, c, time.perf_counter() - started, cluster)
     print(f"report: {args.out}", file=sys.stderr)
     return 0
 

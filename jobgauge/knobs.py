@@ -304,6 +304,9 @@ TABLE: tuple[Knob, ...] = (
     _spark("spark.executor.cores", "int", 1, "cores per executor (default 1 on YARN; all "
            "worker cores in standalone mode)", low=1, high=16, valid_low=1, valid_high=1024,
            tuner=True),
+    _spark("spark.cores.max", "int", None, "cores the application takes from a standalone "
+           "cluster in all (default: every core; with spark.executor.cores it sets the "
+           "executor count)", valid_low=1, valid_high=100_000),
     _spark("spark.executor.memory", "size", 1024, "heap per executor, MiB (default 1g)",
            unit="MiB", low=512, high=65536, log=True, tuner=True, **_HEAP),
     _spark("spark.driver.memory", "size", 1024, "driver heap, MiB (default 1g)", unit="MiB",

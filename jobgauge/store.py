@@ -460,6 +460,15 @@ class Store:
                 sa.select(self.runs.c.source, sa.func.count()).group_by(self.runs.c.source)
                 .order_by(self.runs.c.source)).all())
 
+    def workloads(self) -> dict[str, str]:
+        """The distinct workloads (job keys) of the stored runs, sorted, each with its
+        framework (``spark``, ``hadoop``; the last in name order where one key has two)."""
+        sa = self._sa
+        with self.reading() as connection:
+            return dict(connection.execute(
+                sa.select(self.runs.c.workload, self.runs.c.framework).distinct()
+                .order_by(self.runs.c.workload, self.runs.c.framework)).all())
+
     def runs_list(self, *, limit=50, offset=0, **filters) -> list[dict]:
         sa = self._sa
         query = sa.select(self.runs).order_by(self.runs.c.id.desc()).limit(limit).offset(offset)

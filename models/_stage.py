@@ -34,7 +34,9 @@ another data size, with other settings and on other slots:
    share its memory bandwidth and caches; ``c`` is an executor's cores, or every slot
    of this project's standalone cluster, whose workers all run on 127.0.0.1: slots
    protocol, train local[2] and predict that cluster, 21.3 % against 24.5 % with the
-   executor's cores); a stage's work takes ``1 + memory_cost x pressure`` longer, the
+   executor's cores; learned per framework, ``contention`` for Spark and
+   ``hadoop_contention`` for Hadoop's local runner, whose map tasks share the machine
+   differently); a stage's work takes ``1 + memory_cost x pressure`` longer, the
    pressure being a task's data over its share of execution memory (heap x
    ``spark.memory.fraction`` / cores, at most 1): a small heap collects garbage more
    (in local mode the heap is ``spark.driver.memory``); the driver adds a fixed time
@@ -918,7 +920,7 @@ class StagePredictor(RuntimeModel):
         types = np.array([instance_family(t) for t in X["instance_type"]], dtype=object)
         self.instance_types_ = sorted(set(types[staged]))    # families: one speed per core
         self.params_ = {"work_rate": 0.5, "fixed_share": 0.5, "block_s": 0.0, "contention": 0.0,
-                        "memory_cost": 0.0,
+                        "hadoop_contention": 0.0, "memory_cost": 0.0,
                         "task_overhead_s": self.overhead_prior_s, "driver_s": 0.5,
                         "driver_per_stage_s": 0.05}
         self.rates_ = dict.fromkeys(RATE_GROUP_NAMES, 0.01)
@@ -1012,15 +1014,17 @@ class StagePredictor(RuntimeModel):
         at_share = 4 + n_groups + n_types + n_jobs
         at_block = at_share + 1 + n_fixed
         at_contention = at_block + 1
-        at_memory = at_contention + 1
+        at_memory = at_contention + 2          # Spark's contention, then Hadoop's
         at_join = at_memory + 1
         log_cores = np.log(np.maximum([r["cores"] for r in rows], 1.0))
+        hadoop = np.array([r["framework"] == "hadoop" for r in rows])
 
         def unpack(theta):
             params = dict(zip(names, np.exp(theta[:4])))
             params["fixed_share"] = theta[at_share]
             params["block_s"] = math.exp(theta[at_block])
             params["contention"] = theta[at_contention]
+            params["hadoop_contention"] = theta[at_contention + 1]
             params["memory_cost"] = theta[at_memory]
             params["join_share"] = theta[at_join]
             offsets = theta[4 + n_groups:at_share]
@@ -1034,8 +1038,8 @@ class StagePredictor(RuntimeModel):
 
         def residuals(theta):
             params, rates, offsets, work, exponents, shares = unpack(theta)
-            speeds = np.exp(offsets[type_index] - work[job_index]
-                            - params["contention"] * log_cores)
+            contention = np.where(hadoop, params["hadoop_contention"], params["contention"])
+            speeds = np.exp(offsets[type_index] - work[job_index] - contention * log_cores)
             predicted = np.log(self._row_seconds(table, params, rates, speeds, n_rows,
                                                  exponents, shares[job_index]))[keep]
             error = predicted - log_y[keep]
@@ -1048,16 +1052,18 @@ class StagePredictor(RuntimeModel):
 
         start = np.concatenate([np.log([0.5, self.overhead_prior_s, 0.5, 0.05]
                                        + [0.01] * n_groups + [1.0] * (n_types + n_jobs)),
-                                [0.5], np.zeros(n_fixed), [math.log(BLOCK_PRIOR_S), 0.0, 0.1,
-                                                           SHUFFLE_JOIN_WORK_SHARE],
+                                [0.5], np.zeros(n_fixed), [math.log(BLOCK_PRIOR_S), 0.0, 0.0,
+                                                           0.1, SHUFFLE_JOIN_WORK_SHARE],
                                 first])
         low = np.concatenate([np.log([1e-3, 1e-4, 1e-3, 1e-4] + [1e-6] * n_groups
                                      + [np.exp(-5.0)] * (n_types + n_jobs)), [0.0],
-                              np.full(n_fixed, -8.0), [math.log(1e-8), 0.0, 0.0, 0.0], lowest])
+                              np.full(n_fixed, -8.0), [math.log(1e-8), 0.0, 0.0, 0.0, 0.0],
+                              lowest])
         high = np.concatenate([np.log([10.0, 5.0, 300.0, 30.0] + [100.0] * n_groups
                                       + [np.exp(5.0)] * (n_types + n_jobs)), [1.0],
                                np.full(n_fixed, 8.0), [math.log(1e-2), MAX_CONTENTION,
-                                                       MAX_MEMORY_COST, MAX_JOIN_SHARE],
+                                                       MAX_CONTENTION, MAX_MEMORY_COST,
+                                                       MAX_JOIN_SHARE],
                                np.maximum(lowest, MAX_WORK_EXPONENT) + 1e-9])
         result = least_squares(residuals, np.clip(start, low, high - 1e-12),
                                bounds=(low, high), loss="soft_l1",
@@ -1143,8 +1149,10 @@ class StagePredictor(RuntimeModel):
         m5.xlarge and m5.2xlarge, ``local`` for local[1] and local[2]; 1 for a family not
         seen in training) over its workload's work factor (1 for a workload not seen)."""
         factors = getattr(self, "work_factors_", {})
-        contention = self.params_.get("contention", 0.0)
-        if contention:
+        spark = self.params_.get("contention", 0.0)
+        contention = np.where(_frameworks(X) == "hadoop",
+                              self.params_.get("hadoop_contention", spark), spark)
+        if contention.any():
             names = list(self.features_.get_feature_names_out())
             matrix = self._matrix(X)
             cores = _host_cores(X, np.exp(matrix[:, names.index("log_parallel_slots")]),

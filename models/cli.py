@@ -62,10 +62,11 @@ def register(subparsers) -> None:
     add_datasize_option(parser, help="size label, e.g. sf1 or huge")
     add_conf_option(parser, help="a configuration setting; repeatable")
     parser.add_argument("--framework", default="spark")
-    parser.add_argument("--instance-type", default="local",
+    parser.add_argument("--instance-type", default=None,
                         help="local[N] (Spark local mode on this machine), local (the whole "
                              "machine), a type of the instance catalog, or any type with "
-                             "--vcpus (default local)")
+                             "--vcpus (default: local[2] for Spark, as the web form and the "
+                             "shipped runs; local for Hadoop, as its local runs record)")
     parser.add_argument("--instance-count", type=int, default=1)
     parser.add_argument("--vcpus", type=float, default=None,
                         help="vCPUs per node (default: the catalog's, or this machine's)")
@@ -240,9 +241,14 @@ def predict_command(args) -> int:
     if args.runs:
         return _predict_table(load_chosen_model(args), args)
     from jobgauge.job import Cluster, Job
+    from jobgauge.knobs import DEFAULT_MASTER
     from jobgauge.models import predict_job
 
     datasize, input_bytes, profile, history = _job_size(args)
+    if args.instance_type is None:
+        args.instance_type = "local" if args.framework == "hadoop" else DEFAULT_MASTER
+    if args.instance_type.startswith("local[") and args.framework != "hadoop":
+        config.setdefault("spark.master", args.instance_type)   # as the web form asks
     cluster = Cluster.named(args.instance_type, args.instance_count, settings=config,
                             vcpus=args.vcpus, memory_gib=args.memory_gib)
     job = Job(args.workload, datasize, cluster, config, framework=args.framework,

@@ -8,7 +8,9 @@ columns) into a dense float matrix without missing values:
   memory per vCPU, logs of these, and the Spark executor layout from
   ``spark.executor.instances`` / ``spark.executor.cores`` /
   ``spark.executor.memory`` (one executor per node with all its cores when the
-  configuration does not say);
+  configuration does not say; ``spark.cores.max`` caps the cores in all, as a
+  standalone cluster does; Hadoop's local job runner runs
+  ``mapreduce.local.map.tasks.maximum`` maps at once, default 1);
 - data size: ``log_input_bytes`` (estimated from the size label seen in
   training when the row has no ``input_bytes``), the TPC-H scale factor of a
   label such as ``sf0.1`` and the HiBench size ordinal
@@ -48,7 +50,11 @@ from jobgauge.units import parse_quantity
 
 HIBENCH_SIZES = ("tiny", "small", "medium", "large", "huge", "gigantic", "bigdata")
 REQUIRED_COLUMNS = ("workload", "framework", "instance_type", "instance_count", "vcpus")
-LAYOUT_KEYS = ("spark.executor.instances", "spark.executor.cores", "spark.executor.memory")
+#: Maps Hadoop's local job runner runs at once unless ``mapreduce.local.map.tasks.maximum``
+#: says (Hadoop's default).
+LOCAL_MAP_SLOTS = 1.0
+LAYOUT_KEYS = ("spark.executor.instances", "spark.executor.cores", "spark.executor.memory",
+               "spark.cores.max", "mapreduce.local.map.tasks.maximum")
 
 # Engine defaults of the knobs (jobgauge.knobs), used for rows that do not set
 # them: the job then ran with the engine's default, a known value, not a missing one.
@@ -394,8 +400,27 @@ class RunFeatures(TransformerMixin, BaseEstimator):
         executors = np.where(np.isfinite(executors), executors, count)
         cores = np.array([_layout(c, "spark.executor.cores") for c in configs])
         cores = np.where(np.isfinite(cores), cores, vcpus)
+        # Hadoop's local job runner runs mapreduce.local.map.tasks.maximum maps at once
+        # (default 1), whatever the machine's cores
+        runner = (X["framework"].astype(str).to_numpy() == "hadoop") \
+            & (X["instance_type"].astype(str).to_numpy() == "local") \
+            if "framework" in X.columns else np.zeros(n, dtype=bool)
+        if runner.any():
+            maps = np.array([_layout(c, "mapreduce.local.map.tasks.maximum") if r else 1.0
+                             for c, r in zip(configs, runner)])
+            maps = np.where(np.isfinite(maps), maps, LOCAL_MAP_SLOTS)
+            cores = np.where(runner, np.minimum(maps, vcpus * count), cores)
+            executors = np.where(runner, 1.0, executors)
         executor_memory = np.array([_layout(c, "spark.executor.memory") for c in configs]) / 2 ** 30
         executor_memory = np.where(np.isfinite(executor_memory), executor_memory, memory)
+        # a standalone application takes at most spark.cores.max cores in all: its
+        # executors are that many cores over the cores of one
+        cores_max = np.array([_layout(c, "spark.cores.max") for c in configs])
+        local = np.array([str(c.get("spark.master", "")).startswith("local") for c in configs],
+                         dtype=bool)
+        capped = np.isfinite(cores_max) & ~local      # local mode ignores it
+        executors = np.where(capped, np.maximum(np.floor(np.where(capped, cores_max, 1.0)
+                                                         / cores), 1.0), executors)
         slots = np.maximum(np.minimum(executors * cores, total_vcpus), 1.0)
         # data size
         log_bytes = np.log1p(_float_column(X, "input_bytes", n))

@@ -174,7 +174,8 @@ def test_shipped_plan_parses_with_valid_knobs(path):
         if framework == "spark":
             assert run["size"] in get_workload(run["workload"]).sizes
     first = [r for r in runs if r["group"] == 0]
-    assert any(r["session"] == {} and r["static"] == {} for r in first)  # Spark's defaults
+    # Spark's defaults, on the plan's executor layout (a plan may measure one executor)
+    assert any(r["session"] == {} and set(r["static"]) <= {"spark.cores.max"} for r in first)
     assert runs[0]["master"] in ("local[2]", STANDALONE, "local[1]")
 
 

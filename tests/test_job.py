@@ -184,6 +184,23 @@ def test_predict_reads_instance_facts_from_the_catalog(tree, tmp_path, capsys):
     assert "unknown instance type 'x9.unknown'" in capsys.readouterr().err
 
 
+def test_predict_asks_about_local_2_by_default_as_the_web_form_does(tree, tmp_path, capsys):
+    """A Spark question without --instance-type is asked on local[2] (with spark.master set,
+    as the form's job), not on the whole machine's memory, which no Spark run records."""
+    from jobgauge.cli import main
+    from jobgauge.models import save_model
+
+    path = save_model(tree, tmp_path / "tree.jgm")
+    base = ["predict", "--model", str(path), "--workload", "tpch-q3", "--datasize", "sf0.1"]
+    assert main(base) == 0
+    assert capsys.readouterr().out.startswith("tpch-q3 (sf0.1) on 1 x local[2]: ")
+    assert main([*base, "--json"]) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert main([*base, "--json", "--instance-type", "local[2]", "--conf",
+                 "spark.master=local[2]"]) == 0
+    assert json.loads(capsys.readouterr().out) == default
+
+
 # ------------------------------------------------------------------ bad input
 
 @pytest.mark.parametrize("build, message", [

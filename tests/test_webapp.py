@@ -764,3 +764,47 @@ def test_a_jobs_own_runs_calibrate_the_estimate(client):
                                   "instance_types": "local[2]"}).get_data(as_text=True)
     assert "Calibrated to this job&#39;s 3 measured runs" in page \
         or "Calibrated to this job's 3 measured runs" in page
+
+
+SHELL_JOB = "Spark shell (org.apache.spark.repl.Main)"
+
+
+@pytest.fixture
+def own_job_client(tmp_path, corpus_dir, training_runs):
+    """An app whose store holds the user's own job: three real Spark-shell applications
+    imported from the corpus' event logs before the model is trained on first use."""
+    from jobgauge.history_import import import_history
+    from jobgauge.store import open_store
+
+    store = str(tmp_path / "store.db")
+    logs = corpus_dir / "spark-eventlogs" / "apache-spark"
+    report = import_history(open_store(f"sqlite:///{store}"), [
+        logs / name for name in ("local-1422981780767", "local-1426533911241",
+                                 "local-1430917381534")], progress=False)
+    assert report.added == 3
+    return create_app({"TESTING": True, "STORE_URL": store, "MODEL_KIND": "tree",
+                       "RUNS_DIR": str(training_runs)}).test_client()
+
+
+def test_the_form_and_the_api_answer_your_own_job_by_its_input_size(own_job_client):
+    page = own_job_client.get("/").get_data(as_text=True)
+    group = re.search(r'<optgroup label="Your jobs[^"]*">(.*?)</optgroup>', page, re.DOTALL)
+    assert group and f'<option value="{SHELL_JOB}"' in group.group(1)
+    # no size label: the input size is asked for, by name
+    missing = own_job_client.post("/api/v1/estimate", json={"workload": SHELL_JOB})
+    assert missing.status_code == 400
+    body = missing.get_json()
+    assert body["detail"] == {"field": "input_gb"} and "needed for your own job" in body["error"]
+    answers = [own_job_client.post("/api/v1/estimate", json={
+        "workload": SHELL_JOB, "input_gb": gb, "instance_types": ["local[2]"]}).get_json()
+        for gb in (1, 10)]
+    for answer in answers:
+        assert answer["label"] == f"your job {SHELL_JOB}" and answer["datasize"] == ""
+        assert answer["workload_seen"] is True and answer["datasize_seen"] is None
+        assert 0 < answer["options"][0]["low_s"] <= answer["options"][0]["runtime_s"]
+    assert answers[0]["input_bytes"] == 1e9
+    assert answers[1]["options"][0]["runtime_s"] >= answers[0]["options"][0]["runtime_s"]
+    page = own_job_client.post("/", data={**FORM, "workload": SHELL_JOB, "input_gb": "2",
+                                          "instance_types": ["local[2]"]})
+    assert page.status_code == 200
+    assert f"your job {SHELL_JOB} at 2 GB of input" in page.get_data(as_text=True)

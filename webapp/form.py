@@ -36,10 +36,13 @@ def _service():
 
 def _choices(service) -> dict:
     workloads = service.known_workloads()
+    own = service.store_jobs()
     options = service.instance_options()
     return {
         "tpch_workloads": [w for w in workloads if w.startswith("tpch-")],
-        "hibench_workloads": [w for w in workloads if not w.startswith("tpch-")],
+        "hibench_workloads": [w for w in workloads
+                              if not w.startswith("tpch-") and w not in own],
+        "store_jobs": own,
         "local_types": [o for o in options.values() if o.local],
         "cloud_types": [o for o in options.values() if not o.local],
         "adaptive_choices": AQE_CHOICES, "sizes": HIBENCH_SIZES, "sql_workload": SQL_WORKLOAD,

@@ -185,9 +185,19 @@ def _workload(data: dict, known_workloads, max_query_chars: int, sql_wins: bool)
         raise InvalidField("workload", "choose a TPC-H query, a HiBench workload, or paste a query")
     if workload not in known_workloads:
         raise InvalidField("workload", f"is not a known workload; got {workload[:60]!r} "
-                                       "(TPC-H tpch-q1..tpch-q22 or a HiBench name)")
+                                       "(TPC-H tpch-q1..tpch-q22, a HiBench name, or a job "
+                                       "in the store: 'jobgauge import' adds yours)")
+    if _own_job(workload):
+        return workload, f"your job {workload}", None, False
     label = f"TPC-H Q{workload[6:]}" if workload.startswith("tpch-q") else f"HiBench {workload}"
     return workload, label, workload_sql(workload), False
+
+
+def _own_job(workload: str) -> bool:
+    """A job of the user's (from the store), not a workload jobgauge runs itself."""
+    from jobgauge.profiler.workloads import workload_names
+
+    return workload != SQL_WORKLOAD and workload not in workload_names()
 
 
 def _config(data: dict) -> dict:
@@ -263,10 +273,12 @@ def parse_estimate(data, *, known_workloads, catalog_names, max_query_chars=100_
                    strict=False, allowed=ESTIMATE_FIELDS) -> EstimateRequest:
     """Turn form fields or a JSON object into an :class:`EstimateRequest`.
 
-    Fields: ``workload`` (``tpch-q3``, a HiBench name, or ``sql``), ``query``
+    Fields: ``workload`` (``tpch-q3``, a HiBench name, a job key of the store, or
+    ``sql``), ``query``
     (TPC-H query number 1..22), ``sql`` (a pasted query; it wins over a picked
     workload), ``scale`` (TPC-H scale factor, default 1), ``size`` (HiBench
-    size label, default ``large``), ``input_gb`` (input data in GB, optional),
+    size label, default ``large``), ``input_gb`` (input data in GB; optional, but
+    needed for a job of the store, which has no size label),
     ``instance_types`` (list, default ``local[2]``), ``nodes_min``/``nodes_max``
     (node counts of cloud types, default 1..8), ``deadline_s``,
     ``budget_usd``, the knobs ``shuffle_partitions``, ``adaptive``
@@ -281,7 +293,14 @@ def parse_estimate(data, *, known_workloads, catalog_names, max_query_chars=100_
     workload, label, sql, pasted = _workload(data, known_workloads, max_query_chars,
                                              sql_wins=not strict)
     scale = size = None
-    if workload.startswith("tpch-") or pasted:
+    input_gb = _number(data, "input_gb", minimum=0, strictly=True, maximum=1e7, unit="GB")
+    if not pasted and _own_job(workload):
+        # the user's own job has no size label: it is asked by the bytes it reads
+        if input_gb is None:
+            raise InvalidField("input_gb", f"is needed for your own job {workload[:60]!r}: "
+                                           "give the input size it reads, in GB")
+        datasize = ""
+    elif workload.startswith("tpch-") or pasted:
         scale = _number(data, "scale", minimum=0, strictly=True, maximum=1000,
                         unit="the TPC-H scale factor", default=1.0)
         datasize = f"sf{scale:g}"
@@ -291,7 +310,6 @@ def parse_estimate(data, *, known_workloads, catalog_names, max_query_chars=100_
             raise InvalidField("size", f"must be one of {', '.join(HIBENCH_SIZES)}; "
                                        f"got {size[:40]!r}")
         datasize = size
-    input_gb = _number(data, "input_gb", minimum=0, strictly=True, maximum=1e7, unit="GB")
     nodes_min = _number(data, "nodes_min", minimum=1, maximum=MAX_NODES, integer=True, default=1)
     nodes_max = _number(data, "nodes_max", minimum=1, maximum=MAX_NODES, integer=True, default=8)
     if nodes_min > nodes_max:

@@ -109,6 +109,7 @@ class Service:
         self.catalog_path = catalog_path
         self.eventlog_dirs = tuple(Path(d).resolve() for d in eventlog_dirs or ())
         self._store = None
+        self._store_jobs = None     # (when read, job keys)
         self._model = None
         self._meta = None
         self._model_checked = 0.0
@@ -287,9 +288,31 @@ class Service:
         return self._options
 
     def known_workloads(self) -> list[str]:
+        """The workloads a question may name: the TPC-H queries and HiBench jobs
+        jobgauge runs, then the user's own jobs in the store (:meth:`store_jobs`)."""
         from jobgauge.profiler.workloads import workload_names
 
-        return workload_names()
+        builtin = workload_names()
+        return builtin + [job for job in self.store_jobs() if job not in builtin]
+
+    def store_jobs(self) -> list[str]:
+        """The job keys of the store's runs (imported history, wrapped runs), sorted;
+        read again at most every :data:`MODEL_RECHECK_S` seconds."""
+        return list(self._store_frameworks())
+
+    def _store_frameworks(self) -> dict[str, str]:
+        """{job key: framework} of the store's own jobs (not jobgauge's workloads)."""
+        now = time.monotonic()
+        cached = self._store_jobs
+        if cached is not None and now - cached[0] < MODEL_RECHECK_S:
+            return cached[1]
+        from jobgauge.profiler.workloads import workload_names
+
+        builtin = set(workload_names())
+        jobs = {job: framework for job, framework in self.store.workloads().items()
+                if job not in builtin}
+        self._store_jobs = (now, jobs)
+        return jobs
 
     def plans(self):
         from jobgauge.webapp._plans import plans_for
@@ -388,7 +411,8 @@ class Service:
             "datasize": request.datasize, "input_bytes": request.input_bytes,
             "config": dict(request.config), "job_class": self.job_class(request),
             "workload_seen": _seen(request.workload, metrics.get("workloads")),
-            "datasize_seen": _seen(request.datasize, metrics.get("datasizes")),
+            "datasize_seen": _seen(request.datasize, metrics.get("datasizes"))
+            if request.datasize else None,      # a job of the user's asked by input size
             "training_datasizes": _listed(metrics.get("datasizes")),
             "model": {"name": meta["name"], "kind": meta["kind"], "id": meta["id"],
                       "trained_on_runs": metrics.get("training_rows")},
@@ -419,7 +443,9 @@ class Service:
             cluster = Cluster.local_mode(option.instance_type, config)
         else:
             cluster = option.with_count(count)
-        return Job(request.workload, request.datasize, cluster, config,
+        framework = self._store_frameworks().get(request.workload) or "spark" \
+            if not request.datasize else "spark"      # a job of the store: its framework
+        return Job(request.workload, request.datasize, cluster, config, framework=framework,
                    input_bytes=request.input_bytes, dag=dag, source="jobgauge-web")
 
     def tune(self, request: EstimateRequest, *, trials: int | None = None, seed: int = 0,

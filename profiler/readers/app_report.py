@@ -69,10 +69,13 @@ def _layout(profile) -> dict:
     local = master.startswith("local") and not master.startswith("local-cluster")
     if local or not executors:
         cores = sum(int(e.get("cores") or 0) for e in profile.executors) or _local_cores(master)
-        return {"local": True, "executors": cores, "executor_cores": 1}
+        return {"local": True, "executors": cores, "executor_cores": 1, "one_host": True}
     cores = [int(e.get("cores") or 1) for e in executors]
+    hosts = {e.get("host") for e in executors}
     return {"local": False, "executors": len(executors),
-            "executor_cores": max(set(cores), key=cores.count)}
+            "executor_cores": max(set(cores), key=cores.count),
+            # executors that all run on one machine share its cores as local mode's do
+            "one_host": len(executors) > 1 and len(hosts) == 1 and None not in hosts}
 
 
 def _local_cores(master: str) -> int:
@@ -190,8 +193,8 @@ def application_report(profile, *, job_key: str | None = None,
                        memory_peak_bytes: dict | None = None,
                        core_contention: float | None = None) -> dict:
     """The report dict of one application (see the module docstring);
-    ``core_contention``: the exponent of local cores sharing one machine (None:
-    :data:`LOCAL_CORE_CONTENTION`)."""
+    ``core_contention``: the exponent of cores sharing one machine, in local mode or
+    where every executor runs on one host (None: :data:`LOCAL_CORE_CONTENTION`)."""
     if core_contention is None:
         core_contention = LOCAL_CORE_CONTENTION
     layout = _layout(profile)
@@ -211,7 +214,7 @@ def application_report(profile, *, job_key: str | None = None,
     def runtime_at(slots: float) -> float | None:
         if runtime is None or executor_s is None:
             return None
-        contention = core_contention if layout["local"] else 0.0
+        contention = core_contention if layout["one_host"] else 0.0
         return (driver_s or 0.0) + replay.executor_seconds(slots, real_slots,
                                                            contention) * overlap \
             + (executor_s - measured * overlap)
