@@ -7,7 +7,7 @@ the size: an aggregation over ``spark.range`` with 2,000 input and 2,000 shuffle
 partitions and AQE off, so each round logs about 4,000 tasks.  Every byte is Spark's
 own output for the tasks it ran; nothing is copied or repeated by this script.
 
-    nice -n 10 .venv/bin/python bench/big_eventlog.py --mb 100     # about 2-4 min
+    nice -n 10 .venv/bin/python bench/big_eventlog.py --mb 100     # 3.3 min here: 116 MB, 5 rounds
 
 Prints the log's path and size (JSON with ``--json``); the log stays in
 ``var/bench/big-eventlog/`` (not committed: 100 MB).  Then
@@ -41,6 +41,7 @@ def make_log(target_mb: float, out: Path = OUT, max_rounds: int = 200) -> dict:
              .config("spark.sql.adaptive.enabled", "false")
              .config("spark.sql.shuffle.partitions", str(PARTITIONS))
              .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .getOrCreate())
     started = time.perf_counter()
     rounds, path = 0, None

@@ -21,6 +21,7 @@ Writes bench/reports/form_answers.md.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import statistics
 import sys
@@ -77,6 +78,13 @@ def answer(service, workload: str, scale: float) -> dict:
     return option
 
 
+def _name_order(workload: str) -> tuple:
+    """Sort key of a workload name: its text, then its number (tpch-q3 before tpch-q18)."""
+    number = re.search(r"(\d+)$", workload)
+    return (workload[:number.start()] if number else workload,
+            int(number.group(1)) if number else -1)
+
+
 def main(argv=None) -> int:
     from jobgauge.data import run_tables
     from jobgauge.models import DEFAULT_MODEL
@@ -114,7 +122,7 @@ def main(argv=None) -> int:
                 rows.append(row)
                 print(_line(row), flush=True)
         extra = []
-        for workload, scale in sorted(checked, key=lambda k: (int(k[0].split("q")[-1]), k[1])):
+        for workload, scale in sorted(checked, key=lambda k: (_name_order(k[0]), k[1])):
             row = {"workload": workload, "scale": scale, "measured": checked[(workload, scale)]}
             for name, service in services.items():
                 row[name] = answer(service, workload, scale)

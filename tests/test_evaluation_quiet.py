@@ -63,8 +63,11 @@ def test_quiet_frame_carries_the_defaults_profile_of_each_query(quiet, quiet_fra
     _, files = quiet_frames
     counted = {Path(path).name: (rows, used) for path, rows, used in files}
     assert counted["tpch-sf1.csv.gz"][0] >= 352 and counted["scout_multinode.csv"] == (1242, 1242)
-    # only the tables measured under the load guard: not the HiBench/MapReduce ones
+    # only the TPC-H tables measured under the load guard: not the ones measured under
+    # load, nor the quiet HiBench and MapReduce ones (the protocols ask about TPC-H)
     assert "hibench-tiny.csv.gz" not in counted and "mapreduce-sort.csv.gz" not in counted
+    assert "quiet-hibench-tiny.csv.gz" not in counted
+    assert "quiet-mapreduce-sort.csv.gz" not in counted
     own = quiet[quiet["corpus"] == "quiet"]
     assert len(own) == len(quiet) == sum(
         rows for path, rows, _ in files if Path(path).parent == QUIET / "runs")
