@@ -213,6 +213,36 @@ def _what_if_at(profile, want: int, contention: float | None) -> float | None:
     return point["runtime_s"]
 
 
+def _paired_checks(runs, records, side: str, profile_at) -> tuple:
+    """Each run whose query and other settings (``rest``) were also measured on the other
+    side (column ``side``: 1 or 2 cores or executors): its ``what_if`` there against the
+    median measured there.  ``profile_at(record, row)``: the replay's profile of the run.
+    Returns ({"2->1": APEs, "1->2": APEs}, the APEs of predicting no change, runs
+    without a profile record, [(profile, other side, measured)])."""
+    from jobgauge.profiler.readers.app_report import LOCAL_CORE_CONTENTION
+
+    medians = runs.groupby(["workload", "rest", side])["runtime_s"].median()
+    apes, stay, missing, found = {"2->1": [], "1->2": []}, [], 0, []
+    for row in runs.itertuples():
+        mine = getattr(row, side)
+        other = {1: 2, 2: 1}.get(mine)
+        if other is None or (row.workload, row.rest, other) not in medians.index:
+            continue
+        record = records.get((row.source, row.run_id))
+        if record is None:
+            missing += 1
+            continue
+        profile = profile_at(record, row)
+        predicted = _what_if_at(profile, other, LOCAL_CORE_CONTENTION)
+        if predicted is None:
+            continue
+        actual = medians[(row.workload, row.rest, other)]
+        apes[f"{int(mine)}->{other}"].append(_ape(predicted, actual))
+        stay.append(_ape(row.runtime_s, actual))
+        found.append((profile, other, actual))
+    return apes, stay, missing, found
+
+
 def sparklens_figure(scales: list[str]) -> dict:
     """Per scale: each run's ``what_if`` at the other master's cores against the median
     measured there with the same query and the same other settings; ``contention``:
@@ -227,33 +257,16 @@ def sparklens_figure(scales: list[str]) -> dict:
         runs = read_run_tables([table])
         records = read_profile_records([profiles])
         runs = runs[runs["completed"].astype(bool)].copy()
-        runs["master"] = runs["config"].apply(lambda s: s.get("spark.master", "local[2]"))
+        runs["cores"] = runs["config"].apply(
+            lambda s: {"local[1]": 1, "local[2]": 2}.get(s.get("spark.master", "local[2]")))
         runs["rest"] = runs["config"].apply(lambda s: json.dumps(
             {k: v for k, v in s.items() if k != "spark.master"}, sort_keys=True))
-        medians = runs.groupby(["workload", "rest", "master"])["runtime_s"].median()
-        same_rest = int(runs.groupby(["workload", "rest"])["master"].nunique().gt(1).sum())
-        apes, stay, missing, found = {"1->2": [], "2->1": []}, [], 0, []
-        for row in runs.itertuples():
-            other = {"local[1]": "local[2]", "local[2]": "local[1]"}.get(row.master)
-            if other is None or (row.workload, row.rest, other) not in medians.index:
-                continue
-            record = records.get((row.source, row.run_id))
-            if record is None:
-                missing += 1
-                continue
-            profile = profile_of_record(record, row.config)
-            want = 1 if other == "local[1]" else 2
-            predicted = _what_if_at(profile, want, LOCAL_CORE_CONTENTION)
-            if predicted is None:
-                continue
-            actual = medians[(row.workload, row.rest, other)]
-            way = "2->1" if other == "local[1]" else "1->2"
-            apes[way].append(_ape(predicted, actual))
-            stay.append(_ape(row.runtime_s, actual))
-            found.append((profile, want, actual))
+        same_rest = int(runs.groupby(["workload", "rest"])["cores"].nunique().gt(1).sum())
+        apes, stay, missing, found = _paired_checks(
+            runs, records, "cores", lambda record, row: profile_of_record(record, row.config))
         cases[scale] = found
         noise = repeat_noise(group["runtime_s"] for _, group in
-                             runs.groupby(["workload", "rest", "master"]))
+                             runs.groupby(["workload", "rest", "cores"]))
         both = apes["1->2"] + apes["2->1"]
         out[scale] = {
             "table": str(table.relative_to(REPO)), "runs": len(runs),
@@ -314,23 +327,9 @@ def cluster_figure() -> dict | None:
     runs["rest"] = runs["config"].apply(lambda s: json.dumps(
         {k: v for k, v in s.items() if k not in ("spark.master", "spark.cores.max")},
         sort_keys=True))
-    medians = runs.groupby(["workload", "rest", "executors"])["runtime_s"].median()
-    apes, stay, missing = {"2->1": [], "1->2": []}, [], 0
-    for row in runs.itertuples():
-        other = {1: 2, 2: 1}.get(row.executors)
-        if other is None or (row.workload, row.rest, other) not in medians.index:
-            continue
-        record = records.get((row.source, row.run_id))
-        if record is None:
-            missing += 1
-            continue
-        profile = profile_of_record(record, row.config, executors=row.executors)
-        predicted = _what_if_at(profile, other, LOCAL_CORE_CONTENTION)
-        if predicted is None:
-            continue
-        actual = medians[(row.workload, row.rest, other)]
-        apes[f"{row.executors}->{other}"].append(_ape(predicted, actual))
-        stay.append(_ape(row.runtime_s, actual))
+    apes, stay, missing, _ = _paired_checks(
+        runs, records, "executors",
+        lambda record, row: profile_of_record(record, row.config, executors=row.executors))
     noise = repeat_noise(group["runtime_s"] for _, group in
                          runs.groupby(["workload", "rest", "executors"]))
     both = apes["2->1"] + apes["1->2"]
