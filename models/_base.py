@@ -176,14 +176,13 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
                 predicted = self._predict_log(held_out)
                 residuals = log_y[keep] - predicted
                 source = "held-out configurations"
-                groups = self._interval_groups(held_out, predicted)
+                groups = self._interval_groups(held_out)
         self._fit_log(X, log_y, censored)
         if residuals is None:
             done = ~censored
             residuals = log_y[done] - self._predict_log(X.iloc[np.flatnonzero(done)]
                                                         .reset_index(drop=True))
         self.calibration_residuals_ = np.sort(residuals)
-        groups = None if groups is None else self._pooled_groups(groups)
         self.interval_pools_ = {} if groups is None else {
             str(group): np.sort(residuals[groups == group]) for group in np.unique(groups)
             if group and (groups == group).sum() >= MIN_POOL_RESIDUALS}
@@ -217,7 +216,7 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         pools = getattr(self, "interval_pools_", None)
         with self._one_question(X):
             center = self._predict_log(X)
-            groups = self._interval_groups(X, center) if pools else None
+            groups = self._interval_groups(X) if pools else None
             low, high = conformal_offsets(self.calibration_residuals_, coverage)
             low, high = np.full(len(X), low), np.full(len(X), high)
             if groups is not None:
@@ -225,7 +224,7 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
                     if str(group) in pools:
                         rows = groups == group
                         low[rows], high[rows] = conformal_offsets(pools[str(group)], coverage)
-            low, high = self._extrapolated(X, groups, low, high, coverage, center)
+            low, high = self._extrapolated(X, groups, low, high, coverage)
         return np.exp(center), np.exp(center + low), np.exp(center + high)
 
     def score(self, X, y=None, sample_weight=None):
@@ -251,21 +250,16 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         computes nothing."""
         return contextlib.nullcontext()
 
-    def _interval_groups(self, X, center):
+    def _interval_groups(self, X):
         """The kind of question each row of ``X`` asks, for intervals per kind (an
         array of text; ``""``: the pooled interval), or None: one interval for all (this
-        default).  ``center``: the predicted log runtimes of the rows.  Called on the
-        held-out rows with the model fitted without them, and on the rows asked."""
+        default).  Called on the held-out rows with the model fitted without them, and
+        on the rows asked."""
         return None
 
-    def _pooled_groups(self, groups):
-        """The held-out residuals' kinds of question as their pools are built (a model
-        may merge kinds with too few residuals); this default keeps them."""
-        return groups
-
-    def _extrapolated(self, X, groups, low, high, coverage, center):
+    def _extrapolated(self, X, groups, low, high, coverage):
         """The (low, high) log offsets of each row of ``X`` (``groups``: its kind of
-        question, or None; ``center``: its predicted log runtime), widened where the row is asked beyond what was measured (a
+        question, or None), widened where the row is asked beyond what was measured (a
         model that knows how its error grows with the distance); this default widens
         nothing."""
         return low, high

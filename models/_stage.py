@@ -171,11 +171,6 @@ BLOCK_PRIOR_S = 1e-4
 #: A question is about a measured job (narrower intervals) where the job's training runs
 #: finished with at least 1 / MEASURED_REACH of the asked input.
 MEASURED_REACH = 1.5
-#: A measured job's question predicted under this many seconds takes the interval of
-#: the short runs (``measured job|spark|short``): runs under 2 s are mostly start-up
-#: and noise (quiet HiBench tiny, 0.12-17 s, median 0.95 s: repeat noise 18 %), and
-#: pooled with the longer runs they widened a TPC-H SF 3 answer from x2.3 to x4.1.
-SHORT_RUN_S = 2.0
 #: A new job's interval (its work factor unknown) takes the spread of the work factors
 #: of the jobs measured more than once, when there are at least this many.
 MIN_NEW_JOB_FACTORS = 5
@@ -745,7 +740,7 @@ class StagePredictor(RuntimeModel):
         return state
 
     # ---------------------------------------------------------------- intervals
-    def _interval_groups(self, X, center):
+    def _interval_groups(self, X):
         """The kind of question of each row, for intervals per kind: ``"measured job"``
         where the row's job finished training runs with at least 1 /
         :data:`MEASURED_REACH` of the asked input (another setting or cluster of a job
@@ -760,10 +755,7 @@ class StagePredictor(RuntimeModel):
         kind is one per framework (``"measured job|spark"``): the MapReduce jobs' small
         repeat noise and far work factors narrowed the Spark jobs' intervals at their
         measured sizes (held-out configurations at SF >= 1 covered 75 %) and widened a new
-        Spark job's (unseen queries at x10 high/low).  A measured job's question
-        predicted under :data:`SHORT_RUN_S` is of its own kind
-        (``"measured job|spark|short"``), where that kind has a pool (or none is built
-        yet, during ``fit``)."""
+        Spark job's (unseen queries at x10 high/low)."""
         measured = getattr(self, "measured_sizes_", None)
         if measured is None:
             return None
@@ -775,33 +767,8 @@ class StagePredictor(RuntimeModel):
                          for job, size in zip(jobs, sizes)])
         new = np.array([counts is not None and counts.get(job, 0) <= 1 for job in jobs])
         frameworks = _frameworks(X)
-        measured_keys = self._measured_keys(frameworks, center)
-        return np.where(near, "measured job|" + measured_keys,
+        return np.where(near, "measured job|" + frameworks,
                         np.where(new, "new job|" + frameworks, "")).astype(object)
-
-    def _pooled_groups(self, groups):
-        """Short runs keep a pool of their own only where both they and the longer runs
-        of their framework have :data:`MIN_POOL_RESIDUALS` held-out residuals; else the
-        two are one pool, as before the split (the quiet MapReduce runs: neither half
-        had enough)."""
-        groups = np.asarray(groups, dtype=object).copy()
-        for name in {str(g) for g in groups if str(g).endswith("|short")}:
-            parent = name[:-len("|short")]
-            if min((groups == name).sum(), (groups == parent).sum()) < MIN_POOL_RESIDUALS:
-                groups[groups == name] = parent
-        return groups
-
-    def _measured_keys(self, frameworks, center):
-        """Per row, the key of its measured-job pool: its framework, with ``|short``
-        where it is predicted under :data:`SHORT_RUN_S` and that pool exists (or no
-        pools are built yet)."""
-        short = np.asarray(center, dtype=float) < math.log(SHORT_RUN_S)
-        keys = np.where(short, frameworks + "|short", frameworks).astype(object)
-        pools = getattr(self, "interval_pools_", None)
-        if pools:
-            keys = np.array([key if f"measured job|{key}" in pools else framework
-                             for key, framework in zip(keys, frameworks)], dtype=object)
-        return keys
 
     def _fit_new_job_pool(self):
         """Give a new job's question (a job that finished at most one training run,
@@ -887,7 +854,7 @@ class StagePredictor(RuntimeModel):
             distance = np.log(sizes / base)
         return np.where(np.isfinite(distance) & (sizes > base * MEASURED_REACH), distance, 0.0)
 
-    def _extrapolated(self, X, groups, low, high, coverage, center):
+    def _extrapolated(self, X, groups, low, high, coverage):
         """The interval of a row asked beyond its job's measured sizes, from the scale
         pool (:meth:`_fit_scale_pool`) at its distance: for a measured job (the pooled
         kind, ``""``) that pool's offsets, never narrower than a measured job's at its
@@ -902,13 +869,12 @@ class StagePredictor(RuntimeModel):
         distance = self._scale_distances(X)
         pools = getattr(self, "interval_pools_", None) or {}
         frameworks = _frameworks(X)
-        keys = self._measured_keys(frameworks, center)
-        floors = {key: conformal_offsets(pools[f"measured job|{key}"], coverage)
-                  if f"measured job|{key}" in pools
+        floors = {framework: conformal_offsets(pools[f"measured job|{framework}"], coverage)
+                  if f"measured job|{framework}" in pools
                   else conformal_offsets(self.calibration_residuals_, coverage)
-                  for key in np.unique(keys)}
-        floor_low = np.array([floors[k][0] for k in keys])
-        floor_high = np.array([floors[k][1] for k in keys])
+                  for framework in np.unique(frameworks)}
+        floor_low = np.array([floors[f][0] for f in frameworks])
+        floor_high = np.array([floors[f][1] for f in frameworks])
         for framework in np.unique(frameworks):
             pool = scale.get(str(framework), scale[""])
             mine = (frameworks == framework) & (distance > 0)
@@ -926,7 +892,6 @@ class StagePredictor(RuntimeModel):
     def fit(self, X, y=None):
         """``RuntimeModel.fit``, then a new job's interval (:meth:`_fit_new_job_pool`)
         and how the error grows beyond the measured sizes (:meth:`_fit_scale_pool`)."""
-        self.__dict__.pop("interval_pools_", None)      # a refit builds its pools anew
         super().fit(X, y)
         self._fit_new_job_pool()
         self._fit_scale_pool(X, y)

@@ -121,7 +121,7 @@ def test_doubling_nodes_of_a_cloud_type_is_never_much_slower(corpus, fitted):
             pair["instance_type"] = "m5.xlarge"
             pair["vcpus"], pair["memory_gib"] = 4.0, 16.0
             pair["instance_count"] = [count, 2 * count]
-            pair["input_bytes"] = pair["input_bytes"] * 1000
+            pair["input_bytes"] = pair["input_bytes"] * 100
             pair["config"] = [{}, {}]
             pair["config_json"] = "{}"
             explained = fitted.explain(pair.iloc[[0]])
@@ -388,14 +388,12 @@ def test_a_measured_job_gets_intervals_of_its_own(quiet_sf1):
     from jobgauge.models._base import conformal_offsets
 
     model = make_model("stage").fit(quiet_sf1)
-    assert {"measured job|spark", "new job|spark"} <= set(model.interval_pools_)
+    assert set(model.interval_pools_) == {"measured job|spark", "new job|spark"}
+    own = conformal_offsets(model.interval_pools_["measured job|spark"], 0.8)
     pooled = conformal_offsets(model.calibration_residuals_, 0.8)
+    assert own[1] - own[0] < pooled[1] - pooled[0]
     row = quiet_sf1[quiet_sf1["workload"] == "tpch-q3"].iloc[[0]].drop(
         columns=["dag", "profile", "profile_reference"]).reset_index(drop=True)
-    group = model._interval_groups(row, np.log(model.predict(row)))[0]
-    assert group.startswith("measured job|spark")      # |short where predicted under 2 s
-    own = conformal_offsets(model.interval_pools_[group], 0.8)
-    assert own[1] - own[0] < pooled[1] - pooled[0]
     asked = {"here": row,
              "x10": row.assign(datasize="sf10", input_bytes=row["input_bytes"] * 10),
              "new": row.assign(workload="my-own-job")}
@@ -521,47 +519,16 @@ def test_intervals_are_kept_per_framework():
     profiles = [REPO / "data" / "profiles" / f"{n}.jsonl.gz" for n in names]
     frame = attach_reference_profiles(read_run_tables(runs), read_profile_records(profiles))
     model = make_model("stage").fit(frame)
-    for framework in ("spark", "hadoop"):          # its own pools (short runs apart)
-        assert any(key.split("|")[:2] == ["measured job", framework]
-                   for key in model.interval_pools_)
+    assert {"measured job|spark", "measured job|hadoop"} <= set(model.interval_pools_)
     widths = {}
     for framework in ("spark", "hadoop"):
         rows = frame[(frame["framework"] == framework) & frame["completed"]]
         row = rows.iloc[[0]].drop(columns=["dag", "profile", "profile_reference"],
                                   errors="ignore").reset_index(drop=True)
-        group = model._interval_groups(row, np.log(model.predict(row)))[0]
-        assert group.startswith(f"measured job|{framework}")
+        group = model._interval_groups(row)[0]
+        assert group == f"measured job|{framework}"
         center, low, high = model.predict_with_interval(row)
         offsets = (np.log(low[0] / center[0]), np.log(high[0] / center[0]))
         assert offsets == pytest.approx(conformal_offsets(model.interval_pools_[group], 0.8))
         widths[framework] = offsets[1] - offsets[0]
     assert widths["hadoop"] < widths["spark"]
-
-
-def test_short_runs_have_an_interval_of_their_own():
-    """A measured job's question predicted under SHORT_RUN_S takes the pool of the short
-    runs: the quiet HiBench tiny runs (median 0.95 s, repeat noise 18 %) no longer widen
-    the interval of a TPC-H query at SF 3 (pooled together: x4.1 high/low on the web
-    form for Q3, against x2.3 without the HiBench runs)."""
-    from jobgauge.models._stage import SHORT_RUN_S
-    from jobgauge.models.evaluation import attach_reference_profiles
-    from jobgauge.runtable import read_profile_records, read_run_tables
-
-    names = ("quiet-hibench-tiny", "tpch-sf3")
-    runs = [REPO / "data" / "runs" / f"{n}.csv.gz" for n in names]
-    profiles = [REPO / "data" / "profiles" / f"{n}.jsonl.gz" for n in names]
-    frame = attach_reference_profiles(read_run_tables(runs), read_profile_records(profiles))
-    model = make_model("stage").fit(frame)
-    assert {"measured job|spark", "measured job|spark|short"} <= set(model.interval_pools_)
-    asked = frame[frame["completed"] & ~frame["profile_reference"]].drop(
-        columns=["dag", "profile", "profile_reference"], errors="ignore").reset_index(drop=True)
-    center, low, high = model.predict_with_interval(asked)
-    groups = model._interval_groups(asked, np.log(center))
-    short = center < SHORT_RUN_S
-    assert short.any() and (~short).any()
-    assert set(groups[short]) == {"measured job|spark|short"}
-    assert set(groups[~short]) == {"measured job|spark"}
-    width = np.log(high / low)
-    assert np.median(width[short]) > np.median(width[~short])
-    tpch = asked["workload"].str.startswith("tpch-").to_numpy()
-    assert np.median(width[tpch & ~short]) < math.log(4.0)
