@@ -121,7 +121,7 @@ def test_doubling_nodes_of_a_cloud_type_is_never_much_slower(corpus, fitted):
             pair["instance_type"] = "m5.xlarge"
             pair["vcpus"], pair["memory_gib"] = 4.0, 16.0
             pair["instance_count"] = [count, 2 * count]
-            pair["input_bytes"] = pair["input_bytes"] * 100
+            pair["input_bytes"] = pair["input_bytes"] * 1000
             pair["config"] = [{}, {}]
             pair["config_json"] = "{}"
             explained = fitted.explain(pair.iloc[[0]])
