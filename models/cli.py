@@ -245,11 +245,11 @@ def predict_command(args) -> int:
     from jobgauge.models import predict_job
 
     datasize, input_bytes, profile, history = _job_size(args)
-    if args.instance_type is None:
-        args.instance_type = "local" if args.framework == "hadoop" else DEFAULT_MASTER
-    if args.instance_type.startswith("local[") and args.framework != "hadoop":
-        config.setdefault("spark.master", args.instance_type)   # as the web form asks
-    cluster = Cluster.named(args.instance_type, args.instance_count, settings=config,
+    instance_type = args.instance_type or (
+        "local" if args.framework == "hadoop" else DEFAULT_MASTER)
+    if instance_type.startswith("local[") and args.framework != "hadoop":
+        config.setdefault("spark.master", instance_type)   # as the web form asks
+    cluster = Cluster.named(instance_type, args.instance_count, settings=config,
                             vcpus=args.vcpus, memory_gib=args.memory_gib)
     job = Job(args.workload, datasize, cluster, config, framework=args.framework,
               input_bytes=input_bytes, profile=profile)   # a bad question fails before training
@@ -259,7 +259,7 @@ def predict_command(args) -> int:
     for key in ("runtime_s", "low_s", "high_s"):
         result[key] *= factor
     size = datasize if datasize or input_bytes is None else f"{human_size(input_bytes)} of input"
-    lines = [f"{args.workload} ({size}) on {args.instance_count} x {args.instance_type}: "
+    lines = [f"{args.workload} ({size}) on {args.instance_count} x {instance_type}: "
              f"{result['runtime_s']:.1f} s ({int(args.coverage * 100)} % interval "
              f"{result['low_s']:.1f} .. {result['high_s']:.1f} s)"]
     if result["note"]:

@@ -35,14 +35,14 @@ def _service():
 
 
 def _choices(service) -> dict:
-    workloads = service.known_workloads()
-    own = service.store_jobs()
+    from jobgauge.profiler.workloads import workload_names
+
+    builtin = workload_names()
     options = service.instance_options()
     return {
-        "tpch_workloads": [w for w in workloads if w.startswith("tpch-")],
-        "hibench_workloads": [w for w in workloads
-                              if not w.startswith("tpch-") and w not in own],
-        "store_jobs": own,
+        "tpch_workloads": [w for w in builtin if w.startswith("tpch-")],
+        "hibench_workloads": [w for w in builtin if not w.startswith("tpch-")],
+        "store_jobs": service.store_jobs(),
         "local_types": [o for o in options.values() if o.local],
         "cloud_types": [o for o in options.values() if not o.local],
         "adaptive_choices": AQE_CHOICES, "sizes": HIBENCH_SIZES, "sql_workload": SQL_WORKLOAD,

@@ -443,8 +443,8 @@ class Service:
             cluster = Cluster.local_mode(option.instance_type, config)
         else:
             cluster = option.with_count(count)
-        framework = self._store_frameworks().get(request.workload) or "spark" \
-            if not request.datasize else "spark"      # a job of the store: its framework
+        # a job of the store runs on its own framework; jobgauge's workloads on Spark
+        framework = self._store_frameworks().get(request.workload, "spark")
         return Job(request.workload, request.datasize, cluster, config, framework=framework,
                    input_bytes=request.input_bytes, dag=dag, source="jobgauge-web")
 
