@@ -92,7 +92,7 @@ from typing import ClassVar
 import numpy as np
 
 from jobgauge.errors import ModelError
-from jobgauge.models._base import MIN_POOL_RESIDUALS, RuntimeModel, _pooled_slope, \
+from jobgauge.models._base import MIN_POOL_RESIDUALS, RuntimeModel, _pooled_slope, pool_of, \
     conformal_offsets, join_columns, targets
 from jobgauge.models._params import Boolean, Interval, Options, store_params
 from jobgauge.models.features import KNOB_DEFAULTS, RunFeatures, _as_summary, \
@@ -755,7 +755,11 @@ class StagePredictor(RuntimeModel):
         kind is one per framework (``"measured job|spark"``): the MapReduce jobs' small
         repeat noise and far work factors narrowed the Spark jobs' intervals at their
         measured sizes (held-out configurations at SF >= 1 covered 75 %) and widened a new
-        Spark job's (unseen queries at x10 high/low)."""
+        Spark job's (unseen queries at x10 high/low).  Within a framework, a job of a
+        benchmark that jobgauge runs is of its benchmark's kind (``"measured
+        job|spark|TPC-H"``, :func:`_job_kinds`): the short HiBench runs missed by x6.3
+        high/low where TPC-H's missed by x1.9, and pooled they widened the web form's
+        TPC-H answers to x4.0.  A job of the user's takes its framework's pool."""
         measured = getattr(self, "measured_sizes_", None)
         if measured is None:
             return None
@@ -766,9 +770,9 @@ class StagePredictor(RuntimeModel):
                               and measured.get(job, 0.0) * MEASURED_REACH >= size)
                          for job, size in zip(jobs, sizes)])
         new = np.array([counts is not None and counts.get(job, 0) <= 1 for job in jobs])
-        frameworks = _frameworks(X)
-        return np.where(near, "measured job|" + frameworks,
-                        np.where(new, "new job|" + frameworks, "")).astype(object)
+        kinds = _job_kinds(X)
+        return np.where(near, "measured job|" + kinds,
+                        np.where(new, "new job|" + kinds, "")).astype(object)
 
     def _fit_new_job_pool(self):
         """Give a new job's question (a job that finished at most one training run,
@@ -776,21 +780,29 @@ class StagePredictor(RuntimeModel):
         so its residual is a measured job's residual times some job's work factor.  The
         pool is every sum of a measured-job residual and the log work factor of a job
         measured more than once (an empirical convolution), when there are at least
-        :data:`MIN_NEW_JOB_FACTORS` such jobs."""
+        :data:`MIN_NEW_JOB_FACTORS` such jobs: one pool per framework, and one per
+        benchmark of it (its jobs' residuals and work factors; :func:`_job_kinds`)."""
         pools = getattr(self, "interval_pools_", None)
         counts = getattr(self, "measured_runs_", None) or {}
         if pools is None:
             return
         factors = getattr(self, "work_factors_", None) or {}
-        for framework in sorted({framework for _, framework in factors}):
-            spread = np.array([math.log(value) for (workload, other), value in factors.items()
-                               if other == framework and value > 0
-                               and counts.get(f"{workload}|{framework}", 0) > 1])
+        measured = [(workload, framework, math.log(value))
+                    for (workload, framework), value in factors.items()
+                    if value > 0 and counts.get(f"{workload}|{framework}", 0) > 1]
+        benchmarks = _benchmarks([workload for workload, _, _ in measured])
+        kinds = {}
+        for (_, framework, factor), benchmark in zip(measured, benchmarks):
+            kinds.setdefault(framework, []).append(factor)
+            if benchmark:
+                kinds.setdefault(f"{framework}|{benchmark}", []).append(factor)
+        for kind, spread in sorted(kinds.items()):
             if len(spread) < MIN_NEW_JOB_FACTORS:
                 continue
-            residuals = pools.get(f"measured job|{framework}", self.calibration_residuals_)
-            pools[f"new job|{framework}"] = np.sort((residuals[:, None]
-                                                     + spread[None, :]).ravel())
+            residuals = pool_of(pools, f"measured job|{kind}")
+            residuals = self.calibration_residuals_ if residuals is None else residuals
+            pools[f"new job|{kind}"] = np.sort((residuals[:, None]
+                                                + np.array(spread)[None, :]).ravel())
 
     def _fit_scale_pool(self, X, y):
         """Learn how the error grows with the distance beyond a job's measured sizes:
@@ -868,13 +880,14 @@ class StagePredictor(RuntimeModel):
             return low, high
         distance = self._scale_distances(X)
         pools = getattr(self, "interval_pools_", None) or {}
-        frameworks = _frameworks(X)
-        floors = {framework: conformal_offsets(pools[f"measured job|{framework}"], coverage)
-                  if f"measured job|{framework}" in pools
-                  else conformal_offsets(self.calibration_residuals_, coverage)
-                  for framework in np.unique(frameworks)}
-        floor_low = np.array([floors[f][0] for f in frameworks])
-        floor_high = np.array([floors[f][1] for f in frameworks])
+        frameworks, kinds = _frameworks(X), _job_kinds(X)
+        floors = {}
+        for kind in np.unique(kinds):
+            pool = pool_of(pools, f"measured job|{kind}")
+            floors[kind] = conformal_offsets(self.calibration_residuals_ if pool is None
+                                             else pool, coverage)
+        floor_low = np.array([floors[kind][0] for kind in kinds])
+        floor_high = np.array([floors[kind][1] for kind in kinds])
         for framework in np.unique(frameworks):
             pool = scale.get(str(framework), scale[""])
             mine = (frameworks == framework) & (distance > 0)
@@ -1267,6 +1280,27 @@ def _frameworks(X) -> np.ndarray:
     if "framework" not in X.columns:
         return np.full(len(X), "spark", dtype=object)
     return X["framework"].fillna("spark").astype(str).to_numpy().astype(object)
+
+
+def _benchmarks(workloads) -> list[str | None]:
+    """The benchmark of each workload name (``TPC-H``, ``HiBench``; None for a job of
+    the user's), looked up once per name."""
+    from jobgauge.profiler.workloads import benchmark_of
+
+    known = {name: benchmark_of(str(name)) for name in set(workloads)}
+    return [known[name] for name in workloads]
+
+
+def _job_kinds(X) -> np.ndarray:
+    """The kind of job of each row, for its interval: its framework, then the benchmark
+    jobgauge runs it from (``spark|TPC-H``), or its framework alone for a job of the
+    user's."""
+    frameworks = _frameworks(X)
+    if "workload" not in X.columns:
+        return frameworks
+    benchmarks = _benchmarks(X["workload"].astype(str).tolist())
+    return np.array([framework if benchmark is None else f"{framework}|{benchmark}"
+                     for framework, benchmark in zip(frameworks, benchmarks)], dtype=object)
 
 
 def _shares(shared, offsets):

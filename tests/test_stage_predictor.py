@@ -384,12 +384,16 @@ def test_a_measured_job_gets_intervals_of_its_own(quiet_sf1):
     covering 79 % of held-out configurations, against x8.4 covering 85 % pooled); a job
     asked far beyond its measured sizes gets the pooled ones; a job never measured gets
     a measured job's residuals spread by the measured jobs' work factors (its own is
-    unknown), so its interval is the widest."""
+    unknown), so its interval is the widest.  (Every job here is a TPC-H query: the
+    TPC-H pools are the Spark pools.)"""
     from jobgauge.models._base import conformal_offsets
 
     model = make_model("stage").fit(quiet_sf1)
-    assert set(model.interval_pools_) == {"measured job|spark", "new job|spark"}
-    own = conformal_offsets(model.interval_pools_["measured job|spark"], 0.8)
+    assert set(model.interval_pools_) == {"measured job|spark", "measured job|spark|TPC-H",
+                                          "new job|spark", "new job|spark|TPC-H"}
+    assert np.array_equal(model.interval_pools_["measured job|spark"],
+                          model.interval_pools_["measured job|spark|TPC-H"])
+    own = conformal_offsets(model.interval_pools_["measured job|spark|TPC-H"], 0.8)
     pooled = conformal_offsets(model.calibration_residuals_, 0.8)
     assert own[1] - own[0] < pooled[1] - pooled[0]
     row = quiet_sf1[quiet_sf1["workload"] == "tpch-q3"].iloc[[0]].drop(
@@ -526,9 +530,45 @@ def test_intervals_are_kept_per_framework():
         row = rows.iloc[[0]].drop(columns=["dag", "profile", "profile_reference"],
                                   errors="ignore").reset_index(drop=True)
         group = model._interval_groups(row)[0]
-        assert group == f"measured job|{framework}"
+        benchmark = "HiBench" if framework == "hadoop" else "TPC-H"
+        assert group == f"measured job|{framework}|{benchmark}"
         center, low, high = model.predict_with_interval(row)
         offsets = (np.log(low[0] / center[0]), np.log(high[0] / center[0]))
-        assert offsets == pytest.approx(conformal_offsets(model.interval_pools_[group], 0.8))
+        assert offsets == pytest.approx(conformal_offsets(
+            model.interval_pools_[f"measured job|{framework}"], 0.8))
         widths[framework] = offsets[1] - offsets[0]
     assert widths["hadoop"] < widths["spark"]
+
+
+def test_intervals_are_kept_per_benchmark():
+    """Within Spark, a TPC-H query's question takes the TPC-H queries' held-out
+    residuals and a HiBench job's the HiBench jobs' (the quiet HiBench tiny runs,
+    about 1 s each and 18 % repeat noise, missed by x6.3 high/low where TPC-H missed by
+    x1.9, and pooled they widened the web form's TPC-H answers to x4.0); a job of the
+    user's, measured, takes every Spark job's."""
+    from jobgauge.models._base import conformal_offsets
+    from jobgauge.models.evaluation import attach_reference_profiles
+    from jobgauge.runtable import read_profile_records, read_run_tables
+
+    names = ("quiet-hibench-tiny", "tpch-sf1")
+    runs = [REPO / "data" / "runs" / f"{n}.csv.gz" for n in names]
+    profiles = [REPO / "data" / "profiles" / f"{n}.jsonl.gz" for n in names]
+    frame = attach_reference_profiles(read_run_tables(runs), read_profile_records(profiles))
+    frame.loc[frame["workload"] == "scan", "workload"] = "my-nightly-scan"
+    model = make_model("stage").fit(frame)
+    pools = model.interval_pools_
+    assert {"measured job|spark", "measured job|spark|TPC-H",
+            "measured job|spark|HiBench"} <= set(pools)
+    assert len(pools["measured job|spark"]) > len(pools["measured job|spark|TPC-H"]) \
+        + len(pools["measured job|spark|HiBench"])     # the user's job counts only there
+    widths = {}
+    for workload, pool in (("tpch-q3", "measured job|spark|TPC-H"),
+                           ("wordcount", "measured job|spark|HiBench"),
+                           ("my-nightly-scan", "measured job|spark")):
+        row = frame[(frame["workload"] == workload) & frame["completed"]].iloc[[0]].drop(
+            columns=["dag", "profile", "profile_reference"], errors="ignore")
+        center, low, high = model.predict_with_interval(row.reset_index(drop=True))
+        offsets = (np.log(low[0] / center[0]), np.log(high[0] / center[0]))
+        assert offsets == pytest.approx(conformal_offsets(pools[pool], 0.8))
+        widths[workload] = offsets[1] - offsets[0]
+    assert widths["tpch-q3"] < widths["my-nightly-scan"] < widths["wordcount"]

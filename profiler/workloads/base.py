@@ -17,12 +17,14 @@ class Workload(Protocol):
     """One benchmark job.
 
     ``name`` is the user's name for it (HiBench's own names such as
-    ``wordcount`` or ``terasort``; ``tpch-q1`` ... ``tpch-q22``), ``category``
-    its HiBench category (micro, sql, ml, graph, websearch) or ``tpch``, and
+    ``wordcount`` or ``terasort``; ``tpch-q1`` ... ``tpch-q22``), ``benchmark`` the
+    benchmark it comes from (``TPC-H`` or ``HiBench``), ``category`` its HiBench
+    category (micro, sql, ml, graph, websearch) or ``tpch``, and
     ``sizes`` the size labels it supports, smallest first.
     """
 
     name: str
+    benchmark: str
     category: str
     sizes: tuple[str, ...]
 

@@ -133,6 +133,8 @@ _ALS_FIXED = {"rank": 10, "num_iterations": 10, "lambda": 0.1, "blocks": 8}
 class HiBenchWorkload:
     """One HiBench workload: its sizes, its data generator and its Spark job."""
 
+    benchmark = "HiBench"
+
     def __init__(self, name: str, category: str, sizes: dict[str, dict],
                  generate: Callable[[Path, dict, int], dict],
                  job: Callable[..., dict], *, input_parts: tuple[str, ...] = (),

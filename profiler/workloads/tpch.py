@@ -105,6 +105,7 @@ class TpchQuery:
     """TPC-H query ``number`` as a workload."""
 
     category = "tpch"
+    benchmark = "TPC-H"
     sizes = SIZES
 
     def __init__(self, number: int):
