@@ -13,9 +13,12 @@ recommendation that keeps the defaults must say why, and is measured all the sam
 the TPC-H workload's own SF 1 (``tpchgen-cli``, generated once into the data folder,
 ``~/.cache/jobgauge/data`` unless ``JOBGAUGE_DATA`` moves it).
 
-Five runs, not the issue's three: Q3 at SF 1 takes under 2 s, where one setting measured
-1.48-2.18 s within three runs and the median of three failed the allowance once in two
-tries of the same recommendation (2.17 s against 1.80 s, then 1.48 s against 1.70 s).
+Five runs, not the issue's three, of the queries that take 3 s or more at SF 1 with the
+defaults (Q1 4.9 s, Q5 3.1 s, Q18 6.5 s, median of the quiet runs).  Q3 was checked
+before: at SF 1 it takes about 2 s, and its medians swung beyond the allowance in either
+direction with the same recommendation (2.66 s against 2.19 s in the whole suite, 1.55 s
+against 1.86 s alone; with three runs, 2.17 s against 1.80 s, then 1.48 s against
+1.70 s).
 
 It needs a quiet machine (the noise allowance is the SF 1 runs' repeat noise, 12 %): run it alone,
 ``.venv/bin/pytest -q tests/test_tuned_vs_defaults.py``.  Several minutes.
@@ -34,7 +37,7 @@ from jobgauge.tuner._recommend import KEPT_DEFAULTS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-QUERIES = ("tpch-q1", "tpch-q3", "tpch-q5")
+QUERIES = ("tpch-q1", "tpch-q5", "tpch-q18")
 SIZE = "sf1"
 REPEATS = 5
 

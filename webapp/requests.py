@@ -194,10 +194,11 @@ def _workload(data: dict, known_workloads, max_query_chars: int, sql_wins: bool)
 
 
 def _own_job(workload: str) -> bool:
-    """A job of the user's (from the store), not a workload jobgauge runs itself."""
-    from jobgauge.profiler.workloads import workload_names
+    """A job of the user's (from the store), not a workload jobgauge runs itself (one of
+    no benchmark, :func:`jobgauge.profiler.workloads.benchmark_of`)."""
+    from jobgauge.profiler.workloads import benchmark_of
 
-    return workload != SQL_WORKLOAD and workload not in workload_names()
+    return workload != SQL_WORKLOAD and benchmark_of(workload) is None
 
 
 def _config(data: dict) -> dict:

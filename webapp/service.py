@@ -306,11 +306,10 @@ class Service:
         cached = self._store_jobs
         if cached is not None and now - cached[0] < MODEL_RECHECK_S:
             return cached[1]
-        from jobgauge.profiler.workloads import workload_names
+        from jobgauge.profiler.workloads import benchmark_of
 
-        builtin = set(workload_names())
         jobs = {job: framework for job, framework in self.store.workloads().items()
-                if job not in builtin}
+                if benchmark_of(job) is None}
         self._store_jobs = (now, jobs)
         return jobs
 
