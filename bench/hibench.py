@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from suite import run_suite  # noqa: E402
 
-PLANS = ["quiet-hibench-tiny", "hibench-medium", "quiet-mapreduce-wordcount", "quiet-mapreduce-sort"]
+PLANS = ["quiet-hibench-tiny", "quiet-hibench-medium", "quiet-mapreduce-wordcount", "quiet-mapreduce-sort"]
 
 if __name__ == "__main__":
     sys.exit(run_suite("HiBench", PLANS))
