@@ -449,7 +449,7 @@ def run_from_profile(profile, *, main: str | None = None, attempt: str | None = 
         "source": SOURCE, "run_id": run_id_of(profile, attempt),
         "workload": job_key(profile, main), "framework": profile.engine,
         "engine_version": profile.engine_version, "job_class": (main or None) and main[:200],
-        "datasize": "", "input_bytes": profile.totals.get("input_bytes"),
+        "datasize": "", "input_bytes": profile.input_size(),
         "hourly_price_usd": None, "time_kind": "application",
         "started_at": _utc(profile.start_ms), "ended_at": _utc(profile.end_ms),
         "runtime_s": profile.runtime_s, "completed": status == "succeeded", "status": status,

@@ -103,6 +103,30 @@ def reference_profile_records(kind: str | None, profile_files) -> dict | None:
     return (read_profile_records(files) or None) if files else None
 
 
+def store_profile_records(store, workloads) -> dict:
+    """Profile records (the layout of the shipped ones, ``collect.compact_profile``) of
+    the store's runs of ``workloads`` that have a profile, keyed by (source, run_id): a
+    job of the user's is then replayed from a profile of its own, as jobgauge's
+    workloads are from theirs.  (Without them the stage model knew a store job only by
+    its runtimes: asked at 3x and 10x the input it had run with, it answered within
+    2 % of its answer at 1x.)"""
+    from jobgauge.profiler.readers.profile import Profile
+    from jobgauge.profiler.runners.collect import compact_profile
+
+    records = {}
+    for workload in workloads:
+        runs = store.run_frame(workload=workload)
+        for run in runs.itertuples():
+            saved = store.profiles_for(int(run.id))
+            if not saved:
+                continue
+            # a profile read from a log (a Profile), or a shipped record imported as one
+            record = saved[0] if "format" not in saved[0] and "summary" in saved[0] \
+                else compact_profile(Profile.from_dict(saved[0]))
+            records[(str(run.source), str(run.run_id))] = record
+    return records
+
+
 def store_run_frame(store, **filters) -> tuple:
     """(frame, notes): the store's runs a model may learn from, as a run-table frame:
     failed runs (an error, not a time limit), runs timed only by spark-submit's wall
@@ -202,6 +226,23 @@ HISTORY_SHRINK_RUNS = 0.1
 HISTORY_RUNS = 50
 
 
+def _run_size(row: dict, job) -> dict:
+    """The size fields of a measured run, for pricing it as ``job``: its own input bytes
+    and size label where the run has them."""
+    import math
+
+    size = {}
+    value = row.get("input_bytes")
+    if value is not None and not (isinstance(value, float) and math.isnan(value)) and value > 0:
+        size["input_bytes"] = float(value)
+    label = row.get("datasize")
+    if isinstance(label, str) and label:
+        size["datasize"] = label
+    elif "input_bytes" in size:
+        size["datasize"] = ""
+    return size
+
+
 def history_factor(store, model, job) -> tuple:
     """(factor, runs): how the job's own measured runs in the store compare with what
     ``model`` answers for them when asked as ``job`` (a :class:`jobgauge.job.Job`) is
@@ -210,6 +251,11 @@ def history_factor(store, model, job) -> tuple:
     priced as ``job`` on the run's cluster with the run's settings; the factor is the
     exponential of the mean log ratio of measured to priced runtime, shrunk to 1 by
     ``n / (n + HISTORY_SHRINK_RUNS)``; (1.0, 0) without such runs.
+
+    Each run is priced at its own size (its input bytes and size label where it has
+    them, else the job's): priced at the size asked, runs at a third and a tenth of it
+    pulled every answer down to their own runtime (a job of the user's asked at 3x and
+    10x its measured input was answered within 2 % of its answer at 1x).
 
     A prediction for the job times the factor is calibrated to what its runs measure:
     the shipped corpus times a query inside a warm application, while a job run
@@ -237,7 +283,8 @@ def history_factor(store, model, job) -> tuple:
     own = own.reset_index(drop=True)
     if not len(own):
         return 1.0, 0
-    asked = jobs_frame(replace(job, cluster=Job.from_row(row).cluster, settings=config)
+    asked = jobs_frame(replace(job, cluster=Job.from_row(row).cluster, settings=config,
+                               **_run_size(row, job))
                        for row, config in zip(own.to_dict("records"), row_configs(own)))
     predicted = np.asarray(model.predict(asked), dtype=float)
     measured = own["runtime_s"].to_numpy(dtype=float)
@@ -267,9 +314,16 @@ def train_store_model(store, *, name: str = DEFAULT_MODEL_NAME, kind: str | None
     frame, origin, notes = learning_frame(store, runs_dir=runs_dir, prior=prior)
     if profile_files is None and learns_reference_profiles(kind):
         profile_files = prior_profile_files(prior_run_tables(runs_dir))
+    profiles = reference_profile_records(kind, profile_files)
+    if learns_reference_profiles(kind):
+        from jobgauge.profiler.workloads import benchmark_of
+
+        own = store_profile_records(store, [w for w in frame["workload"].astype(str).unique()
+                                            if benchmark_of(w) is None])
+        if own:
+            profiles = {**(profiles or {}), **own}
     model, summary = train_model(frame, kind=kind, seed=seed, origin=origin, notes=notes,
-                                 profiles=reference_profile_records(kind, profile_files),
-                                 progress=progress)
+                                 profiles=profiles, progress=progress)
     summary["store_runs"] = int(store_runs)
     store.save_model(name, summary["model"], dumps_model(model), summary)
     meta, _ = store.load_model(name)

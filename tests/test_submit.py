@@ -131,6 +131,39 @@ def test_real_spark_submit_through_the_wrapper(tmp_path, monkeypatch):
     assert "recording spark-submit's wall time" in result.stderr
 
 
+READING_JOB = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.appName("jobgauge-submit-reads").getOrCreate()
+rows = spark.read.csv(sys.argv[1], header=True, schema="x INT")
+print("SUM", rows.selectExpr("sum(x) as s").collect()[0].s)
+spark.stop()
+"""
+
+
+@pytest.mark.spark
+def test_a_wrapped_run_records_the_bytes_it_read(tmp_path, monkeypatch):
+    """A run through the wrapper keeps the size of its input, as an imported run does:
+    a job of the user's is asked by its input size (the web form's ``input_gb``), so a
+    run without it cannot tell how the job grows.  (Before, the wrapper recorded none.)
+    The size is the files its SQL scans selected, from the event log ("size of files
+    read", ``Profile.input_size``): here exactly the CSV file."""
+    job, data = tmp_path / "reads.py", tmp_path / "numbers.csv"
+    job.write_text(READING_JOB)
+    data.write_text("x\n" + "".join(f"{i}\n" for i in range(20000)))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    result = subprocess.run([sys.executable, "-m", "jobgauge.tuner.submit", "--store",
+                             str(tmp_path / "s.db"), "--jobgauge-no-tune", "--master",
+                             "local[1]", "--conf", "spark.ui.enabled=false", str(job), str(data)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "SUM 199990000" in result.stdout
+    runs = open_store(tmp_path / "s.db").run_frame(workload="reads")
+    assert len(runs) == 1 and runs["time_kind"].iloc[0] == "application"
+    assert runs["input_bytes"].iloc[0] == data.stat().st_size
+
+
 def _forest_of_runs_with_the_defaults(store_path):
     """A forest of runs that never changed a setting (TPC-H Q3, Q9 and Q18 at SF 3 with
     Spark's defaults, ``tpch-sf3-check``), saved as the store's model: it prices every

@@ -292,6 +292,8 @@ class EventLogAggregator:
         self.n_tasks = self.n_failed_tasks = 0
         self.task_ms_total = 0
         self.totals: dict[str, float] = {}
+        self.file_size_metrics: set[int] = set()     # accumulators of "size of files read"
+        self.driver_metrics: dict[int, float] = {}   # accumulator id -> driver-side value
         self.notes: list[str] = []
         self._short_names: dict[str, str] = {}
         self._handlers = {
@@ -310,6 +312,7 @@ class EventLogAggregator:
             "SparkListenerSQLExecutionStart": self._sql_start,
             "SparkListenerSQLExecutionEnd": self._sql_end,
             "SparkListenerSQLAdaptiveExecutionUpdate": self._sql_adaptive,
+            "SparkListenerDriverAccumUpdates": self._driver_metrics,
         }
 
     # -- dispatch ---------------------------------------------------------------------------
@@ -529,6 +532,7 @@ class EventLogAggregator:
                         if j["sql_execution_id"] == execution_id],
             "adaptive_updates": 0, "error": None,
         }
+        self._plan_metrics(event.get("sparkPlanInfo"))
 
     def _sql_end(self, event):
         execution_id = int(event["executionId"])
@@ -549,6 +553,24 @@ class EventLogAggregator:
             sql["adaptive_updates"] += 1
             if event.get("physicalPlanDescription"):
                 sql["physical_plan_description"] = event["physicalPlanDescription"]
+        self._plan_metrics(event.get("sparkPlanInfo"))
+
+    def _plan_metrics(self, info):
+        """Note the accumulators of the file scans' "size of files read" in a plan."""
+        pending = [info] if isinstance(info, dict) else []
+        while pending:
+            node = pending.pop()
+            for metric in node.get("metrics") or ():
+                if isinstance(metric, dict) and metric.get("name") == "size of files read":
+                    self.file_size_metrics.add(int(metric["accumulatorId"]))
+            pending.extend(c for c in node.get("children") or () if isinstance(c, dict))
+
+    def _driver_metrics(self, event):
+        for update in event.get("accumUpdates") or ():
+            if isinstance(update, (list, tuple)) and len(update) == 2:
+                value = _num(update[1])
+                if value is not None:
+                    self.driver_metrics[int(update[0])] = value
 
     # -- result -----------------------------------------------------------------------------
 
@@ -671,6 +693,8 @@ class EventLogAggregator:
         if self.app_ended and self.start_ms is not None and self.end_ms is not None:
             runtime = (self.end_ms - self.start_ms) / 1000.0
         totals = _from_sums(self.totals)
+        scanned = [self.driver_metrics[m] for m in self.file_size_metrics
+                   if m in self.driver_metrics]
         return Profile(
             format="spark-eventlog", engine="spark",
             engine_version=self.version or version_hint,
@@ -697,6 +721,7 @@ class EventLogAggregator:
             cores_timeline=timeline,
             event_counts=dict(sorted(self.event_counts.items())),
             notes=list(notes) + self.notes,
+            files_read_bytes=float(sum(scanned)) if scanned else None,
         )
 
 
