@@ -37,6 +37,9 @@ from jobgauge.knobs import needs_restart
 
 DEFAULT_DATA_ROOT = Path(os.environ.get("JOBGAUGE_DATA", Path.home() / ".cache" / "jobgauge" / "data"))
 DEFAULT_EVENTLOG_DIR = Path.home() / ".local" / "share" / "jobgauge" / "eventlogs"
+#: The run-table ``source`` of the runs jobgauge's runners measure (``jobgauge run``,
+#: ``jobgauge collect``): its TPC-H queries and HiBench jobs as jobgauge runs them.
+RUNNER_SOURCE = "local"
 
 
 def split_config(config: dict) -> tuple[dict, dict]:
@@ -177,7 +180,7 @@ def _parse_time(text):
 
 
 def run_record(record: dict, *, item: dict, resources_: dict, engine_version: str | None,
-               size: str, input_bytes: int | None, config: dict, source: str = "local",
+               size: str, input_bytes: int | None, config: dict, source: str = RUNNER_SOURCE,
                run_id: str | None = None) -> dict:
     """A store/run-table run from one driver result line."""
     return {
@@ -194,7 +197,7 @@ def run_record(record: dict, *, item: dict, resources_: dict, engine_version: st
 
 def run_workload(workload_name: str, size: str, config: dict | None = None, *,
                  master: str = "local[2]", timeout_s: float = 600, data_root=None,
-                 eventlog_dir=None, store=None, source: str = "local", cluster=None) -> dict:
+                 eventlog_dir=None, store=None, source: str = RUNNER_SOURCE, cluster=None) -> dict:
     """Run one workload once as a real Spark application, profile it, record it.
 
     Returns the run (a dict in the store's shape, plus ``profile`` and
