@@ -34,6 +34,8 @@ A log with no Spark event at all is an error, not an empty profile.
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import math
 import re
@@ -562,15 +564,16 @@ class EventLogAggregator:
             node = pending.pop()
             for metric in node.get("metrics") or ():
                 if isinstance(metric, dict) and metric.get("name") == "size of files read":
-                    self.file_size_metrics.add(int(metric["accumulatorId"]))
+                    with contextlib.suppress(KeyError, TypeError, ValueError):
+                        self.file_size_metrics.add(int(metric["accumulatorId"]))
             pending.extend(c for c in node.get("children") or () if isinstance(c, dict))
 
     def _driver_metrics(self, event):
         for update in event.get("accumUpdates") or ():
             if isinstance(update, (list, tuple)) and len(update) == 2:
-                value = _num(update[1])
-                if value is not None:
-                    self.driver_metrics[int(update[0])] = value
+                key, value = update
+                if isinstance(key, int) and isinstance(value, (int, float)):
+                    self.driver_metrics[key] = value
 
     # -- result -----------------------------------------------------------------------------
 
