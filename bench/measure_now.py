@@ -1,0 +1,78 @@
+"""The web form's answer next to a fresh measurement, for a few TPC-H queries at one scale.
+
+    nice -n 10 .venv/bin/python bench/measure_now.py [--queries 3 9 18] [--scale 3] [--repeats 3]
+
+Measures each query now with Spark's defaults on local[2], inside one warm application
+(``WarmRunner``: 3 warm-up runs of each query first, then ``--repeats`` runs each,
+interleaved; the query's own time, as the shipped corpus and the form mean it), each
+run after at most 20 s of waiting for a 1-minute load below 0.7 (the warm application's
+own runs keep it near 1; each run prints its load), and sets the answer of the
+web form's code (``Service.estimate``, the shipped model, trained on first need in a
+temporary store) beside the median.  Prints a Markdown table; writes nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    from jobgauge.profiler import WarmRunner
+    from jobgauge.profiler.runners.driver import LoadGuard
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", nargs="+", type=int, default=[3, 9, 18])
+    parser.add_argument("--scale", type=float, default=3.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    size = f"sf{args.scale:g}"
+    workloads = [f"tpch-q{q}" for q in args.queries]
+    runs = {w: [] for w in workloads}
+    guard = LoadGuard(threshold=0.7, max_wait_s=20, read_own_cpu=lambda: 0.0)
+    with tempfile.TemporaryDirectory(prefix="jobgauge-measure-") as tmp:
+        with WarmRunner(master="local[2]", eventlog_dir=Path(tmp) / "eventlogs",
+                        work_dir=Path(tmp) / "work", warmup="workload", warmup_runs=3,
+                        profiles=False) as runner:
+            for repeat in range(args.repeats):
+                for workload in workloads:
+                    load = guard.wait_quiet()["load_at_start"]
+                    run = runner.run(workload, size, {}, timeout_s=900)
+                    if run["status"] != "succeeded":
+                        raise SystemExit(f"{workload} {size}: {run['status']}: {run.get('error')}")
+                    runs[workload].append(run["runtime_s"])
+                    print(f"  {workload} {size}: {run['runtime_s']:.2f} s (load {load:.2f} "
+                          f"at start)", flush=True)
+        answers = _answers(workloads, args.scale, Path(tmp))
+    print(f"\n| query at SF {args.scale:g} | the form's answer [80 %] | measured now (median "
+          f"of {args.repeats}) | error |\n|---|---|---|---|")
+    for workload in workloads:
+        measured = statistics.median(runs[workload])
+        option = answers[workload]
+        print(f"| {workload} | {option['runtime_s']:.2f} s [{option['low_s']:.2f}, "
+              f"{option['high_s']:.2f}] | {measured:.2f} s "
+              f"({', '.join(f'{v:.2f}' for v in runs[workload])}) | "
+              f"{abs(option['runtime_s'] - measured) / measured:.0%} |")
+    return 0
+
+
+def _answers(workloads, scale, folder: Path) -> dict:
+    from jobgauge.webapp.requests import parse_estimate
+    from jobgauge.webapp.service import Service
+
+    service = Service(store_url=str(folder / "store.db"))
+    answers = {}
+    for workload in workloads:
+        request = parse_estimate({"workload": workload, "scale": scale,
+                                  "instance_types": ["local[2]"]},
+                                 known_workloads=service.known_workloads(),
+                                 catalog_names=list(service.instance_options()))
+        answers[workload] = service.estimate(request, plan=False)["options"][0]
+    return answers
+
+
+if __name__ == "__main__":
+    sys.exit(main())
