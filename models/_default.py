@@ -105,7 +105,8 @@ def reference_profile_records(kind: str | None, profile_files) -> dict | None:
 
 def store_profile_records(store, workloads) -> dict:
     """Profile records (the layout of the shipped ones, ``collect.compact_profile``) of
-    the store's runs of ``workloads`` that have a profile, keyed by (source, run_id): a
+    the store's runs of ``workloads`` that have a profile (the newest
+    :data:`HISTORY_RUNS` of each), keyed by (source, run_id): a
     job of the user's is then replayed from a profile of its own, as jobgauge's
     workloads are from theirs.  (Without them the stage model knew a store job only by
     its runtimes: asked at 3x and 10x the input it had run with, it answered within
@@ -116,6 +117,8 @@ def store_profile_records(store, workloads) -> dict:
     records = {}
     for workload in workloads:
         runs = store.run_frame(workload=workload)
+        if "id" in runs.columns:      # the newest runs: the cost stays bounded as history grows
+            runs = runs.sort_values("id").tail(HISTORY_RUNS)
         for run in runs.itertuples():
             saved = store.profiles_for(int(run.id))
             if not saved:
