@@ -60,18 +60,12 @@ def main(argv=None) -> int:
 
 
 def _answers(workloads, scale, folder: Path) -> dict:
-    from jobgauge.webapp.requests import parse_estimate
+    """{workload: the web form's first option}, from a service on a fresh store."""
+    from form_answers import answer                  # bench/form_answers.py, beside this
     from jobgauge.webapp.service import Service
 
     service = Service(store_url=str(folder / "store.db"))
-    answers = {}
-    for workload in workloads:
-        request = parse_estimate({"workload": workload, "scale": scale,
-                                  "instance_types": ["local[2]"]},
-                                 known_workloads=service.known_workloads(),
-                                 catalog_names=list(service.instance_options()))
-        answers[workload] = service.estimate(request, plan=False)["options"][0]
-    return answers
+    return {workload: answer(service, workload, scale) for workload in workloads}
 
 
 if __name__ == "__main__":

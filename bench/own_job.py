@@ -38,17 +38,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 JOB = "revenue-report"
 SCRIPT = REPO / "bench" / "jobs" / "revenue_report.py"
-TABLES = ("lineitem", "orders", "customer", "nation")
 SETTINGS = {"spark.driver.memory": "4g"}
 TIMEOUT_S = 900
 #: A run starts once the 1-minute load average is below this (at most 5 min of waiting).
 QUIET_LOAD = 0.7
-
-
-def table_bytes(folder: Path) -> int:
-    """Bytes on disk of the job's four tables in a TPC-H data folder."""
-    return sum(p.stat().st_size for t in TABLES for p in (folder / f"{t}.parquet").rglob("*")
-               if p.is_file())
 
 
 def runs_at(store, journal: Path, scale: float) -> list[dict]:
@@ -107,8 +100,7 @@ def measure(store_path: Path, scales, repeats: int, data_root: Path, work: Path)
         data = get_workload("tpch-q1").prepare(data_root, f"sf{scale:g}")
         for _ in range(repeats - len(runs_at(store, _journal(store_path), scale))):
             submit(store, store_path, data, scale, work / "out")
-        found[scale] = {"runs": runs_at(store, _journal(store_path), scale),
-                        "table_bytes": table_bytes(data)}
+        found[scale] = {"runs": runs_at(store, _journal(store_path), scale)}
     store.close()
     return found
 
