@@ -95,14 +95,16 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_spark_script(source: str, script: Path, folder: Path, failure: str) -> str:
+def run_spark_script(source: str, script: Path, folder: Path, failure: str,
+                     *more: Path) -> str:
     """Write ``source`` to ``script`` and run it in a new Python process (a SparkSession
-    of its own) with ``folder`` as its argument; what it printed, or the test fails with
-    ``failure`` and the end of the script's error output."""
+    of its own) with ``folder`` (then ``more``) as its arguments; what it printed, or the
+    test fails with ``failure`` and the end of the script's error output."""
     import subprocess
 
     script.write_text(source)
-    done = subprocess.run([sys.executable, str(script), str(folder)], capture_output=True,
+    done = subprocess.run([sys.executable, str(script), str(folder), *map(str, more)],
+                          capture_output=True,
                           text=True, timeout=600, check=False)
     if done.returncode != 0:
         pytest.fail(f"{failure}:\n{done.stderr[-3000:]}")

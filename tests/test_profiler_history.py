@@ -46,6 +46,8 @@ _WRITE_LOG = textwrap.dedent('''
     spark.sparkContext.setLogLevel("OFF")
     df = spark.range(0, 3000, numPartitions=3)
     df.groupBy((df.id % 5).alias("k")).count().collect()
+    df.selectExpr("id", "id % 7 AS k").write.parquet(sys.argv[2])
+    spark.read.parquet(sys.argv[2]).groupBy("k").count().collect()
     try:
         spark.range(0, 10, numPartitions=2).selectExpr("raise_error('jobgauge boom')").collect()
     except Exception:
@@ -71,8 +73,9 @@ def history(tmp_path_factory, corpus_dir):
     run_dir.mkdir()
     for path in _corpus_log_files(corpus_dir):
         shutil.copyfile(path, logs / path.name)
+    table = root / "table.parquet"
     printed = run_spark_script(_WRITE_LOG, root / "write_log.py", logs,
-                               "Spark could not write the log")
+                               "Spark could not write the log", table)
     new_app = printed.split("APP=")[-1].strip()
 
     expected = {read_eventlog(p).app_id: p for p in logs.iterdir()}
@@ -102,7 +105,7 @@ def history(tmp_path_factory, corpus_dir):
             logs_text = "".join(p.read_text()[-2000:] for p in run_dir.glob("*.out"))
             pytest.fail(f"History Server listed {sorted(listed)} of {sorted(expected)} "
                         f"in time:\n{logs_text}")
-        yield {"base": base, "logs": expected, "new_app": new_app}
+        yield {"base": base, "logs": expected, "new_app": new_app, "table": table}
     finally:
         subprocess.run(["bash", os.path.join(spark_home, "sbin", "stop-history-server.sh")],
                        env=env, capture_output=True, timeout=120, check=False)
@@ -144,6 +147,12 @@ def test_rest_profile_agrees_with_the_event_log(history):
         assert from_rest.config.keys() == from_log.config.keys()
         assert {k: v for k, v in from_rest.config.items() if k not in redacted} == \
             {k: v for k, v in from_log.config.items() if k not in redacted}
+        # the bytes of the files its scans read: the UI's text, a tenth of a unit
+        if from_log.files_read_bytes is None:
+            assert from_rest.files_read_bytes is None, app_id
+        else:
+            assert from_rest.files_read_bytes == pytest.approx(from_log.files_read_bytes,
+                                                               rel=1e-3), app_id
         # what REST cannot tell stays None
         assert from_rest.critical_path_s is None and from_rest.idle_core_seconds is None
 
@@ -157,6 +166,10 @@ def test_rest_profile_of_a_spark_4_app_with_a_failed_job(history):
     assert profile.sql and "== Physical Plan ==" in profile.sql[0]["physical_plan_description"]
     assert profile.executors[0]["cores"] == 2
     assert profile.cores_timeline[0]["cores"] == 2
+    # its input is the Parquet files it read, not the few bytes the tasks' counters count
+    on_disk = sum(p.stat().st_size for p in history["table"].glob("*.parquet"))
+    assert profile.files_read_bytes == pytest.approx(on_disk, rel=1e-3)
+    assert profile.input_size() == profile.files_read_bytes
 
 
 @pytest.mark.spark

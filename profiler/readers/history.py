@@ -24,7 +24,9 @@ most ``max_stage_requests`` requests).  On stages whose tasks all succeeded
 they equal ``read_eventlog``'s; where tasks failed or were killed the server
 also scans those attempts (a killed speculative copy can be its "max"), while
 ``read_eventlog`` uses successful tasks only.  Metrics an old log did not
-record are ``None`` in ``read_eventlog`` and ``0`` here.
+record are ``None`` in ``read_eventlog`` and ``0`` here.  The bytes of the files the
+scans read (``files_read_bytes``, a run's input size) come from ``/sql?details=true``,
+the UI's text of each scan's "size of files read" (to a tenth of its unit).
 
 Every failure - server unreachable, unknown application, a reply that is not
 the JSON the API documents - raises a :class:`ParseError` naming the URL
@@ -34,11 +36,14 @@ server could not be read).
 
 from __future__ import annotations
 
+import re
+
 from jobgauge.errors import ParseError
 from jobgauge.profiler.readers._eventlog import SPARK_TASK_METRICS
 from jobgauge.profiler.readers.profile import Profile
 from jobgauge.profiler.readers.sparkrest import SparkRestClient, SparkRestError, parse_url
 from jobgauge.profiler.readers.sparkrest import rest_time_ms as _ms
+from jobgauge.units import parse_size
 
 __all__ = ["read_history"]
 
@@ -107,7 +112,7 @@ def _build(client, app, app_id, attempt_id, url, max_stage_requests) -> Profile:
     stages_raw = client.stages(*base, quantiles=_QUANTILES)
     executors_raw = client.executors(*base)
     environment = client.environment(*base)
-    sql_raw = client.sql_executions(*base)
+    sql_raw = client.sql_executions(*base, details=True)
     if sql_raw is None:
         notes.append("the server has no /sql endpoint (Spark < 3.0): no SQL executions")
         sql_raw = []
@@ -188,7 +193,35 @@ def _build(client, app, app_id, attempt_id, url, max_stage_requests) -> Profile:
         n_stage_attempts=len(stages), n_failed_tasks=failed_tasks,
         available_core_seconds=available, task_seconds=None,
         cores_timeline=timeline, event_counts={}, notes=notes,
+        files_read_bytes=_files_read_bytes(sql_raw),
     )
+
+
+#: A size as the UI shows it (Spark's ``Utils.bytesToString``): ``312.0 B``, ``789.1 KiB``.
+_UI_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB|PiB|EiB)\b")
+
+
+def _files_read_bytes(sql_raw) -> float | None:
+    """The bytes of the files the application's scans selected, as ``read_eventlog``
+    reads them from the driver's accumulator updates: the scans' "size of files read"
+    summed over the SQL executions.  The server gives each as the UI's text, one size to
+    a tenth of its unit (``789.1 KiB``), or a ``total (min, med, max)`` line over a line
+    of sizes, the total first.  None where no scan reports one (no SQL, no file scans,
+    a server before Spark 3.0)."""
+    total, found = 0.0, False
+    for execution in sql_raw or ():
+        nodes = execution.get("nodes") if isinstance(execution, dict) else None
+        for node in nodes if isinstance(nodes, list) else ():
+            metrics = node.get("metrics") if isinstance(node, dict) else None
+            for metric in metrics if isinstance(metrics, list) else ():
+                if not isinstance(metric, dict) or metric.get("name") != "size of files read":
+                    continue
+                lines = str(metric.get("value") or "").strip().splitlines()
+                match = _UI_SIZE.search(lines[-1]) if lines else None
+                if match:
+                    total += parse_size(match.group(1) + match.group(2))
+                    found = True
+    return total if found else None
 
 
 def _quantiles(dist) -> tuple:

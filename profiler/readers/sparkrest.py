@@ -342,13 +342,15 @@ class SparkRestClient:
                            accept="application/octet-stream", missing_statuses=(403, 404))[1]
 
     def sql_executions(self, app_id: str, attempt_id=None, *, plan_description: bool = True,
-                       page_size: int = SQL_PAGE) -> list | None:
+                       details: bool = False, page_size: int = SQL_PAGE) -> list | None:
         """Every SQL execution, read page by page; None when the server has no
-        ``/sql`` endpoint (Spark < 3.0)."""
+        ``/sql`` endpoint (Spark < 3.0).  ``details``: with each execution's plan
+        nodes and their metrics (``nodes``: ``nodeName``, ``metrics`` of ``name`` and
+        ``value``, the value as the UI shows it, e.g. ``"789.1 KiB"``)."""
         out, offset = [], 0
         while True:
             page = self._list(self._app(app_id, attempt_id) + "/sql",
-                              {"details": "false",
+                              {"details": "true" if details else "false",
                                "planDescription": "true" if plan_description else "false",
                                "offset": offset, "length": page_size}, missing_ok=True)
             if page is None:
