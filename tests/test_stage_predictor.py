@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from jobgauge.errors import ModelError, NotFittedError, UsageError
@@ -606,3 +607,55 @@ def test_intervals_are_kept_per_benchmark():
         assert offsets == pytest.approx(conformal_offsets(pools[pool], 0.8))
         widths[workload] = offsets[1] - offsets[0]
     assert widths["tpch-q3"] < widths["my-nightly-scan"] < widths["wordcount"]
+
+
+def test_a_job_without_a_profile_follows_its_own_node_count_curve(datasets_dir):
+    """C3O's kmeans on m4.2xlarge ran 1151 s on 2 nodes over half the data it ran in
+    454 s on 4 nodes (its data no longer fit in memory).  Asked for 2 nodes from its runs
+    on 4-12 nodes and the r4.2xlarge runs, the measured anchors follow kmeans' own
+    curves of node count and size: 0.63 of the measured time, where one power law
+    pooled over the jobs said 0.34.  More nodes are still never slower."""
+    from jobgauge.runtable import read_run_tables
+
+    frame = read_run_tables([datasets_dir / "c3o_emr.csv"])
+    kmeans = frame[frame["workload"] == "kmeans"].reset_index(drop=True)
+    asked = (kmeans["instance_type"] == "m4.2xlarge") & (kmeans["instance_count"] == 2)
+    model = make_model("stage").fit(kmeans[~asked])
+    rows = kmeans[asked].reset_index(drop=True)
+    assert all(m.startswith("fallback: no profile") for m in model.prediction_method(rows))
+    predicted = float(np.median(model.predict(rows)))
+    measured = float(kmeans[asked]["runtime_s"].median())
+    assert 0.55 * measured < predicted < 1.2 * measured
+    counts = [2, 3, 4, 6, 8, 12, 16, 24]
+    ladder = model.predict(pd.concat([rows.iloc[[0]].assign(instance_count=n) for n in counts],
+                                     ignore_index=True))
+    assert np.all(np.diff(ladder) <= 1e-9 * ladder[:-1])
+    sizes = model.predict(pd.concat([rows.iloc[[0]].assign(input_bytes=b * 2 ** 30)
+                                     for b in (1, 4, 8, 16, 32, 128)], ignore_index=True))
+    assert np.all(np.diff(sizes) >= -1e-9 * sizes[:-1])
+
+
+def test_a_never_measured_instance_family_gets_the_held_out_families_interval(
+        datasets_dir):
+    """Scout's runs without the c family: a question on c4 is a new cluster's.  Its
+    interval comes from the residuals of each trained family predicted from the others,
+    wider than a measured family's; it covers most of the c runs."""
+    from jobgauge.runtable import read_run_tables
+
+    frame = read_run_tables([datasets_dir / "scout_multinode.csv"])
+    family = frame["instance_type"].str[0]
+    model = make_model("stage").fit(frame[family != "c"])
+    assert model.trained_families_ == ["m4", "r4"]
+    asked = frame[family == "c"].reset_index(drop=True)
+    assert set(model._interval_groups(asked)) <= {f"new cluster|{f}"
+                                                  for f in asked["framework"].unique()}
+    low, high = model.predict_interval(asked)
+    done = asked["completed"].to_numpy(dtype=bool)
+    runtime = asked["runtime_s"].to_numpy()
+    covered = (low <= runtime) & (runtime <= high)
+    assert covered[done].mean() >= 0.6
+    measured = frame[family == "m"].reset_index(drop=True)
+    assert set(model._interval_groups(measured)).isdisjoint(
+        {f"new cluster|{f}" for f in measured["framework"].unique()})
+    measured_low, measured_high = model.predict_interval(measured)
+    assert np.median(high / low) > 1.2 * np.median(measured_high / measured_low)
