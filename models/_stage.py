@@ -88,6 +88,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 from typing import ClassVar
 
@@ -1220,20 +1221,21 @@ class StagePredictor(RuntimeModel):
         the jobs.  (Scout's and C3O's held-out instance families, ``bench/evaluate.py
         --quiet-corpus``: 13.3 % and 25.8 % MdAPE, against 18.6 % and 29.5 % with the
         pooled exponents alone.)"""
+        X = _with_settings(X)
         names = list(self.features_.get_feature_names_out())
         size = matrix[:, names.index("log_input_bytes")]
         slots = matrix[:, names.index("log_parallel_slots")]
         done = ~censored
         groups = join_columns(X, ["workload", "framework", "instance_type", "instance_count",
-                                  "config_json"], missing="{}")
+                                  "settings"], missing="{}")
         slope = _pooled_slope(size, log_y, done, groups)
         self.fallback_size_exponent_ = float(np.clip(1.0 if slope is None else slope, 0.0, 1.5))
-        across = join_columns(X, ["workload", "framework", "instance_type", "config_json"],
+        across = join_columns(X, ["workload", "framework", "instance_type", "settings"],
                               missing="{}") + "|" + np.round(size, 3).astype(str).astype(object)
         slope = _pooled_slope(slots, log_y, done, across)
         self.fallback_slot_exponent_ = float(np.clip(0.5 if slope is None else -slope, 0.0, 1.0))
         jobs = join_columns(X, ["workload", "framework"], missing="{}")
-        clusters = join_columns(X, ["instance_type", "config_json"], missing="{}")
+        clusters = join_columns(X, ["instance_type", "settings"], missing="{}")
         self.fallback_curves_ = {}
         for job in np.unique(jobs[done]):
             mine = done & (jobs == job)
@@ -1258,10 +1260,10 @@ class StagePredictor(RuntimeModel):
         self.fallback_anchors_ = anchors
 
     _FALLBACK_LEVELS = (("workload", "framework", "instance_type", "instance_count",
-                         "config_json"),
+                         "settings"),
                         ("workload", "framework", "instance_type", "instance_count"),
                         ("workload", "framework", "instance_type"),
-                        ("workload", "framework", "config_json"),
+                        ("workload", "framework", "settings"),
                         ("workload", "framework"),
                         ())
 
@@ -1274,6 +1276,7 @@ class StagePredictor(RuntimeModel):
         size = matrix[:, names.index("log_input_bytes")]
         slots = matrix[:, names.index("log_parallel_slots")]
         out = np.full(len(X), np.nan)          # indexed by row number, like ``rows``
+        X = _with_settings(X)
         jobs = join_columns(X, ["workload", "framework"], missing="{}")
         curves = getattr(self, "fallback_curves_", {})
         level_used = [None] * len(X)
@@ -1419,6 +1422,16 @@ class StagePredictor(RuntimeModel):
 #: The additive fit of a job's curves (:func:`_job_curves`) stops when no log value moves
 #: by more than this in a round.
 CURVE_TOLERANCE = 1e-4
+
+
+def _with_settings(X):
+    """``X`` with a ``settings`` column: each row's settings as sorted JSON, less the ones
+    that set the slots (:data:`SLOT_SETTINGS`: a standalone master's URL names a port
+    that changes with every start of the cluster, so no two of its applications shared
+    a ``config_json``)."""
+    return X.assign(settings=[json.dumps({k: str(v) for k, v in sorted(config.items())
+                                          if k not in SLOT_SETTINGS})
+                              for config in row_configs(X)])
 
 
 def _job_curves(size, slots, log_y, groups, size_exponent, slot_exponent, rounds=20):

@@ -659,3 +659,30 @@ def test_a_never_measured_instance_family_gets_the_held_out_families_interval(
         {f"new cluster|{f}" for f in measured["framework"].unique()})
     measured_low, measured_high = model.predict_interval(measured)
     assert np.median(high / low) > 1.2 * np.median(measured_high / measured_low)
+
+
+def test_a_standalone_job_without_a_profile_is_anchored_on_its_own_cluster_runs():
+    """The standalone cluster's master URL names a port that changes with each start, so
+    no two applications share a ``config_json``: the anchors compare settings without it.
+    A question at a new start of the cluster takes the runs of the same query, cluster,
+    node count and settings."""
+    import json
+
+    from jobgauge.runtable import read_run_tables
+
+    frame = read_run_tables([REPO / "data" / "runs" / "tpch-standalone-sf3.csv.gz"])
+    ports = {json.loads(c)["spark.master"] for c in frame["config_json"]}
+    assert len(ports) > 1                      # one per start of the cluster
+    model = make_model("stage").fit(frame.drop(columns=["profile", "dag"], errors="ignore"))
+    row = frame[(frame["workload"] == "tpch-q3") & frame["completed"]].iloc[[0]]
+    config = {**json.loads(row["config_json"].iat[0]), "spark.master": "spark://127.0.0.1:1"}
+    asked = row.assign(config_json=json.dumps(config)).reset_index(drop=True)
+    assert model.prediction_method(asked)[0] == (
+        "fallback: no profile; scaled from measured runs with the same workload, "
+        "framework, instance_type, instance_count, settings")
+    same = frame[(frame["workload"] == "tpch-q3")
+                 & (frame["config_json"].map(lambda c: {k: v for k, v in json.loads(c).items()
+                                                         if k != "spark.master"})
+                    == {k: v for k, v in config.items() if k != "spark.master"})]
+    assert model.predict(asked)[0] == pytest.approx(
+        float(np.exp(np.median(np.log(same["runtime_s"])))), rel=0.01)
