@@ -66,21 +66,17 @@ def questions(tables):
 
 
 def trained(with_profiles: bool):
-    """The default model trained on every shipped table, with or without their profiles."""
-    from jobgauge.commands import _profiles_beside
-    from jobgauge.data import run_tables
-    from jobgauge.models import DEFAULT_MODEL, make_model
-    from jobgauge.models.evaluation import attach_reference_profiles
-    from jobgauge.runtable import read_profile_records, read_run_tables
+    """The default model trained on the tables a fresh store learns from (the shipped
+    ones), with or without their profiles, as ``jobgauge serve`` trains its first one."""
+    from jobgauge.models._default import prior_profile_files, prior_run_tables, \
+        reference_profile_records
+    from jobgauge.models._training import train_model
+    from jobgauge.runtable import read_run_tables
 
-    tables = run_tables()
-    frame = read_run_tables(tables)
-    if with_profiles:
-        records = read_profile_records([p for t in tables for p in _profiles_beside(t)])
-        frame = attach_reference_profiles(frame, records)
-    else:
-        frame = frame.drop(columns=["profile", "dag", "profile_reference"], errors="ignore")
-    return make_model(DEFAULT_MODEL).fit(frame)
+    tables = prior_run_tables()
+    profiles = reference_profile_records(None, prior_profile_files(tables)) \
+        if with_profiles else None
+    return train_model(read_run_tables(tables), profiles=profiles)[0]
 
 
 def _cell(center, low, high, runs) -> str:

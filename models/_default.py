@@ -229,9 +229,9 @@ HISTORY_SHRINK_RUNS = 0.1
 HISTORY_RUNS = 50
 
 
-def _run_size(row: dict, job) -> dict:
-    """The size fields of a measured run, for pricing it as ``job``: its own input bytes
-    and size label where the run has them."""
+def _run_size(row: dict) -> dict:
+    """The size fields of a measured run, to price it at its own size: its input bytes
+    and size label where the run has them (an empty dict: the job's)."""
     import math
 
     size = {}
@@ -287,7 +287,7 @@ def history_factor(store, model, job) -> tuple:
     if not len(own):
         return 1.0, 0
     asked = jobs_frame(replace(job, cluster=Job.from_row(row).cluster, settings=config,
-                               **_run_size(row, job))
+                               **_run_size(row))
                        for row, config in zip(own.to_dict("records"), row_configs(own)))
     predicted = np.asarray(model.predict(asked), dtype=float)
     measured = own["runtime_s"].to_numpy(dtype=float)

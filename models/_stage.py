@@ -788,13 +788,12 @@ class StagePredictor(RuntimeModel):
         kinds = self._job_kinds(X)
         groups = np.where(near, "measured job|" + kinds,
                           np.where(new, "new job|" + kinds, "")).astype(object)
-        pools = getattr(self, "interval_pools_", None) or {}
         trained = set(getattr(self, "trained_families_", None) or ())
-        if trained and any(key.startswith("new cluster|") for key in pools):
-            unseen = np.array([instance_family(t) not in trained
-                               for t in X["instance_type"]], dtype=bool)
-            cluster = np.array([f"new cluster|{f}" in pools for f in _frameworks(X)])
-            groups[unseen & cluster] = "new cluster|" + _frameworks(X)[unseen & cluster]
+        if trained:          # "new cluster" where that pool exists, else the kinds above
+            clusters = np.array([f"new cluster|{f}" for f in _frameworks(X)], dtype=object)
+            unseen = np.array([instance_family(t) not in trained and c in self.interval_pools_
+                               for t, c in zip(X["instance_type"], clusters)], dtype=bool)
+            groups[unseen] = clusters[unseen]
         return groups
 
     def _fit_new_job_pool(self):
@@ -981,7 +980,7 @@ class StagePredictor(RuntimeModel):
         """``RuntimeModel.fit``, then a new job's interval (:meth:`_fit_new_job_pool`),
         a never-measured instance family's (:meth:`_fit_new_cluster_pool`) and how the
         error grows beyond the measured sizes (:meth:`_fit_scale_pool`)."""
-        self.__dict__.pop("interval_pools_", None)   # a refit's calibration asks afresh
+        self.trained_families_ = []     # no "new cluster" question while calibrating
         super().fit(X, y)
         self._fit_new_job_pool()
         self._fit_new_cluster_pool(X, y)

@@ -35,7 +35,6 @@ A log with no Spark event at all is an error, not an empty profile.
 from __future__ import annotations
 
 import contextlib
-
 import json
 import math
 import re
