@@ -102,6 +102,29 @@ def test_sort_output_is_globally_sorted(work_dir):
     assert record["settings"]["mapreduce.task.io.sort.mb"] == "16"
 
 
+def test_sort_with_more_reducers_than_the_random_sample_holds(work_dir):
+    # The tiny sort input is 62 lines, so a random tenth draws about 6 keys, and
+    # sometimes 1 or none: Hadoop's writePartitionFile then indexed past the end of
+    # the sample (ArrayIndexOutOfBoundsException).  Twenty reducers failed that way
+    # every time; the sampler now reads every record when the draw is too small.
+    record = run_mapreduce_job("sort", "tiny", {"mapreduce.job.reduces": 20}, work_dir,
+                               timeout_s=300)
+    _check_record(record, "sort")
+    parts = _parts(record["output_dir"])
+    assert len(parts) == 20
+    keys = [line.split(b"\t", 1)[0] for part in parts for line in part.read_bytes().splitlines()]
+    assert keys == sorted(keys) and len(keys) == 62
+    assert sum(p.stat().st_size > 0 for p in parts) >= 10   # the ranges spread the keys
+
+
+def test_sort_with_more_reducers_than_keys_says_so(work_dir):
+    record = run_mapreduce_job("sort", "tiny", {"mapreduce.job.reduces": 100}, work_dir,
+                               timeout_s=300)
+    assert record["status"] == "failed"
+    assert "62 distinct keys, fewer than the 100 reducers" in record["error"]
+    assert "mapreduce.job.reduces" in record["error"]
+
+
 def test_terasort_output_is_sorted_by_key(work_dir):
     record = run_mapreduce_job("terasort", "tiny", {"mapreduce.job.reduces": 2}, work_dir,
                                timeout_s=300)

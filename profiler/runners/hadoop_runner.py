@@ -39,6 +39,9 @@ Jobs.  wordcount is Hadoop's (tokenise on whitespace, sum, combiner on unless
 keys are range-partitioned with ``InputSampler`` + ``TotalOrderPartitioner``
 when there is more than one reducer, so their output is globally sorted
 (HiBench's Hadoop sort hash-partitions, which only sorts within each part).
+The range boundaries come from a random tenth of the keys, or from every key
+when that draw holds fewer distinct keys than there are reducers; an input
+with fewer distinct keys than reducers fails with a message that says so.
 
 Timing.  ``runtime_s`` is the job's own time, submit to finish as measured in
 the driver (including the key sampling of sort/terasort, excluding JVM start

@@ -1,9 +1,13 @@
 package jobgauge.hadoop;
 
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 
 import org.apache.hadoop.conf.Configured;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.io.RawComparator;
 import org.apache.hadoop.mapreduce.InputFormat;
 import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.Mapper;
@@ -77,9 +81,51 @@ public final class Jobs {
             Path partitions = new Path(reportPrefix + ".partitions");
             TotalOrderPartitioner.setPartitionFile(job.getConfiguration(), partitions);
             job.setPartitionerClass(TotalOrderPartitioner.class);
-            sample = () -> InputSampler.writePartitionFile(
-                    job, new InputSampler.RandomSampler<K, V>(0.1, 10000, 10));
+            sample = () -> InputSampler.writePartitionFile(job, new DistinctSampler<K, V>());
         }
         return JobReport.runAndReport(job, reportPrefix, sample);
+    }
+
+    /**
+     * The keys the partition file is cut from: a random tenth of the records
+     * (at most 10,000 from at most 10 splits), sorted and
+     * without repeats.  When that random draw holds fewer distinct keys than
+     * there are reducers (a small input can draw one key, or none) every
+     * record up to 10,000 is read instead.  InputSampler.writePartitionFile
+     * indexes past the end of a sample with fewer distinct keys than
+     * reducers, so an input that still has too few fails here with a message
+     * that says so.
+     */
+    static final class DistinctSampler<K, V> implements InputSampler.Sampler<K, V> {
+        @Override
+        public K[] getSample(InputFormat<K, V> inputFormat, Job job)
+                throws IOException, InterruptedException {
+            int reducers = job.getNumReduceTasks();
+            @SuppressWarnings("unchecked")
+            RawComparator<K> order = (RawComparator<K>) job.getSortComparator();
+            K[] keys = distinct(new InputSampler.RandomSampler<K, V>(0.1, 10000, 10)
+                    .getSample(inputFormat, job), order);
+            if (keys.length < reducers) {
+                keys = distinct(new InputSampler.SplitSampler<K, V>(10000, Integer.MAX_VALUE)
+                        .getSample(inputFormat, job), order);
+            }
+            if (keys.length < reducers) {
+                throw new IOException("the input has " + keys.length + " distinct keys, fewer than the "
+                        + reducers + " reducers asked for (mapreduce.job.reduces); a range partition "
+                        + "needs one distinct key per reducer");
+            }
+            return keys;
+        }
+
+        private static <K> K[] distinct(K[] sample, RawComparator<K> order) {
+            Arrays.sort(sample, order);
+            List<K> kept = new ArrayList<>();
+            for (K key : sample) {
+                if (kept.isEmpty() || order.compare(kept.get(kept.size() - 1), key) < 0) {
+                    kept.add(key);
+                }
+            }
+            return kept.toArray(Arrays.copyOf(sample, 0));
+        }
     }
 }
