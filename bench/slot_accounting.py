@@ -1,0 +1,180 @@
+"""Why a second slot on this machine is worth less than the stage model assumes: the CPU
+accounting of the quiet TPC-H runs on local[1] next to the same questions on local[2].
+
+    nice -n 10 .venv/bin/python bench/slot_accounting.py [--json] [--no-fit]
+
+Pairs every (query, scale factor, settings less the master URL) that finished on both
+local[1] and local[2] in the shipped quiet tables (``data/runs``), medians over repeats,
+runtimes inside a warm application.  Per scale factor, the median over pairs of:
+
+- *runtime local[1] / local[2]*: what the second slot buys (2 would be perfect);
+- *task time local[2] / local[1]*: the summed task run time (event log) with two slots over
+  one, the slowdown of one slot when two share the machine; ``log2`` of it is the
+  contention exponent of ``models/_stage.py`` (a slot among ``c`` runs at ``c ** -contention``);
+- *background cores*: the process CPU time (``cpu_time_s``, the whole JVM) less the
+  tasks' CPU time, per second of runtime: what the JVM spends outside tasks (garbage
+  collection, JIT compilation, the driver's planning and scheduling);
+- *task CPU / run*: the tasks' CPU time over their run time.
+
+Then (unless ``--no-fit``) the contention the stage model learns from the local[2] runs
+alone (protocol (f)'s fold "train local[2], predict local[1]") and from the whole quiet
+corpus, with the median ratio of its local[1] answers to the measured runtimes.  Writes
+bench/reports/slot_accounting.md; ``--json`` prints the figures as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PAIR = ("local[1]", "local[2]")
+
+
+def _settings(text) -> str:
+    config = json.loads(text) if isinstance(text, str) and text.strip() else {}
+    return json.dumps({k: v for k, v in sorted(config.items()) if k != "spark.master"})
+
+
+def paired_runs(frame, records):
+    """One row per (workload, datasize, settings) finished on both local[1] and local[2]:
+    per master the median runtime, process CPU, task run and task CPU seconds (the run's
+    own profile summary in ``records``, keyed by (source, run_id))."""
+    import pandas as pd
+
+    rows = []
+    for _, run in frame.iterrows():
+        summary = (records.get((run["source"], run["run_id"])) or {}).get("summary")
+        if not isinstance(summary, dict) or run["instance_type"] not in PAIR \
+                or not run["completed"] or not math.isfinite(float(run.get("cpu_time_s", "nan"))):
+            continue
+        rows.append({"workload": run["workload"], "datasize": run["datasize"],
+                     "settings": _settings(run["config_json"]), "master": run["instance_type"],
+                     "runtime_s": float(run["runtime_s"]), "process_cpu_s": float(run["cpu_time_s"]),
+                     "task_run_s": summary["executor_run_time_ms"] / 1e3,
+                     "task_cpu_s": summary["executor_cpu_time_ms"] / 1e3})
+    if not rows:
+        return pd.DataFrame()
+    table = pd.DataFrame(rows).groupby(["workload", "datasize", "settings", "master"]).median()
+    return table.unstack("master").dropna()
+
+
+def figures(pairs) -> dict:
+    """Per scale factor, the medians described in the module docstring."""
+    out = {}
+    for size in sorted(pairs.index.get_level_values("datasize").unique()):
+        one = pairs.xs(size, level="datasize")
+
+        def column(name, master):
+            return one[(name, master)]
+
+        per_slot = column("task_run_s", PAIR[1]) / column("task_run_s", PAIR[0])
+        out[str(size)] = {
+            "pairs": int(len(one)),
+            "runtime_ratio": float((column("runtime_s", PAIR[0])
+                                    / column("runtime_s", PAIR[1])).median()),
+            "slot_slowdown": float(per_slot.median()),
+            "contention": float(per_slot.map(math.log2).median()),
+            **{f"background_cores_{m}": float(((column("process_cpu_s", m) - column("task_cpu_s", m))
+                                               / column("runtime_s", m)).median()) for m in PAIR},
+            **{f"task_cpu_share_{m}": float((column("task_cpu_s", m)
+                                             / column("task_run_s", m)).median()) for m in PAIR},
+        }
+    return out
+
+
+def fitted_contention(frame) -> dict:
+    """The stage model's contention trained on local[2] alone (the (f) fold) and on the
+    whole quiet frame, and the median of its local[1] answers over the measured runtimes
+    at each scale factor (the fold's answers are held out; the whole corpus's are not)."""
+    import numpy as np
+
+    from jobgauge.models.evaluation import EVAL_PARAMS, model_from_spec, protocol_folds
+
+    local = frame["instance_type"].astype(str).to_numpy() == PAIR[1]
+    folds = [fold for fold in protocol_folds(frame, "slots") if local[fold[0]].mean() > 0.5]
+    one = frame["instance_type"].astype(str).to_numpy() == PAIR[0]
+    result = {}
+    for name, train in (("local[2] alone", folds[0][0] if folds else None),
+                        ("whole quiet corpus", np.arange(len(frame)))):
+        if train is None:
+            continue
+        model = model_from_spec("stage", random_state=0, **EVAL_PARAMS.get("stage", {}))
+        model.fit(frame.iloc[train])
+        asked = frame[one & frame["completed"].to_numpy(dtype=bool)]
+        ratio = model.predict(asked) / asked["runtime_s"].to_numpy(dtype=float)
+        sizes = asked["datasize"].astype(str).to_numpy()
+        result[name] = {"contention": float(model.params_.get("contention", 0.0)),
+                        "local[1] answer / measured": {
+                            str(s): float(np.median(ratio[sizes == s])) for s in np.unique(sizes)}}
+    return result
+
+
+def _report(found, fitted, seconds) -> str:
+    sizes = list(found)
+    lines = ["# What a second slot buys on this machine: CPU accounting of local[1] and local[2]",
+             "",
+             f"Reproduce with `nice -n 10 .venv/bin/python bench/slot_accounting.py` "
+             f"({seconds:.0f} s).  Quiet TPC-H runs of the shipped tables (`data/runs`), paired "
+             "by query, scale factor and settings; runtimes inside a warm application; "
+             "medians over the pairs.  The machine has 2 cores.", "",
+             "| figure | " + " | ".join(sizes) + " |", "|---|" + "---|" * len(sizes)]
+    labels = [("pairs", "pairs (query x settings)", "{:.0f}"),
+              ("runtime_ratio", "runtime local[1] / local[2]", "{:.2f}"),
+              ("slot_slowdown", "task time local[2] / local[1] (one slot's slowdown)", "{:.2f}"),
+              ("contention", "contention exponent, log2 of it", "{:.2f}"),
+              ("background_cores_local[2]", "background cores, local[2]", "{:.2f}"),
+              ("background_cores_local[1]", "background cores, local[1]", "{:.2f}"),
+              ("task_cpu_share_local[2]", "task CPU / task run time, local[2]", "{:.2f}"),
+              ("task_cpu_share_local[1]", "task CPU / task run time, local[1]", "{:.2f}")]
+    for key, label, form in labels:
+        lines.append(f"| {label} | " + " | ".join(form.format(found[s][key]) for s in sizes) + " |")
+    if fitted:
+        lines += ["", "The stage model's learned contention and its local[1] answers over the "
+                  "measured runtimes (median):", "",
+                  "| trained on | contention | " + " | ".join(sizes) + " |",
+                  "|---|---|" + "---|" * len(sizes)]
+        for name, entry in fitted.items():
+            ratios = entry["local[1] answer / measured"]
+            lines.append(f"| {name} | {entry['contention']:.2f} | "
+                         + " | ".join(f"{ratios[s]:.2f}" if s in ratios else "" for s in sizes)
+                         + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--no-fit", action="store_true",
+                        help="skip the stage model's fits (the accounting alone, seconds)")
+    parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
+    args = parser.parse_args(argv)
+    from jobgauge.models.evaluation import load_quiet_frames, quiet_run_tables
+    from jobgauge.runtable import read_profile_records, read_run_tables
+
+    started = time.perf_counter()
+    tables = quiet_run_tables()
+    records = read_profile_records(sorted((REPO / "data" / "profiles").glob("*.jsonl*")))
+    found = figures(paired_runs(read_run_tables(tables), records))
+    if not found:
+        print("no TPC-H question finished on both local[1] and local[2] with its profile "
+              "and process CPU time", file=sys.stderr)
+        return 1
+    fitted = {} if args.no_fit else fitted_contention(load_quiet_frames(shared_tables=[])[0]["quiet"])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "slot_accounting.md").write_text(_report(found, fitted, time.perf_counter() - started))
+    if args.json:
+        print(json.dumps({"per_scale_factor": found, "fitted": fitted}, indent=2))
+    else:
+        print((out / "slot_accounting.md").read_text())
+    print(f"report: {out / 'slot_accounting.md'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
