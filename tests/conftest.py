@@ -23,6 +23,19 @@ def _shared_dir() -> Path:
 SHARED = _shared_dir()
 
 
+def pytest_sessionstart(session):
+    """A terminated run (a CI timeout, ``kill``) stops after the test that is running and
+    tears the fixtures down, which stops the JVMs they started (the shared SparkSession,
+    the Thrift server) instead of leaving them behind; a second SIGTERM ends it at once.
+    (Raising in the handler instead was caught by the Thrift client mid-call, which went
+    on as a lost connection.)"""
+    def _stop(signum, frame):
+        session.shouldstop = f"terminated by signal {signum}"
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    signal.signal(signal.SIGTERM, _stop)
+
+
 @pytest.fixture(autouse=True)
 def _own_store(tmp_path_factory, monkeypatch):
     """Each test's commands without --store use a store of their own, never the user's.

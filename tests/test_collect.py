@@ -450,3 +450,54 @@ def test_mapreduce_runs_are_measured_under_the_load_guard(tmp_path, capsys):
     # the JVM's own CPU (it starts, JITs and runs the job: 6.8 s measured for a 1.0 s
     # job), bounded by this machine's cores over the plan's time limit
     assert 1.0 < row["cpu_time_s"] <= (os.cpu_count() or 1) * 300
+
+
+_HOLD_A_CLUSTER = """
+import json, signal, sys, time
+from jobgauge.profiler.runners.cluster import StandaloneCluster
+stopping = []
+if sys.argv[1] == "own-handler":
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
+with StandaloneCluster(workers=1, cores_per_worker=1, memory_per_worker="512m") as cluster:
+    print(json.dumps({"state": str(cluster.state_dir), "pids": cluster.daemon_pids()}), flush=True)
+    deadline = time.monotonic() + 120
+    while not stopping and time.monotonic() < deadline:
+        time.sleep(0.2)
+print("left the block", flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("handler", ["default", "own-handler"])
+def test_sigterm_stops_a_real_standalone_cluster(tmp_path, handler):
+    """SIGTERM while a cluster runs stops its master and worker daemons either way: by
+    SystemExit(143) out of the ``with`` block, or, where the process handles SIGTERM
+    itself (a test run stopping after its test), through that handler and the block's
+    normal end."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from jobgauge.profiler.runners.cluster import _pid_alive
+
+    process = subprocess.Popen([sys.executable, "-c", _HOLD_A_CLUSTER, handler],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        started = json.loads(process.stdout.readline())
+        assert len(started["pids"]) == 2 and all(_pid_alive(p) for p in started["pids"])
+        os.kill(process.pid, signal.SIGTERM)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    if handler == "default":
+        assert process.returncode == 128 + signal.SIGTERM and "left the block" not in out, err
+    else:
+        assert process.returncode == 0 and "left the block" in out, err
+    deadline = time.monotonic() + 30
+    while any(_pid_alive(p) for p in started["pids"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_pid_alive(p) for p in started["pids"])
+    assert not Path(started["state"]).exists()

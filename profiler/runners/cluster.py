@@ -13,7 +13,9 @@ and ``check_fits`` refuses such a layout up front.
 
 The master and workers run detached (``spark-daemon.sh``), so the cluster is
 stopped on every way out of the ``with`` block: an error, Ctrl-C and SIGTERM
-(turned into ``SystemExit`` while the block runs in the main thread).  Only a
+(turned into ``SystemExit`` while the block runs in the main thread, unless the
+process already handles SIGTERM itself: its handler stays, as a test run's that
+stops after the running test and tears down).  Only a
 ``kill -9`` of the owner leaves them running; the state folder records the
 owner's pid, and the next ``start`` stops every cluster whose owner is gone
 (:func:`stop_orphans`).
@@ -197,7 +199,8 @@ class StandaloneCluster:
 
     def __enter__(self):
         self._previous_sigterm = None
-        if threading.current_thread() is threading.main_thread():
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
             self._previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm)
         try:
             return self.start()
