@@ -25,7 +25,6 @@ form's check, ``bench/form_answers.py``, reads those).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -38,19 +37,15 @@ QUESTION = ("workload", "framework", "datasize", "input_bytes", "instance_type",
             "instance_count", "vcpus", "memory_gib")
 
 
-def _settings(text) -> str:
-    config = json.loads(text) if isinstance(text, str) and text.strip() else {}
-    return json.dumps({k: v for k, v in sorted(config.items()) if k != "spark.master"})
-
-
 def questions(tables):
     """(the question rows, {question index: measured runtimes}) of the finished check runs
     off local[2]: one row per job, size, cluster and settings (its first run's columns)."""
+    from jobgauge.models.features import row_configs, settings_key
     from jobgauge.runtable import read_run_tables
 
     frame = read_run_tables(tables)
     frame = frame[frame["completed"] & (frame["instance_type"].astype(str) != "local[2]")]
-    frame = frame.assign(settings=frame["config_json"].map(_settings))
+    frame = frame.assign(settings=[settings_key(c) for c in row_configs(frame)])
     rows, runs = [], {}
     for _, group in frame.groupby([*QUESTION, "settings"], sort=True):
         runs[len(rows)] = group["runtime_s"].astype(float).tolist()
@@ -103,13 +98,15 @@ def main(argv=None) -> int:
     for name, profiles in (("replay", True), ("anchors", False)):
         model = trained(profiles)
         answers[name] = (model.predict_with_interval(asked), model.prediction_method(asked))
+    from jobgauge.models.features import row_configs, settings_key
+
     lines = []
-    for i, row in asked.iterrows():
+    for (i, row), config in zip(asked.iterrows(), row_configs(asked)):
         cells = []
         for name in ("replay", "anchors"):
             (center, low, high), _ = answers[name]
             cells.append(_cell(center[i], low[i], high[i], runs[i]))
-        settings = _settings(row["config_json"])
+        settings = settings_key(config)
         where = f"{row['instance_count']:g} x {row['instance_type']}" \
             if row["instance_type"] == "standalone" else str(row["instance_type"])
         lines.append(f"| {row['workload']} | {row['datasize']} | {where} | "

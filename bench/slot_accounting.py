@@ -35,25 +35,22 @@ REPO = Path(__file__).resolve().parent.parent
 PAIR = ("local[1]", "local[2]")
 
 
-def _settings(text) -> str:
-    config = json.loads(text) if isinstance(text, str) and text.strip() else {}
-    return json.dumps({k: v for k, v in sorted(config.items()) if k != "spark.master"})
-
-
 def paired_runs(frame, records):
     """One row per (workload, datasize, settings) finished on both local[1] and local[2]:
     per master the median runtime, process CPU, task run and task CPU seconds (the run's
     own profile summary in ``records``, keyed by (source, run_id))."""
     import pandas as pd
 
+    from jobgauge.models.features import row_configs, settings_key
+
     rows = []
-    for _, run in frame.iterrows():
+    for (_, run), config in zip(frame.iterrows(), row_configs(frame)):
         summary = (records.get((run["source"], run["run_id"])) or {}).get("summary")
         if not isinstance(summary, dict) or run["instance_type"] not in PAIR \
                 or not run["completed"] or not math.isfinite(float(run.get("cpu_time_s", "nan"))):
             continue
         rows.append({"workload": run["workload"], "datasize": run["datasize"],
-                     "settings": _settings(run["config_json"]), "master": run["instance_type"],
+                     "settings": settings_key(config), "master": run["instance_type"],
                      "runtime_s": float(run["runtime_s"]), "process_cpu_s": float(run["cpu_time_s"]),
                      "task_run_s": summary["executor_run_time_ms"] / 1e3,
                      "task_cpu_s": summary["executor_cpu_time_ms"] / 1e3})
@@ -153,18 +150,18 @@ def main(argv=None) -> int:
                         help="skip the stage model's fits (the accounting alone, seconds)")
     parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
     args = parser.parse_args(argv)
-    from jobgauge.models.evaluation import load_quiet_frames, quiet_run_tables
-    from jobgauge.runtable import read_profile_records, read_run_tables
+    from jobgauge.models.evaluation import load_quiet_frames
+    from jobgauge.runtable import read_profile_records
 
     started = time.perf_counter()
-    tables = quiet_run_tables()
+    frame = load_quiet_frames(shared_tables=[])[0]["quiet"]   # its profiles: the references
     records = read_profile_records(sorted((REPO / "data" / "profiles").glob("*.jsonl*")))
-    found = figures(paired_runs(read_run_tables(tables), records))
+    found = figures(paired_runs(frame, records))
     if not found:
         print("no TPC-H question finished on both local[1] and local[2] with its profile "
               "and process CPU time", file=sys.stderr)
         return 1
-    fitted = {} if args.no_fit else fitted_contention(load_quiet_frames(shared_tables=[])[0]["quiet"])
+    fitted = {} if args.no_fit else fitted_contention(frame)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "slot_accounting.md").write_text(_report(found, fitted, time.perf_counter() - started))

@@ -88,7 +88,6 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from typing import ClassVar
 
@@ -98,8 +97,8 @@ from jobgauge.errors import ModelError
 from jobgauge.models._base import MIN_POOL_RESIDUALS, RuntimeModel, _pooled_slope, pool_of, \
     conformal_offsets, join_columns, targets
 from jobgauge.models._params import Boolean, Interval, Options, store_params
-from jobgauge.models.features import KNOB_DEFAULTS, RunFeatures, _as_summary, \
-    instance_family, parse_knob, row_configs
+from jobgauge.models.features import KNOB_DEFAULTS, SLOT_SETTINGS, RunFeatures, _as_summary, \
+    instance_family, parse_knob, row_configs, settings_key
 
 #: Stage kinds, derived from what a profiled stage read and wrote.
 STAGE_KINDS = ("scan", "broadcast", "exchange", "join", "aggregate", "map", "reduce", "other")
@@ -188,8 +187,6 @@ MAX_CONTENTION = 0.9
 #: garbage more (measured on the quiet SF 1 runs, local[2]: a 4g driver runs the 22
 #: queries at 0.83 of the 1g time, 8g at 0.81, median over queries).
 MAX_MEMORY_COST = 2.0
-#: Settings the residual corrector never reads: they set the slots (the replay's job).
-SLOT_SETTINGS = ("spark.master",)
 
 
 def _host_cores(X, slots, cores):
@@ -1424,13 +1421,9 @@ CURVE_TOLERANCE = 1e-4
 
 
 def _with_settings(X):
-    """``X`` with a ``settings`` column: each row's settings as sorted JSON, less the ones
-    that set the slots (:data:`SLOT_SETTINGS`: a standalone master's URL names a port
-    that changes with every start of the cluster, so no two of its applications shared
-    a ``config_json``)."""
-    return X.assign(settings=[json.dumps({k: str(v) for k, v in sorted(config.items())
-                                          if k not in SLOT_SETTINGS})
-                              for config in row_configs(X)])
+    """``X`` with a ``settings`` column: each row's :func:`settings_key` (its settings
+    less the ones that set the slots)."""
+    return X.assign(settings=[settings_key(config) for config in row_configs(X)])
 
 
 def _job_curves(size, slots, log_y, groups, size_exponent, slot_exponent, rounds=20):

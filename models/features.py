@@ -147,6 +147,19 @@ def row_configs(frame) -> list[dict]:
     return [{} for _ in range(len(frame))]
 
 
+#: Settings that say where a job runs rather than how: they set the slots.  Runs of a job
+#: are compared by their settings without them (a standalone master's URL names a port
+#: that changes with every start of the cluster, so no two of its applications share a
+#: ``config_json``).
+SLOT_SETTINGS = ("spark.master",)
+
+
+def settings_key(config: dict) -> str:
+    """A run's settings as sorted JSON, values as text, less :data:`SLOT_SETTINGS`: equal
+    for two runs of one configuration wherever they ran."""
+    return json.dumps({k: str(v) for k, v in sorted(config.items()) if k not in SLOT_SETTINGS})
+
+
 def _as_summary(value):
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
