@@ -67,11 +67,12 @@ def service_for(tables, folder: Path):
     return Service(store_url=str(folder / "store.db"), runs_dir=runs, profiles_dir=profiles)
 
 
-def answer(service, workload: str, scale: float) -> dict:
+def answer(service, workload: str, scale: float, master: str = "local[2]") -> dict:
+    """The web form's first option for ``workload`` at SF ``scale`` on ``master``."""
     from jobgauge.webapp.requests import parse_estimate
 
     request = parse_estimate({"workload": workload, "scale": scale,
-                              "instance_types": ["local[2]"]},
+                              "instance_types": [master]},
                              known_workloads=service.known_workloads(),
                              catalog_names=list(service.instance_options()))
     option = service.estimate(request, plan=False)["options"][0]

@@ -1,8 +1,10 @@
 """The web form's answer next to a fresh measurement, for a few TPC-H queries at one scale.
 
     nice -n 10 .venv/bin/python bench/measure_now.py [--queries 3 9 18] [--scale 3] [--repeats 3]
+        [--master local[2]]
 
-Measures each query now with Spark's defaults on local[2], inside one warm application
+Measures each query now with Spark's defaults on ``--master`` (local[2]; local[1] asks
+what one slot takes), inside one warm application
 (``WarmRunner``: 3 warm-up runs of each query first, then ``--repeats`` runs each,
 interleaved; the query's own time, as the shipped corpus and the form mean it), each
 run after at most 20 s of waiting for a 1-minute load below 0.7 (the warm application's
@@ -28,13 +30,15 @@ def main(argv=None) -> int:
     parser.add_argument("--queries", nargs="+", type=int, default=[3, 9, 18])
     parser.add_argument("--scale", type=float, default=3.0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--master", default="local[2]", choices=["local[1]", "local[2]"],
+                        help="the Spark master measured and asked about (default local[2])")
     args = parser.parse_args(argv)
     size = f"sf{args.scale:g}"
     workloads = [f"tpch-q{q}" for q in args.queries]
     runs = {w: [] for w in workloads}
     guard = LoadGuard(threshold=0.7, max_wait_s=20, read_own_cpu=lambda: 0.0)
     with tempfile.TemporaryDirectory(prefix="jobgauge-measure-") as tmp:
-        with WarmRunner(master="local[2]", eventlog_dir=Path(tmp) / "eventlogs",
+        with WarmRunner(master=args.master, eventlog_dir=Path(tmp) / "eventlogs",
                         work_dir=Path(tmp) / "work", warmup="workload", warmup_runs=3,
                         profiles=False) as runner:
             for repeat in range(args.repeats):
@@ -46,8 +50,8 @@ def main(argv=None) -> int:
                     runs[workload].append(run["runtime_s"])
                     print(f"  {workload} {size}: {run['runtime_s']:.2f} s (load {load:.2f} "
                           f"at start)", flush=True)
-        answers = _answers(workloads, args.scale, Path(tmp))
-    print(f"\n| query at SF {args.scale:g} | the form's answer [80 %] | measured now (median "
+        answers = _answers(workloads, args.scale, Path(tmp), args.master)
+    print(f"\n| query at SF {args.scale:g} on {args.master} | the form's answer [80 %] | measured now (median "
           f"of {args.repeats}) | error |\n|---|---|---|---|")
     for workload in workloads:
         measured = statistics.median(runs[workload])
@@ -59,13 +63,13 @@ def main(argv=None) -> int:
     return 0
 
 
-def _answers(workloads, scale, folder: Path) -> dict:
+def _answers(workloads, scale, folder: Path, master: str) -> dict:
     """{workload: the web form's first option}, from a service on a fresh store."""
     from form_answers import answer                  # bench/form_answers.py, beside this
     from jobgauge.webapp.service import Service
 
     service = Service(store_url=str(folder / "store.db"))
-    return {workload: answer(service, workload, scale) for workload in workloads}
+    return {workload: answer(service, workload, scale, master) for workload in workloads}
 
 
 if __name__ == "__main__":

@@ -47,7 +47,8 @@ another data size, with other settings and on other slots:
 4. **Learn** in ``fit``, by least squares on log runtime (censored runs count only
    when predicted below their bound): the rate of profiled work (``work_rate``), the
    fixed share, the work exponents per kind, the per-task overhead (pulled to
-   ``overhead_prior_s``), the time per shuffle block, the contention, the memory
+   ``overhead_prior_s``), the time per shuffle block, the contention (pulled to the
+   one the local runs' CPU accounting implies, :func:`accounted_contention`), the memory
    cost, the share of work of a shuffle join that replaces a broadcast join
    (``join_share``), the driver times, per-MiB rates per rate group, the relative
    speed of a slot of each instance family (local[1] and local[2] share one), a
@@ -187,6 +188,45 @@ MAX_CONTENTION = 0.9
 #: garbage more (measured on the quiet SF 1 runs, local[2]: a 4g driver runs the 22
 #: queries at 0.83 of the 1g time, 8g at 0.81, median over queries).
 MAX_MEMORY_COST = 2.0
+
+
+#: Weight of the pull of Spark's learned contention to the one the training runs' CPU
+#: accounting implies (:func:`accounted_contention`), against one run's log error.  Runs
+#: that all share one slot count (protocol (f): local[2] alone, or local[1] beside the
+#: standalone cluster, whose family speed is its own) cannot set the contention, and
+#: without the pull it stayed at 0.08 (train local[2], predict local[1]: 26.0 % MdAPE).
+CONTENTION_PRIOR_WEIGHT = 5.0
+
+
+def accounted_contention(X, runtime_s) -> float | None:
+    """The contention (a slot among ``c`` on one machine runs at ``c ** -contention``) that
+    the CPU accounting of the local Spark runs in ``X`` implies; None without such runs.
+
+    A run's JVM spends ``b = (cpu_time_s - task_cpu_s) / runtime_s`` cores outside its
+    tasks (garbage collection, JIT compilation, the driver's planning and scheduling:
+    ``bench/slot_accounting.py`` measured 0.95 and 0.68 with local[2] at SF 1 and 3, 0.83
+    and 0.67 with local[1], so it belongs to the job, not to the slots).  With the
+    ``host_cores`` ``H`` shared evenly, a slot among ``H`` runs at ``H / (H + b)`` and a
+    slot alone at ``min(1, H / (1 + b))``; the contention is the log of their ratio over
+    ``log H``: ``log2(1 + b / 2)`` on 2 cores.  The median over the finished runs in local
+    mode (``local[N]``, one JVM) with ``cpu_time_s``, ``task_cpu_s`` and at least 2
+    ``host_cores``."""
+    columns = ("cpu_time_s", "task_cpu_s", "host_cores")
+    if any(c not in X.columns for c in columns):
+        return None
+    local = (_frameworks(X) == "spark") & \
+        X["instance_type"].astype(str).str.startswith("local[").to_numpy()
+    cpu, tasks, host = (X[c].astype(float).to_numpy() for c in columns)
+    runtime = np.asarray(runtime_s, dtype=float)
+    usable = local & np.isfinite(cpu) & np.isfinite(tasks) & (host >= 2) & \
+        np.isfinite(runtime) & (runtime > 0)
+    if not usable.any():
+        return None
+    background = np.maximum((cpu - tasks)[usable] / runtime[usable], 0.0)
+    host = host[usable]
+    alone = np.minimum(1.0, host / (1.0 + background))
+    shared = host / (host + background)
+    return float(np.median(np.log(alone / shared) / np.log(host)))
 
 
 def _host_cores(X, slots, cores):
@@ -1053,6 +1093,7 @@ class StagePredictor(RuntimeModel):
                         "task_overhead_s": self.overhead_prior_s, "driver_s": 0.5,
                         "driver_per_stage_s": 0.05}
         self.rates_ = dict.fromkeys(RATE_GROUP_NAMES, 0.01)
+        self.contention_prior_ = None
         self.instance_speeds_, self.work_factors_, self.fixed_shares_ = {}, {}, {}
         self.work_exponents_ = dict(zip(STAGE_KINDS, self._work_exponent_bounds()[1]))
         if staged.any():
@@ -1164,6 +1205,11 @@ class StagePredictor(RuntimeModel):
                     offsets[n_types:], exponents, shares)
 
         fixed_weight = math.sqrt(self.fixed_regularization or 0.0)
+        done = ~np.asarray(censored, dtype=bool)
+        self.contention_prior_ = accounted_contention(
+            X[done], np.exp(np.asarray(log_y, dtype=float)[done]))
+        contention_pull, contention_prior = (0.0, 0.0) if self.contention_prior_ is None \
+            else (CONTENTION_PRIOR_WEIGHT, min(self.contention_prior_, MAX_CONTENTION))
 
         def residuals(theta):
             params, rates, offsets, work, exponents, shares = unpack(theta)
@@ -1176,6 +1222,8 @@ class StagePredictor(RuntimeModel):
             return np.concatenate([error, weight * np.concatenate([offsets, work]),
                                    fixed_weight * theta[at_share + 1:at_share + 1 + n_fixed],
                                    [OVERHEAD_PRIOR_WEIGHT * (theta[1] - prior)],
+                                   contention_pull * (theta[at_contention:at_contention + 1]
+                                                      - contention_prior),
                                    WORK_EXPONENT_WEIGHT * (theta[len(theta) - n_kinds:]
                                                            - first)])
 

@@ -171,7 +171,9 @@ def attach_reference_profiles(frame, records):
     ``models._stage.reference_runs`` (the profiled run with the fewest knobs set, then
     the smallest input, then the smallest run_id); its profile stands for "the user
     profiled this job once".  A ``profile_reference`` column marks the reference runs
-    (they are not scored in evaluations).
+    (they are not scored in evaluations).  A ``task_cpu_s`` column keeps each run's own
+    tasks' CPU seconds (its own profile's ``executor_cpu_time_ms``; NaN without one):
+    beside ``cpu_time_s`` it is the run's CPU accounting.
     """
     from jobgauge.models._stage import reference_runs
 
@@ -179,9 +181,10 @@ def attach_reference_profiles(frame, records):
     frame["profile"] = None
     frame["dag"] = None
     frame["profile_reference"] = False
+    keys = list(zip(frame["source"].astype(str), frame["run_id"].astype(str)))
+    frame["task_cpu_s"] = [_task_cpu_s((records or {}).get(key)) for key in keys]
     if not records:
         return frame
-    keys = list(zip(frame["source"].astype(str), frame["run_id"].astype(str)))
     has = np.array([k in records for k in keys])
     if not has.any():
         return frame
@@ -197,6 +200,17 @@ def attach_reference_profiles(frame, records):
             frame.at[frame.index[i], "dag"] = dag
         frame.at[frame.index[best], "profile_reference"] = True
     return frame
+
+
+def _task_cpu_s(record) -> float:
+    """A profile record's tasks' CPU seconds, NaN where it has none."""
+    summary = (record or {}).get("summary") if isinstance(record, dict) else None
+    value = summary.get("executor_cpu_time_ms") if isinstance(summary, dict) else None
+    try:
+        value = float(value) / 1e3
+    except (TypeError, ValueError):
+        return math.nan
+    return value if math.isfinite(value) and value >= 0 else math.nan
 
 
 # ------------------------------------------------------------- protocols

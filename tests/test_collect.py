@@ -447,6 +447,7 @@ def test_mapreduce_runs_are_measured_under_the_load_guard(tmp_path, capsys):
     [row] = read_run_table(tmp_path / "runs" / "mr.csv.gz")
     assert row["framework"] == "hadoop" and row["completed"]
     assert row["load_at_start"] >= 0 and row["quiet_start"] in (True, False)
+    assert row["host_cores"] == os.cpu_count()
     # the JVM's own CPU (it starts, JITs and runs the job: 6.8 s measured for a 1.0 s
     # job), bounded by this machine's cores over the plan's time limit
     assert 1.0 < row["cpu_time_s"] <= (os.cpu_count() or 1) * 300

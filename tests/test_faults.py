@@ -201,7 +201,7 @@ def test_guard_waits_for_other_processes_load_to_drop():
     start = _guard(machine).wait_quiet()
     assert machine.slept == [5, 5]
     assert start == {"load_1min": 0.4, "load_at_start": 0.4, "load_waited_s": 10.0,
-                     "quiet_start": True}
+                     "quiet_start": True, "host_cores": os.cpu_count()}
 
 
 def test_guard_runs_anyway_after_the_maximum_wait_and_marks_the_run():

@@ -107,8 +107,9 @@ def test_the_guard_columns_of_quiet_tables_survive_the_reader():
                    if is_quiet_table(p))
     assert quiet, "the shipped corpus has quiet TPC-H tables"
     frame = read_run_tables(quiet[:1])
-    assert {"quiet_start", "load_at_start", "cpu_time_s"} <= set(frame.columns)
+    assert {"quiet_start", "load_at_start", "cpu_time_s", "host_cores"} <= set(frame.columns)
     assert frame["quiet_start"].isin([True, False]).all()
+    assert (frame["host_cores"] == 2).all()         # all collected on the 2-core machine
     assert (frame["load_at_start"] >= 0).all()
     old = sorted((runs_dir().parent / "loaded" / "runs").glob("hibench*.csv.gz"))
     assert old and not is_quiet_table(old[0])

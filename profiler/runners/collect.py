@@ -55,8 +55,9 @@ first runs an unrecorded warm-up query.
 The collector guards its measurements (:class:`~jobgauge.profiler.runners.driver.LoadGuard`):
 each run waits for a quiet machine, and its load at start (``load_at_start``),
 the CPU time of the driver and its JVM (``cpu_time_s``), whether it started
-quiet (``quiet_start``) and a first measurement that was redone
-(``first_runtime_s``) go to the journal and the run table.  A run that started on a
+quiet (``quiet_start``), a first measurement that was redone
+(``first_runtime_s``) and the machine's cores (``host_cores``: the stage model reads a
+local run's CPU accounting against them) go to the journal and the run table.  A run that started on a
 busy machine (the guard waited its longest and ran anyway) is measured again by the
 next ``collect`` of the plan, unless the plan turns the wait off (``load_wait_s = 0``);
 the newer measurement replaces it (still marked if it, too, started busy).  The driver child
@@ -155,7 +156,7 @@ def load_guard_for(plan: dict, slots: int, master: str = "local", cluster=None) 
 
 # What the load guard adds to a run (see driver.LoadGuard), kept in the journal and run table.
 GUARD_FIELDS = ("load_1min", "load_at_start", "load_waited_s", "quiet_start", "cpu_time_s",
-                "first_runtime_s", "first_cpu_time_s", "remeasured")
+                "first_runtime_s", "first_cpu_time_s", "remeasured", "host_cores")
 
 
 def _resolve_workloads(patterns, framework="spark") -> list[str]:

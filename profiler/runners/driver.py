@@ -215,7 +215,8 @@ class LoadGuard:
             if others < self.threshold or waited >= self.max_wait_s:
                 return {"load_1min": round(load, 3), "load_at_start": round(others, 3),
                         "load_waited_s": round(waited, 1),
-                        "quiet_start": others < self.threshold}
+                        "quiet_start": others < self.threshold,
+                        "host_cores": os.cpu_count() or 1}
             self.sleep(min(self.poll_s, self.max_wait_s - waited))
 
     def needs_remeasure(self, runtime_s, cpu_time_s) -> bool:
