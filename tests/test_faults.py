@@ -323,3 +323,63 @@ def test_cluster_runs_are_not_remeasured_by_the_driver_cpu_rule(tmp_path):
     assert load_guard_for(plan, 2, "local[2]")["remeasure_ratio"] == 3.0
     assert load_guard_for(plan, 2, "spark://127.0.0.1:7077")["remeasure_ratio"] is None
     assert load_guard_for(plan, 2)["threshold"] == 1000.0
+
+
+_TERMINATED_SUITE = '''
+import os, time
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def server():
+    """Stands for the suite's SparkSession and Thrift server: torn down or left behind."""
+    marker = Path(os.environ["MARKER"])
+    marker.write_text("started")
+    yield
+    marker.write_text("torn down")
+
+
+def test_running_when_terminated(server):
+    time.sleep(5)
+
+
+def test_never_started(server):
+    Path(os.environ["MARKER"]).write_text("a test after the signal ran")
+'''
+
+
+def test_a_terminated_test_run_tears_its_servers_down(tmp_path):
+    """The suite's own SIGTERM handler (tests/conftest.py ``pytest_sessionstart``): a
+    pytest run killed with SIGTERM while a test runs lets that test end, runs no other,
+    and tears the session fixtures down (the JVMs they started stop).  Without it the run
+    died at once with 143 and the fixture's teardown never ran."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_terminated.py").write_text(_TERMINATED_SUITE)
+    (suite / "conftest.py").write_text(
+        "import importlib.util\n"
+        f"_spec = importlib.util.spec_from_file_location('project_conftest', "
+        f"{str(Path(__file__).with_name('conftest.py'))!r})\n"
+        "_module = importlib.util.module_from_spec(_spec)\n"
+        "_spec.loader.exec_module(_module)\n"
+        "pytest_sessionstart = _module.pytest_sessionstart\n")
+    marker = tmp_path / "marker"
+    run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            str(suite)], cwd=tmp_path, env={**os.environ, "MARKER": str(marker)},
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (marker.is_file() and marker.read_text() == "started"):
+            assert run.poll() is None and time.monotonic() < deadline, "the run never started"
+            time.sleep(0.1)
+        run.send_signal(signal.SIGTERM)
+        output, _ = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert marker.read_text() == "torn down", output
+    assert run.returncode == 2, output              # pytest's "interrupted"
+    assert "terminated by signal 15" in output
+    assert "1 passed" in output                     # the second test never started
