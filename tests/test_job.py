@@ -236,6 +236,30 @@ def test_a_question_with_a_setting_outside_its_valid_range_is_refused(name, valu
         Job("tpch-q3", "sf1", settings={name: value})
 
 
+@pytest.mark.parametrize("workload, label, match", [
+    ("tpch-q9", "sf-5", "not a TPC-H scale factor"),
+    ("tpch-q9", "sf0", "not a TPC-H scale factor"),
+    ("tpch-q9", "sf 5", "not a TPC-H scale factor"),
+    ("tpch-q9", "tiny", "not a TPC-H scale factor"),
+    ("tpch-q9", "-1", "not a TPC-H scale factor"),
+    ("my-own-job", "sfx", "not a TPC-H scale factor"),
+    ("terasort", "sf1", "terasort is sized by a HiBench size"),
+])
+def test_a_question_at_a_size_its_workload_cannot_have_is_refused(workload, label, match):
+    """Each of these was answered as if it had no size (TPC-H Q9: 3.8 s for all)."""
+    with pytest.raises(UsageError, match=match):
+        Job(workload, label)
+
+
+@pytest.mark.parametrize("workload, label, input_bytes", [
+    ("tpch-q9", "sf300", None), ("tpch-q9", "SF0.1", None), ("terasort", "huge", None),
+    ("sort", "medium-local", None), ("my-own-job", "nightly", None),
+    ("tpch-q9", "nightly", 2e9),        # with its input bytes the label is only a name
+])
+def test_a_size_its_workload_can_have_is_taken(workload, label, input_bytes):
+    assert Job(workload, label, input_bytes=input_bytes).datasize == label
+
+
 def test_measured_runs_keep_what_they_recorded():
     job = Job("tpch-q3", "sf1", settings={"spark.sql.shuffle.partitions": "0"}, source="local")
     assert job.settings["spark.sql.shuffle.partitions"] == "0"

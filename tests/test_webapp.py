@@ -119,6 +119,19 @@ def test_estimate_api_answers_per_option(client):
     assert body["model"]["kind"] == "tree" and body["model"]["trained_on_runs"] > 100
 
 
+@pytest.mark.parametrize("body, field, takes", [
+    ({"workload": "tpch-q9", "size": "tiny"}, "size", "it takes scale"),
+    ({"workload": "terasort", "scale": 3}, "scale", "it takes size"),
+])
+def test_the_api_refuses_a_size_its_workload_is_not_sized_by(client, body, field, takes):
+    """Each was answered at the workload's default size (TPC-H Q9 at SF 1, terasort at
+    large) as if the field had not been sent."""
+    response = client.post("/api/v1/estimate", json=body)
+    assert response.status_code == 400
+    answer = response.get_json()
+    assert answer["detail"]["field"] == field and takes in answer["error"]
+
+
 @pytest.mark.parametrize("body, workload_seen, datasize_seen", [
     ({"workload": "tpch-q3", "scale": 0.1}, True, True),
     ({"workload": "tpch-q3", "scale": 10}, True, False),

@@ -75,9 +75,12 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                "VALUES or TABLE; no ';' between statements) over the TPC-H or "
                                "HiBench tables"},
         "scale": {"type": "number", "exclusiveMinimum": True, "minimum": 0, "maximum": 1000,
-                  "default": 1, "description": "TPC-H scale factor (about GB of raw data)"},
+                  "default": 1, "description": "TPC-H scale factor (about GB of raw data); "
+                                             "TPC-H queries and pasted SQL only (400 for "
+                                             "another workload)"},
         "size": {"type": "string", "enum": list(HIBENCH_SIZES), "default": "large",
-                 "description": "HiBench data size"},
+                 "description": "HiBench data size; HiBench workloads only (400 for a "
+                                "TPC-H query, pasted SQL or a job of the store)"},
         "input_gb": {"type": "number", "exclusiveMinimum": True, "minimum": 0,
                      "maximum": 1e7, "description": "input data size in GB (optional)"},
         "instance_types": {"type": "array", "minItems": 1, "maxItems": MAX_INSTANCE_TYPES,

@@ -270,6 +270,21 @@ def _instance_types(data: dict, catalog_names, strict: bool) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _sized_as_its_kind(data: dict, workload: str, pasted: bool) -> None:
+    """The JSON API refuses a size field its workload is not sized by (a TPC-H query's
+    ``size`` was ignored and the question answered at SF 1; a HiBench job's ``scale`` at
+    ``large``); the web form sends both of its fields and takes the one that applies."""
+    given = {name for name in ("scale", "size") if data.get(name) not in (None, "")}
+    if not pasted and _own_job(workload):
+        wrong, takes = given, "input_gb (the input it reads, in GB)"
+    elif workload.startswith("tpch-") or pasted:
+        wrong, takes = given & {"size"}, "scale (the TPC-H scale factor)"
+    else:
+        wrong, takes = given & {"scale"}, f"size ({', '.join(HIBENCH_SIZES)})"
+    if wrong:
+        raise InvalidField(min(wrong), f"does not size {workload[:60]!r}; it takes {takes}")
+
+
 def parse_estimate(data, *, known_workloads, catalog_names, max_query_chars=100_000,
                    strict=False, allowed=ESTIMATE_FIELDS) -> EstimateRequest:
     """Turn form fields or a JSON object into an :class:`EstimateRequest`.
@@ -295,6 +310,8 @@ def parse_estimate(data, *, known_workloads, catalog_names, max_query_chars=100_
                                              sql_wins=not strict)
     scale = size = None
     input_gb = _number(data, "input_gb", minimum=0, strictly=True, maximum=1e7, unit="GB")
+    if strict:
+        _sized_as_its_kind(data, workload, pasted)
     if not pasted and _own_job(workload):
         # the user's own job has no size label: it is asked by the bytes it reads
         if input_gb is None:
