@@ -41,6 +41,7 @@ from typing import Iterable, Mapping
 
 from jobgauge import knobs
 from jobgauge.errors import UsageError
+from jobgauge.units import HIBENCH_SIZES, size_scale
 
 #: Spark's default ``spark.driver.memory`` (the knob table's): the memory of a local[N]
 #: run that does not set it.
@@ -327,7 +328,6 @@ class Job:
         label = self.datasize.strip()
         if not label or self.input_bytes is not None:
             return
-        from jobgauge.models.features import HIBENCH_SIZES, size_scale
         from jobgauge.profiler.workloads import benchmark_of
 
         factor, ordinal = size_scale(label)

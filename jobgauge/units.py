@@ -196,6 +196,30 @@ def format_duration(seconds: float) -> str:
     return f"{value:g}s"
 
 
-__all__ = ["DEFAULT_SIZE_UNITS", "DEFAULT_TIME_UNITS", "MAX_BYTES", "MAX_NUMBER", "MAX_SECONDS",
-           "SIZE_UNITS", "TIME_UNITS", "format_duration", "format_size", "human_size",
-           "parse_duration", "parse_number", "parse_quantity", "parse_size"]
+# ------------------------------------------------------------------ size labels
+#: HiBench's data sizes, smallest first (a run table's ``datasize`` of a HiBench job).
+HIBENCH_SIZES = ("tiny", "small", "medium", "large", "huge", "gigantic", "bigdata")
+_SCALE_FACTOR = re.compile(r"^sf(\d+(?:\.\d+)?)(?:\b|_|-|$)", re.IGNORECASE)
+_HIBENCH_LABEL = re.compile(r"^(" + "|".join(HIBENCH_SIZES) + r")(?:\b|_|-|$)", re.IGNORECASE)
+
+
+def size_scale(label) -> tuple[float, float]:
+    """(TPC-H scale factor, HiBench size ordinal) of a datasize label; NaN where it says nothing.
+
+    >>> size_scale("sf0.1"), size_scale("huge"), size_scale("medium-local")
+    ((0.1, nan), (nan, 4.0), (nan, 2.0))
+    """
+    text = str(label or "").strip().lower()
+    match = _SCALE_FACTOR.match(text)
+    if match:
+        return float(match.group(1)), math.nan
+    match = _HIBENCH_LABEL.match(text)  # also "medium-local" and the like
+    if match:
+        return math.nan, float(HIBENCH_SIZES.index(match.group(1)))
+    return math.nan, math.nan
+
+
+__all__ = ["DEFAULT_SIZE_UNITS", "DEFAULT_TIME_UNITS", "HIBENCH_SIZES", "MAX_BYTES",
+           "MAX_NUMBER", "MAX_SECONDS", "SIZE_UNITS", "TIME_UNITS", "format_duration",
+           "format_size", "human_size", "parse_duration", "parse_number", "parse_quantity",
+           "parse_size", "size_scale"]

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -46,9 +45,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from jobgauge.errors import ModelError, NotFittedError, UsageError
 from jobgauge.knobs import defaults_as_text
 from jobgauge.models._params import store_params
-from jobgauge.units import parse_quantity
+from jobgauge.units import HIBENCH_SIZES, parse_quantity, size_scale  # noqa: F401 (re-exported)
 
-HIBENCH_SIZES = ("tiny", "small", "medium", "large", "huge", "gigantic", "bigdata")
 REQUIRED_COLUMNS = ("workload", "framework", "instance_type", "instance_count", "vcpus")
 #: Maps Hadoop's local job runner runs at once unless ``mapreduce.local.map.tasks.maximum``
 #: says (Hadoop's default).
@@ -60,8 +58,6 @@ LAYOUT_KEYS = ("spark.executor.instances", "spark.executor.cores", "spark.execut
 # them: the job then ran with the engine's default, a known value, not a missing one.
 KNOB_DEFAULTS = defaults_as_text()
 
-_SCALE_FACTOR = re.compile(r"^sf(\d+(?:\.\d+)?)(?:\b|_|-|$)", re.IGNORECASE)
-_HIBENCH_LABEL = re.compile(r"^(" + "|".join(HIBENCH_SIZES) + r")(?:\b|_|-|$)", re.IGNORECASE)
 
 # Profile-derived features: name -> function of a summary dict (None if it cannot say).
 PROFILE_FEATURES = (
@@ -98,22 +94,6 @@ def parse_knob(value):
         return parse_quantity(text)
     except UsageError:
         return text
-
-
-def size_scale(label) -> tuple[float, float]:
-    """(TPC-H scale factor, HiBench size ordinal) of a datasize label; NaN where it says nothing.
-
-    >>> size_scale("sf0.1"), size_scale("huge")
-    ((0.1, nan), (nan, 4.0))
-    """
-    text = str(label or "").strip().lower()
-    match = _SCALE_FACTOR.match(text)
-    if match:
-        return float(match.group(1)), math.nan
-    match = _HIBENCH_LABEL.match(text)  # also "medium-local" and the like
-    if match:
-        return math.nan, float(HIBENCH_SIZES.index(match.group(1)))
-    return math.nan, math.nan
 
 
 def instance_family(instance_type) -> str:

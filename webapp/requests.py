@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from jobgauge import knobs
 from jobgauge.errors import UsageError
+from jobgauge.units import HIBENCH_SIZES
 
 
 class InvalidField(UsageError):
@@ -35,7 +36,6 @@ KNOB_FIELDS = {"shuffle_partitions": "spark.sql.shuffle.partitions",
                "broadcast_threshold": "spark.sql.autoBroadcastJoinThreshold"}
 AQE_CHOICES = ("default", "true", "false")
 LOCAL_TYPES = ("local[1]", "local[2]")
-HIBENCH_SIZES = ("tiny", "small", "medium", "large", "huge", "gigantic", "bigdata")
 SQL_WORKLOAD = "sql"           # the workload choice "the query I pasted"
 MAX_NODES = 1000
 MAX_INSTANCE_TYPES = 20
