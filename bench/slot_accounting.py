@@ -38,8 +38,9 @@ PAIR = ("local[1]", "local[2]")
 
 def paired_runs(frame, records):
     """One row per (workload, datasize, settings) finished on both local[1] and local[2]:
-    per master the median runtime, process CPU, task run and task CPU seconds (the run's
-    own profile summary in ``records``, keyed by (source, run_id))."""
+    per master the median runtime, process CPU, task run and task CPU seconds (the task
+    run time from the run's own profile summary in ``records``, keyed by (source,
+    run_id); the task CPU time from the frame's ``task_cpu_s``, read from the same)."""
     import pandas as pd
 
     from jobgauge.models.features import row_configs, settings_key
@@ -48,13 +49,14 @@ def paired_runs(frame, records):
     for (_, run), config in zip(frame.iterrows(), row_configs(frame)):
         summary = (records.get((run["source"], run["run_id"])) or {}).get("summary")
         if not isinstance(summary, dict) or run["instance_type"] not in PAIR \
-                or not run["completed"] or not math.isfinite(float(run.get("cpu_time_s", "nan"))):
+                or not run["completed"] or not math.isfinite(float(run.get("cpu_time_s", "nan"))) \
+                or not math.isfinite(float(run.get("task_cpu_s", "nan"))):
             continue
         rows.append({"workload": run["workload"], "datasize": run["datasize"],
                      "settings": settings_key(config), "master": run["instance_type"],
                      "runtime_s": float(run["runtime_s"]), "process_cpu_s": float(run["cpu_time_s"]),
                      "task_run_s": summary["executor_run_time_ms"] / 1e3,
-                     "task_cpu_s": summary["executor_cpu_time_ms"] / 1e3})
+                     "task_cpu_s": float(run["task_cpu_s"])})
     if not rows:
         return pd.DataFrame()
     table = pd.DataFrame(rows).groupby(["workload", "datasize", "settings", "master"]).median()

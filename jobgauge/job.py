@@ -333,8 +333,7 @@ class Job:
         factor, ordinal = size_scale(label)
         scale_factor = math.isfinite(factor) and factor > 0
         benchmark = benchmark_of(self.workload)
-        if label.lower().startswith("sf") and not scale_factor or \
-                benchmark == "TPC-H" and not scale_factor:
+        if not scale_factor and (label.lower().startswith("sf") or benchmark == "TPC-H"):
             raise UsageError(f"datasize {label!r} is not a TPC-H scale factor: give sf and a "
                              f"number above 0, such as sf1, sf3 or sf0.1")
         if benchmark == "HiBench" and not math.isfinite(ordinal):

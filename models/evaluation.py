@@ -204,13 +204,11 @@ def attach_reference_profiles(frame, records):
 
 def _task_cpu_s(record) -> float:
     """A profile record's tasks' CPU seconds, NaN where it has none."""
-    summary = (record or {}).get("summary") if isinstance(record, dict) else None
-    value = summary.get("executor_cpu_time_ms") if isinstance(summary, dict) else None
-    try:
-        value = float(value) / 1e3
-    except (TypeError, ValueError):
-        return math.nan
-    return value if math.isfinite(value) and value >= 0 else math.nan
+    from jobgauge.models.features import _num
+
+    summary = record.get("summary") if isinstance(record, dict) else None
+    value = _num(summary, "executor_cpu_time_ms") if isinstance(summary, dict) else None
+    return value / 1e3 if value is not None and value >= 0 else math.nan
 
 
 # ------------------------------------------------------------- protocols

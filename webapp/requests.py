@@ -270,17 +270,11 @@ def _instance_types(data: dict, catalog_names, strict: bool) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _sized_as_its_kind(data: dict, workload: str, pasted: bool) -> None:
+def _refuse_sizes(data: dict, fields: set, workload: str, takes: str) -> None:
     """The JSON API refuses a size field its workload is not sized by (a TPC-H query's
     ``size`` was ignored and the question answered at SF 1; a HiBench job's ``scale`` at
     ``large``); the web form sends both of its fields and takes the one that applies."""
-    given = {name for name in ("scale", "size") if data.get(name) not in (None, "")}
-    if not pasted and _own_job(workload):
-        wrong, takes = given, "input_gb (the input it reads, in GB)"
-    elif workload.startswith("tpch-") or pasted:
-        wrong, takes = given & {"size"}, "scale (the TPC-H scale factor)"
-    else:
-        wrong, takes = given & {"scale"}, f"size ({', '.join(HIBENCH_SIZES)})"
+    wrong = {name for name in fields if data.get(name) not in (None, "")}
     if wrong:
         raise InvalidField(min(wrong), f"does not size {workload[:60]!r}; it takes {takes}")
 
@@ -310,19 +304,23 @@ def parse_estimate(data, *, known_workloads, catalog_names, max_query_chars=100_
                                              sql_wins=not strict)
     scale = size = None
     input_gb = _number(data, "input_gb", minimum=0, strictly=True, maximum=1e7, unit="GB")
-    if strict:
-        _sized_as_its_kind(data, workload, pasted)
     if not pasted and _own_job(workload):
         # the user's own job has no size label: it is asked by the bytes it reads
+        if strict:
+            _refuse_sizes(data, {"scale", "size"}, workload, "input_gb (the input it reads, in GB)")
         if input_gb is None:
             raise InvalidField("input_gb", f"is needed for your own job {workload[:60]!r}: "
                                            "give the input size it reads, in GB")
         datasize = ""
     elif workload.startswith("tpch-") or pasted:
+        if strict:
+            _refuse_sizes(data, {"size"}, workload, "scale (the TPC-H scale factor)")
         scale = _number(data, "scale", minimum=0, strictly=True, maximum=1000,
                         unit="the TPC-H scale factor", default=1.0)
         datasize = f"sf{scale:g}"
     else:
+        if strict:
+            _refuse_sizes(data, {"scale"}, workload, f"size ({', '.join(HIBENCH_SIZES)})")
         size = (_text(data, "size") or "large").lower()
         if size not in HIBENCH_SIZES:
             raise InvalidField("size", f"must be one of {', '.join(HIBENCH_SIZES)}; "
