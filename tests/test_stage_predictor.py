@@ -717,3 +717,33 @@ def test_the_cpu_accounting_of_local2_runs_sets_the_contention_of_local1(quiet_s
     asked = one[~one["profile_reference"]].reset_index(drop=True)
     ratio = np.median(model.predict(asked) / asked["runtime_s"].to_numpy())
     assert 0.85 < ratio < 1.15
+
+
+def test_the_join_switches_of_the_measured_plans_are_counted(quiet_sf1):
+    """``bench/join_switches.py`` counts the broadcast joins each run's own plan ran as
+    shuffle joins (its reference's broadcast stages less its own) beside the replay's.
+    At SF 1 the reference is an SF 1 run with the defaults: with the defaults nothing
+    switched and the replay switches nothing; with the threshold off every broadcast
+    side of a join was shuffled, in the plans and in the replay alike."""
+    import importlib.util
+
+    from jobgauge.runtable import read_profile_records
+
+    spec = importlib.util.spec_from_file_location("join_switches",
+                                                  REPO / "bench" / "join_switches.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    records = read_profile_records([REPO / "data" / "profiles" / "tpch-sf1.jsonl.gz"])
+    model = make_model("stage", max_iterations=1, residual_corrector=None).fit(quiet_sf1)
+    rows = script.switch_rows(quiet_sf1, records, model)
+    default = [r for r in rows if r["threshold"] == "default"]
+    off = {r["workload"]: r for r in rows if r["threshold"] == "-1"}
+    assert len(default) == len(off) == 22
+    assert all(r["measured"] == r["replayed"] == 0 for r in default)
+    built = {w: sum(s["kind"] == "broadcast" for s in model.reference_profiles_[(w, "spark")]
+                    ["stages"]) for w in off}
+    assert off["tpch-q8"]["measured"] == built["tpch-q8"] == 6        # every join shuffled
+    assert off["tpch-q6"]["measured"] == built["tpch-q6"] == 0        # no join at all
+    assert sum(r["measured"] == r["replayed"] for r in off.values()) >= 21
+    found = script.summary(rows)
+    assert found["-1"]["sf1"]["questions"] == 22 and found["default"]["sf1"]["agree"] == 22
