@@ -19,7 +19,9 @@ runtimes inside a warm application.  Per scale factor, the median over pairs of:
 Then (unless ``--no-fit``) the contention the stage model learns from the local[2] runs
 alone (protocol (f)'s fold "train local[2], predict local[1]") and from the whole quiet
 corpus, beside the one their CPU accounting implies (``accounted_contention``, the fit's
-prior), with the median ratio of its local[1] answers to the measured runtimes.  Writes
+prior), with the median ratio of its local[1] answers to the measured runtimes.  Last,
+what each setting changed alone adds to the defaults' runtime on local[1] and on local[2]
+(:func:`setting_costs`): AQE off adds as much on one slot as on two.  Writes
 bench/reports/slot_accounting.md; ``--json`` prints the figures as JSON.
 """
 
@@ -87,6 +89,46 @@ def figures(pairs) -> dict:
     return out
 
 
+def setting_costs(frame) -> dict:
+    """{setting: {datasize: {master: (seconds, pairs)}}}: per setting changed alone from
+    Spark's defaults, the median over queries of the seconds it adds to the defaults'
+    runtime (medians over repeats) on local[1] and on local[2], where both were measured.
+    AQE off runs every shuffle in ``spark.sql.shuffle.partitions`` (200) tasks: where its
+    cost is the same on one slot and two, the tasks' overhead is paid one task after
+    another, not per wave."""
+    import pandas as pd
+
+    from jobgauge.models.features import row_configs
+
+    rows = []
+    for (_, run), config in zip(frame.iterrows(), row_configs(frame)):
+        changed = {k: v for k, v in config.items() if k != "spark.master"}
+        if run["instance_type"] not in PAIR or not run["completed"] or len(changed) > 1:
+            continue
+        rows.append({"workload": run["workload"], "datasize": run["datasize"],
+                     "master": run["instance_type"], "runtime_s": float(run["runtime_s"]),
+                     "setting": "=".join(next(iter(changed.items()))) if changed else ""})
+    if not rows:
+        return {}
+    table = pd.DataFrame(rows).groupby(["setting", "datasize", "master", "workload"]) \
+        .runtime_s.median()
+    out = {}
+    for setting in sorted(set(table.index.get_level_values("setting")) - {""}):
+        for (size, master), runs in table.xs(setting, level="setting").groupby(
+                level=["datasize", "master"]):
+            runs = runs.droplevel(["datasize", "master"])
+            try:
+                base = table.loc[("", size, master)]
+            except KeyError:
+                continue
+            added = (runs - base).dropna()
+            if len(added):
+                out.setdefault(setting, {}).setdefault(str(size), {})[master] = (
+                    float(added.median()), int(len(added)))
+    return {setting: sizes for setting, sizes in out.items()
+            if any(len(masters) == len(PAIR) for masters in sizes.values())}
+
+
 def fitted_contention(frame) -> dict:
     """The stage model's contention trained on local[2] alone (the (f) fold) and on the
     whole quiet frame, and the median of its local[1] answers over the measured runtimes
@@ -116,7 +158,7 @@ def fitted_contention(frame) -> dict:
     return result
 
 
-def _report(found, fitted, seconds) -> str:
+def _report(found, fitted, seconds, costs=None) -> str:
     sizes = list(found)
     lines = ["# What a second slot buys on this machine: CPU accounting of local[1] and local[2]",
              "",
@@ -148,6 +190,16 @@ def _report(found, fitted, seconds) -> str:
             lines.append(f"| {name} | {accounted} | {entry['contention']:.2f} | "
                          + " | ".join(f"{ratios[s]:.2f}" if s in ratios else "" for s in sizes)
                          + " |")
+    if costs:
+        lines += ["", "What a setting changed alone adds to the defaults' runtime, on one slot "
+                  "and on two (median over the queries measured with both; seconds, queries):",
+                  "", "| setting | scale factor | " + " | ".join(PAIR) + " |",
+                  "|---|---|" + "---|" * len(PAIR)]
+        for setting, sizes in costs.items():
+            for size, masters in sizes.items():
+                if len(masters) == len(PAIR):
+                    lines.append(f"| `{setting}` | {size} | " + " | ".join(
+                        f"{masters[m][0]:+.2f} s ({masters[m][1]})" for m in PAIR) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -172,9 +224,12 @@ def main(argv=None) -> int:
     fitted = {} if args.no_fit else fitted_contention(frame)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "slot_accounting.md").write_text(_report(found, fitted, time.perf_counter() - started))
+    costs = setting_costs(frame)
+    (out / "slot_accounting.md").write_text(_report(found, fitted, time.perf_counter() - started,
+                                                    costs))
     if args.json:
-        print(json.dumps({"per_scale_factor": found, "fitted": fitted}, indent=2))
+        print(json.dumps({"per_scale_factor": found, "fitted": fitted,
+                          "setting_costs": costs}, indent=2))
     else:
         print((out / "slot_accounting.md").read_text())
     print(f"report: {out / 'slot_accounting.md'}", file=sys.stderr)

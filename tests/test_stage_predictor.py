@@ -747,3 +747,22 @@ def test_the_join_switches_of_the_measured_plans_are_counted(quiet_sf1):
     assert sum(r["measured"] == r["replayed"] for r in off.values()) >= 21
     found = script.summary(rows)
     assert found["-1"]["sf1"]["questions"] == 22 and found["default"]["sf1"]["agree"] == 22
+
+
+def test_aqe_off_costs_one_slot_as_much_as_two(quiet_sf1):
+    """``bench/slot_accounting.py`` reports what each setting changed alone adds to the
+    defaults on local[1] and local[2].  At SF 1 AQE off (200 tasks per shuffle) adds
+    about 2 s on both (1.90 and 1.99 s, median over the 22 queries): the tasks' overhead
+    is paid one task after another in local mode, not per wave of two."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("slot_accounting",
+                                                  REPO / "bench" / "slot_accounting.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    costs = script.setting_costs(quiet_sf1)
+    one, two = (costs["spark.sql.adaptive.enabled=false"]["sf1"][m] for m in ("local[1]",
+                                                                              "local[2]"))
+    assert one[1] == two[1] == 22
+    assert 1.0 < one[0] < 3.0 and 1.0 < two[0] < 3.0 and abs(one[0] - two[0]) < 0.5
+    assert "spark.master=local[1]" not in costs       # the master is the pair, not a setting
