@@ -1,18 +1,21 @@
 """Which broadcast joins Spark ran as shuffle joins, next to the ones the stage model's
 replay switches: how well the replay's rule follows the plans of the measured runs.
 
-    nice -n 10 .venv/bin/python bench/join_switches.py [--json]
+    nice -n 10 .venv/bin/python bench/join_switches.py [--json] [--factors 1 2 4 8 16 32]
 
 For every quiet TPC-H run in the shipped tables (``data/runs``) with its own event-log
 profile (``data/profiles``), the broadcast joins its plan ran as shuffle joins: the
 broadcast stages (a scan that writes no shuffle, ``models._stage.stage_kind``) of its
 workload's reference profile less its own.  Beside it, the count the replay switches for
 the same question (``StagePredictor._target_stages``: a broadcast side switches where its
-scan's counted input bytes, grown with the asked input, pass
-``spark.sql.autoBroadcastJoinThreshold``, or with the threshold off).  One row per query,
-scale factor and threshold (Spark's defaults otherwise, local[2]; the median over its
-runs).  Per scale factor it prints how often the two agree and, where they do not, which
-way the rule errs.  Writes bench/reports/join_switches.md; ``--json`` prints the rows.
+scan's counted input bytes times ``BROADCAST_SIZE_FACTOR``, grown with the asked input,
+pass ``spark.sql.autoBroadcastJoinThreshold``, or with the threshold off).  One row per
+query, scale factor and threshold (Spark's defaults otherwise, local[2]; the median over
+its runs).  Per scale factor it prints how often the two agree and, where they do not,
+which way the rule errs; then, with Spark's default threshold, the agreement for each
+factor on the counted bytes (``--factors``; the model's is
+``models._stage.BROADCAST_SIZE_FACTOR``).  Writes bench/reports/join_switches.md;
+``--json`` prints the rows.
 """
 
 from __future__ import annotations
@@ -89,11 +92,31 @@ def summary(rows) -> dict:
     return out
 
 
+def factor_sweep(frame, records, model, factors) -> list[dict]:
+    """With Spark's default threshold, for each factor on a build side's counted bytes:
+    questions, agreements, and how often the replay switches fewer or more joins."""
+    from jobgauge.models import _stage
+
+    kept = _stage.BROADCAST_SIZE_FACTOR
+    out = []
+    try:
+        for factor in factors:
+            _stage.BROADCAST_SIZE_FACTOR = float(factor)
+            rows = [r for r in switch_rows(frame, records, model) if r["threshold"] == "default"]
+            found = summary(rows).get("default", {})
+            out.append({"factor": float(factor),
+                        **{k: sum(entry[k] for entry in found.values())
+                           for k in ("questions", "agree", "fewer", "more")}})
+    finally:
+        _stage.BROADCAST_SIZE_FACTOR = kept
+    return out
+
+
 def _size_order(label: str) -> float:
     return float(label[2:]) if label.startswith("sf") else math.inf
 
 
-def _report(rows, found, seconds) -> str:
+def _report(rows, found, seconds, sweep=()) -> str:
     lines = ["# Broadcast joins that ran as shuffle joins: measured plans against the replay",
              "",
              f"Reproduce with `nice -n 10 .venv/bin/python bench/join_switches.py` "
@@ -101,8 +124,8 @@ def _report(rows, found, seconds) -> str:
              "its own event-log profile; per query, scale factor and broadcast threshold, the "
              "broadcast joins of the reference profile that the run's plan ran as shuffle "
              "joins (median over its runs), against the ones the stage model's replay switches "
-             "(its rule: a side's counted scan bytes, grown with the input, past the "
-             "threshold).", "",
+             "(its rule: a side's counted scan bytes times a factor, grown with the input, "
+             "past the threshold).", "",
              "| threshold | scale factor | questions | agree | replay switches fewer | "
              "replay switches more |", "|---|---|---|---|---|---|"]
     for threshold in sorted(found):
@@ -121,12 +144,24 @@ def _report(rows, found, seconds) -> str:
         cells = {r["datasize"]: f"{r['measured']:g} / {r['replayed']:g}"
                  for r in default if r["workload"] == workload}
         lines.append(f"| {workload} | " + " | ".join(cells.get(s, "") for s in sizes) + " |")
+    if sweep:
+        from jobgauge.models._stage import BROADCAST_SIZE_FACTOR
+
+        lines += ["", "With Spark's default threshold, every scale factor, by the factor on the "
+                  f"counted bytes (the model's: {BROADCAST_SIZE_FACTOR:g}):", "",
+                  "| factor | questions | agree | replay switches fewer | replay switches more |",
+                  "|---|---|---|---|---|"]
+        for entry in sweep:
+            lines.append(f"| {entry['factor']:g} | {entry['questions']} | {entry['agree']} | "
+                         f"{entry['fewer']} | {entry['more']} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument("--factors", nargs="*", type=float, default=[1, 2, 4, 8, 16, 32],
+                        help="factors on the counted bytes to compare (default: 1 2 4 8 16 32)")
     parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
     args = parser.parse_args(argv)
     from jobgauge.models import make_model
@@ -144,11 +179,13 @@ def main(argv=None) -> int:
         print("no quiet TPC-H run on local[2] with its own profile", file=sys.stderr)
         return 1
     found = summary(rows)
+    sweep = factor_sweep(frame, records, model, args.factors)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "join_switches.md").write_text(_report(rows, found, time.perf_counter() - started))
+    (out / "join_switches.md").write_text(_report(rows, found, time.perf_counter() - started,
+                                                  sweep))
     if args.json:
-        print(json.dumps({"summary": found, "rows": rows}, indent=2))
+        print(json.dumps({"summary": found, "rows": rows, "factors": sweep}, indent=2))
     else:
         print((out / "join_switches.md").read_text())
     print(f"report: {out / 'join_switches.md'}", file=sys.stderr)

@@ -169,6 +169,14 @@ SHUFFLE_JOIN_WORK_SHARE = 0.5
 #: The largest learned ``join_share``: a shuffle join does at most the build and probe
 #: stages' work once more.
 MAX_JOIN_SHARE = 1.0
+#: Spark's size estimate of a broadcast side over the input bytes its scan counted: the
+#: replay switches a broadcast join to a shuffle join where this times the counted bytes,
+#: grown with the input, passes ``spark.sql.autoBroadcastJoinThreshold``.  Parquet's
+#: counters count the column chunks a scan reads, far less than the files the plan
+#: estimates from.  Measured on the plans of the quiet TPC-H runs (``bench/join_switches.py
+#: --factors``): at 1 the replay switched too late on 12 of 22 queries at SF 1 and 16 at
+#: SF 10 and never too early.
+BROADCAST_SIZE_FACTOR = 8.0
 #: Starting value of the learned time per shuffle block (one reduce partition written by
 #: one map task and fetched once): with Spark's 200 shuffle partitions, a map task writes
 #: 200 blocks even where AQE then coalesces them to a few reduce tasks.
@@ -655,8 +663,10 @@ class StagePredictor(RuntimeModel):
                                       self._file_bytes(stage, row)))
             # Spark decides from the plan's size estimate, which grows with the table's
             # files (in proportion to the input), not with the bytes a scan reads
+            # (at most the threshold where it was profiled: the profile broadcast it)
             if stage["kind"] == "broadcast" and row["framework"] != "hadoop" and (
-                    threshold < 0 or stage["input_bytes"] * ratio > threshold):
+                    threshold <= 0 or min(BROADCAST_SIZE_FACTOR * stage["input_bytes"],
+                                          threshold) * ratio > threshold):
                 # the stream side: the first stage after the broadcasts that reads them
                 probe = next((s for s in stages[position + 1:] if s["kind"] != "broadcast"),
                              stage)
