@@ -165,12 +165,10 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
     args = parser.parse_args(argv)
     from jobgauge.models import make_model
-    from jobgauge.models.evaluation import load_quiet_frames
-    from jobgauge.runtable import read_profile_records
+    from jobgauge.models.evaluation import quiet_frame_and_records
 
     started = time.perf_counter()
-    frame = load_quiet_frames(shared_tables=[])[0]["quiet"]   # its profiles: the references
-    records = read_profile_records(sorted((REPO / "data" / "profiles").glob("*.jsonl*")))
+    frame, records = quiet_frame_and_records()   # the frame's profiles: the references
     # the rule reads the reference profiles and the measured volume exponents alone, both
     # set before the fit's least squares: one evaluation of it is enough
     model = make_model("stage", max_iterations=1, residual_corrector=None).fit(frame)

@@ -210,12 +210,10 @@ def main(argv=None) -> int:
                         help="skip the stage model's fits (the accounting alone, seconds)")
     parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
     args = parser.parse_args(argv)
-    from jobgauge.models.evaluation import load_quiet_frames
-    from jobgauge.runtable import read_profile_records
+    from jobgauge.models.evaluation import quiet_frame_and_records
 
     started = time.perf_counter()
-    frame = load_quiet_frames(shared_tables=[])[0]["quiet"]   # its profiles: the references
-    records = read_profile_records(sorted((REPO / "data" / "profiles").glob("*.jsonl*")))
+    frame, records = quiet_frame_and_records()   # the frame's profiles: the references
     found = figures(paired_runs(frame, records))
     if not found:
         print("no TPC-H question finished on both local[1] and local[2] with its profile "

@@ -783,6 +783,19 @@ def load_quiet_frames(quiet_dir=None, *, reference_runs=None, reference_profiles
     return frames, [tuple(entry) for entry in files]
 
 
+def quiet_frame_and_records(quiet_dir=None):
+    """(frame, records): the quiet TPC-H runs (dataset ``quiet`` of
+    :func:`load_quiet_frames`, each workload with its reference profile) and every profile
+    record of the quiet corpus keyed by (source, run_id), for the reports that read each
+    run's own plan or CPU accounting (``bench/slot_accounting.py``,
+    ``bench/join_switches.py``)."""
+    from jobgauge.runtable import read_profile_records
+
+    folder = Path(quiet_dir) if quiet_dir else _repo_quiet_dir()
+    frame = load_quiet_frames(folder, shared_tables=[])[0]["quiet"]
+    return frame, read_profile_records(sorted((folder / "profiles").glob("*.jsonl*")))
+
+
 def run_quiet_evaluation(*, quiet_dir=None, protocols=None, models=None, out_dir=None,
                          quick=False, progress=None, use_cache=True, reference_runs=None,
                          reference_profiles=None, shared_tables=None) -> dict:
