@@ -42,12 +42,10 @@ def _broadcast_stages(record) -> float:
     return float(sum(stage["kind"] == "broadcast" for stage in profile_stages(dag, None)))
 
 
-def switch_rows(frame, records, model) -> list[dict]:
-    """One dict per (query, scale factor, threshold) on local[2] with no other setting:
-    ``measured`` (median over its runs of the reference's broadcast stages less the run's
-    own), ``replayed`` (the replay's switched joins) and ``runs``."""
-    import numpy as np
-
+def measured_switches(frame, records, model) -> dict:
+    """{(query, scale factor, threshold): {"positions", "measured"}} for the finished
+    local[2] runs with no other setting: their frame positions and, per run, the
+    reference's broadcast stages less the run's own (each run's plan parsed once)."""
     from jobgauge.models.features import row_configs
 
     rows = {}
@@ -66,6 +64,17 @@ def switch_rows(frame, records, model) -> list[dict]:
         rows.setdefault(key, {"positions": [], "measured": []})
         rows[key]["positions"].append(position)
         rows[key]["measured"].append(max(built - own, 0.0))
+    return rows
+
+
+def switch_rows(frame, records, model, measured=None) -> list[dict]:
+    """One dict per (query, scale factor, threshold) on local[2] with no other setting:
+    ``measured`` (median over its runs of the reference's broadcast stages less the run's
+    own), ``replayed`` (the replay's switched joins) and ``runs``.  ``measured``: the
+    :func:`measured_switches` already read, else they are read here."""
+    import numpy as np
+
+    rows = measured_switches(frame, records, model) if measured is None else measured
     out = []
     for (workload, datasize, threshold), entry in sorted(rows.items()):
         asked = frame.iloc[[entry["positions"][0]]].drop(
@@ -98,11 +107,13 @@ def factor_sweep(frame, records, model, factors) -> list[dict]:
     from jobgauge.models import _stage
 
     kept = _stage.BROADCAST_SIZE_FACTOR
+    measured = measured_switches(frame, records, model)    # the plans do not change
     out = []
     try:
         for factor in factors:
             _stage.BROADCAST_SIZE_FACTOR = float(factor)
-            rows = [r for r in switch_rows(frame, records, model) if r["threshold"] == "default"]
+            rows = [r for r in switch_rows(frame, records, model, measured)
+                    if r["threshold"] == "default"]
             found = summary(rows).get("default", {})
             out.append({"factor": float(factor),
                         **{k: sum(entry[k] for entry in found.values())
