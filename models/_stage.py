@@ -18,7 +18,8 @@ another data size, with other settings and on other slots:
    a split stays above the 4 MiB open cost, as Spark does); shuffle stages get
    ``spark.sql.shuffle.partitions`` tasks, coalesced by AQE to
    ``spark.sql.adaptive.advisoryPartitionSizeInBytes`` (but no fewer than one per slot
-   while a partition stays above 1 MiB); a broadcast side that outgrows
+   while a partition stays above 1 MiB), and a stage reading the plan's exchange to
+   a single partition (a global aggregate) one task; a broadcast side that outgrows
    ``spark.sql.autoBroadcastJoinThreshold`` (or with the threshold off) becomes a
    shuffle join: one more stage.  MapReduce: map splits of 128 MiB, reduce tasks from
    ``mapreduce.job.reduces``.  Settings are read and range-checked with
@@ -276,9 +277,13 @@ def profile_stages(dag=None, summary=None) -> list[dict]:
     ``size_class`` (``"small"`` below :data:`SMALL_STAGE_SHARE` of the job's input).
     """
     raw = []
+    singles = 0     # the plan's exchanges to a single partition (global aggregates)
     if hasattr(dag, "to_dict"):
         dag = dag.to_dict()
     if isinstance(dag, dict):
+        singles = sum(1 for node in dag.get("nodes") or []
+                      if isinstance(node, dict) and node.get("stage_id") is None
+                      and node.get("kind") == "exchange" and node.get("partitions") == 1)
         ids = {}
         for node in dag.get("nodes") or []:
             if isinstance(node, dict) and node.get("stage_id") is not None:
@@ -329,7 +334,34 @@ def profile_stages(dag=None, summary=None) -> list[dict]:
                        "input_bytes": float(stage.get("input_bytes") or 0.0),
                        "writes_shuffle": _positive(stage.get("shuffle_write_bytes")),
                        "parents": parents})
+    _mark_single_partitions(stages, raw, singles)
     return stages
+
+
+def _mark_single_partitions(stages, raw, singles):
+    """Mark the stages that read the plan's ``singles`` exchanges to one partition
+    (``single_partition``; a global aggregate: Q6's sum, Q11's scalar subquery): one task
+    whatever ``spark.sql.shuffle.partitions`` and AQE say, and their parents write one
+    shuffle block per task (``writes_single``).  The plan does not name the stage that
+    reads an exchange; such a stage reads one row per map task, so they are the
+    one-task shuffle-reading stages that read the fewest shuffle bytes (Q6 at SF 1:
+    158 bytes, against 1.7 KB for Q1's grouped aggregate).  Without them the replay gave
+    Q6 with AQE off 200 tasks in its last stage and 0.46 s more on local[1]; Spark ran
+    it 0.13 s faster."""
+    if singles <= 0:
+        return
+    reading = sorted((float(r.get("shuffle_read_bytes") or 0.0), i)
+                     for i, (s, r) in enumerate(zip(stages, raw))
+                     if s["n_tasks"] == 1 and _positive(r.get("shuffle_read_bytes")))
+    by_id = {s["stage_id"]: s for s in stages}
+    for _, i in reading[:singles]:
+        stages[i]["single_partition"] = True
+        # its parents; where the profile has no stage edges, the last stage before it
+        # that wrote a shuffle
+        parents = [by_id[p] for p in stages[i]["parents"] if p in by_id] or \
+            [s for s in stages[:i] if s["writes_shuffle"]][-1:]
+        for parent in parents:
+            parent["writes_single"] = True
 
 
 def reference_runs(frame, has_profile) -> dict:
@@ -706,8 +738,9 @@ class StagePredictor(RuntimeModel):
         ``switched``: the shuffle join that replaces a broadcast join (its ``run_s`` is
         the build and probe stages' task time, of which the learned ``join_share`` is
         its work)."""
-        fractional, whole = task_count(kind, volume if files is None else files,
-                                       row["slots"], row["config"], row["framework"])
+        fractional, whole = (1.0, 1) if stage.get("single_partition") else task_count(
+            kind, volume if files is None else files, row["slots"], row["config"],
+            row["framework"])
         per_task = volume / fractional
         spill = 1.0 + SPILL_COST * max(0.0, 1.0 - row["task_memory"] / per_task) \
             if per_task > 0 and row["task_memory"] > 0 else 1.0
@@ -717,7 +750,8 @@ class StagePredictor(RuntimeModel):
         waves = math.ceil(whole / max(row["slots"], 1.0) - 1e-9)
         busiest = busiest_share(fractional, row["slots"])
         # a stage writing a shuffle writes one block per reduce partition from each task
-        blocks = waves * _setting(row["config"], "spark.sql.shuffle.partitions") \
+        blocks = waves * (1.0 if stage.get("writes_single") else _setting(
+            row["config"], "spark.sql.shuffle.partitions")) \
             if stage.get("writes_shuffle") and row["framework"] != "hadoop" else 0.0
         return {"stage_id": stage["stage_id"], "kind": kind, "group": RATE_GROUPS[kind],
                 "tasks": whole, "waves": waves,

@@ -795,3 +795,29 @@ def test_a_shuffle_join_replacing_a_broadcast_shuffles_the_stream_side(quiet_sf1
     assert len(switched) == stream
     for build, join in zip(stages[:stream], switched):
         assert join["run_s"] == pytest.approx(build["run_s"] + stages[stream]["run_s"])
+
+
+def test_a_global_aggregate_runs_one_task_whatever_the_shuffle_partitions(quiet_sf1):
+    """Q6's plan sends its partial sums to one partition (``Exchange SinglePartition``):
+    with AQE off its last stage is still one task, not ``spark.sql.shuffle.partitions``,
+    and the scan feeding it writes one shuffle block per task.  Q1's grouped aggregate
+    gets the 200 partitions."""
+    model = make_model("stage", max_iterations=1, residual_corrector=None).fit(quiet_sf1)
+    q6 = model.reference_profiles_[("tpch-q6", "spark")]["stages"]
+    assert [s.get("single_partition", False) for s in q6] == [False, True]
+    assert q6[0].get("writes_single") and q6[0]["kind"] == "scan"
+    assert not any(s.get("single_partition")
+                   for s in model.reference_profiles_[("tpch-q1", "spark")]["stages"])
+    off = '{"spark.master": "local[2]", "spark.sql.adaptive.enabled": "false"}'
+    tasks = {}
+    for query in ("tpch-q6", "tpch-q1"):
+        row = quiet_sf1[quiet_sf1["workload"] == query].iloc[[0]].drop(
+            columns=["dag", "profile", "profile_reference", "config"],
+            errors="ignore").assign(config_json=off)
+        replay, _ = model._rows(row.reset_index(drop=True))
+        tasks[query] = [(s["kind"], s["tasks"], s["slot_blocks"])
+                        for s in model._target_stages(replay[0])]
+    scan, last = tasks["tpch-q6"]
+    assert last[:2] == ("aggregate", 1)
+    assert scan[2] == math.ceil(scan[1] / 2)      # a block per task, in waves of 2 slots
+    assert max(t for _, t, _ in tasks["tpch-q1"]) == 200
