@@ -821,3 +821,20 @@ def test_a_global_aggregate_runs_one_task_whatever_the_shuffle_partitions(quiet_
     assert last[:2] == ("aggregate", 1)
     assert scan[2] == math.ceil(scan[1] / 2)      # a block per task, in waves of 2 slots
     assert max(t for _, t, _ in tasks["tpch-q1"]) == 200
+
+
+def test_a_family_never_trained_on_runs_at_the_trained_families_speed(quiet_sf1):
+    """A slot's speed is only known relative to the work rate, so a family the model
+    never saw takes the trained families' (geometric mean) speed, not a fixed 1: trained
+    on local runs only, the 2-worker standalone cluster on this machine (same host
+    cores) runs at the local speed."""
+    model = make_model("stage", max_iterations=30, residual_corrector=None).fit(quiet_sf1)
+    assert list(model.instance_speeds_) == ["local"]
+    assert abs(math.log(model.instance_speeds_["local"])) > 0.01   # the trade moved it
+    local = quiet_sf1[(quiet_sf1["instance_type"] == "local[2]")
+                      & (quiet_sf1["config_json"] == '{"spark.master": "local[2]"}')]
+    local = local.iloc[[0]].drop(columns=["dag", "profile", "profile_reference", "config"],
+                                 errors="ignore").reset_index(drop=True)
+    cluster = local.assign(instance_type="standalone", instance_count=2, vcpus=1,
+                           config_json='{"spark.master": "spark://127.0.0.1:7077"}')
+    assert model._speeds(cluster)[0] == pytest.approx(model._speeds(local)[0])
