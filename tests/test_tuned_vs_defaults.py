@@ -101,9 +101,9 @@ def test_recommended_settings_are_no_slower_than_the_defaults(recommendations, t
         # Every application runs every query before anything is measured, as in the
         # corpus's collection (one application ran all 22 queries).  Measured in order
         # instead, the defaults' application was warm from the queries before while a
-        # recommended 4g driver's started at Q5: its runs after 3 warm-ups took 4.15,
-        # 3.94, 2.93 and 2.65 s against 3.0-3.3 s with the defaults (and 2.35 s for the
-        # recommendation once warm), and the test failed on the heap's warm-up.
+        # recommended 4g driver's started at Q5, and the test failed on the heap's
+        # warm-up (Q5 3.30 s against 2.90 s; warm alike, 2.14 s against 2.91 s).  A 4g
+        # application keeps getting faster beyond its 3 warm-ups: bench/heap_warmup.py.
         for query in recommended:
             for settings in [{}, *(s for s in recommended.values() if s)]:
                 for _ in range(WARM_PASSES):
