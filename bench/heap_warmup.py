@@ -19,7 +19,6 @@ whether a larger heap is slower or only slower to warm up.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from pathlib import Path
 
 def main(argv=None) -> int:
     from jobgauge.profiler import WarmRunner
+    from jobgauge.profiler.runners.driver import read_load_1min
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--query", type=int, default=5)
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
             for number in range(args.rounds):
                 order = list(variants) if number % 2 == 0 else list(reversed(variants))
                 for name in order:
-                    load = os.getloadavg()[0]
+                    load = read_load_1min()
                     run = runner.run(workload, size, dict(variants[name]), timeout_s=900)
                     if run["status"] != "succeeded":
                         raise SystemExit(f"{workload} {size} with {name}: {run['status']}: "
