@@ -8,13 +8,13 @@ profile (``data/profiles``), the broadcast joins its plan ran as shuffle joins: 
 broadcast stages (a scan that writes no shuffle, ``models._stage.stage_kind``) of its
 workload's reference profile less its own.  Beside it, the count the replay switches for
 the same question (``StagePredictor._target_stages``: a broadcast side switches where its
-scan's counted input bytes times ``BROADCAST_SIZE_FACTOR``, grown with the asked input,
+scan's counted input bytes times ``broadcast_size_factor``, grown with the asked input,
 pass ``spark.sql.autoBroadcastJoinThreshold``, or with the threshold off).  One row per
 query, scale factor and threshold (Spark's defaults otherwise, local[2]; the median over
 its runs).  Per scale factor it prints how often the two agree and, where they do not,
 which way the rule errs; then, with Spark's default threshold, the agreement for each
-factor on the counted bytes (``--factors``; the model's is
-``models._stage.BROADCAST_SIZE_FACTOR``).  Writes bench/reports/join_switches.md;
+factor on the counted bytes (``--factors``; the model's ``broadcast_size_factor``,
+by default ``models._stage.BROADCAST_SIZE_FACTOR``).  Writes bench/reports/join_switches.md;
 ``--json`` prints the rows.
 """
 
@@ -101,26 +101,31 @@ def summary(rows) -> dict:
     return out
 
 
-def factor_sweep(frame, records, model, factors) -> list[dict]:
-    """With Spark's default threshold, for each factor on a build side's counted bytes:
-    questions, agreements, and how often the replay switches fewer or more joins."""
-    from jobgauge.models import _stage
-
-    kept = _stage.BROADCAST_SIZE_FACTOR
-    measured = measured_switches(frame, records, model)    # the plans do not change
+def factor_sweep(frame, records, factors) -> list[dict]:
+    """With Spark's default threshold, for each factor on a build side's counted bytes
+    (the model's ``broadcast_size_factor``): questions, agreements, and how often the
+    replay switches fewer or more joins."""
     out = []
-    try:
-        for factor in factors:
-            _stage.BROADCAST_SIZE_FACTOR = float(factor)
-            rows = [r for r in switch_rows(frame, records, model, measured)
-                    if r["threshold"] == "default"]
-            found = summary(rows).get("default", {})
-            out.append({"factor": float(factor),
-                        **{k: sum(entry[k] for entry in found.values())
-                           for k in ("questions", "agree", "fewer", "more")}})
-    finally:
-        _stage.BROADCAST_SIZE_FACTOR = kept
+    measured = None    # the plans do not change
+    for factor in factors:
+        model = _fitted(frame, broadcast_size_factor=float(factor))
+        measured = measured or measured_switches(frame, records, model)
+        rows = [r for r in switch_rows(frame, records, model, measured)
+                if r["threshold"] == "default"]
+        found = summary(rows).get("default", {})
+        out.append({"factor": float(factor),
+                    **{k: sum(entry[k] for entry in found.values())
+                       for k in ("questions", "agree", "fewer", "more")}})
     return out
+
+
+def _fitted(frame, **params):
+    """The stage model fitted on ``frame`` as far as the rule needs: it reads the
+    reference profiles and the measured volume exponents alone, both set before the
+    fit's least squares, so one evaluation of it is enough."""
+    from jobgauge.models import make_model
+
+    return make_model("stage", max_iterations=1, residual_corrector=None, **params).fit(frame)
 
 
 def _size_order(label: str) -> float:
@@ -159,7 +164,8 @@ def _report(rows, found, seconds, sweep=()) -> str:
         from jobgauge.models._stage import BROADCAST_SIZE_FACTOR
 
         lines += ["", "With Spark's default threshold, every scale factor, by the factor on the "
-                  f"counted bytes (the model's: {BROADCAST_SIZE_FACTOR:g}):", "",
+                  "counted bytes (the model's ``broadcast_size_factor``; its default: "
+                  f"{BROADCAST_SIZE_FACTOR:g}):", "",
                   "| factor | questions | agree | replay switches fewer | replay switches more |",
                   "|---|---|---|---|---|"]
         for entry in sweep:
@@ -175,20 +181,17 @@ def main(argv=None) -> int:
                         help="factors on the counted bytes to compare (default: 1 2 4 8 16 32)")
     parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
     args = parser.parse_args(argv)
-    from jobgauge.models import make_model
     from jobgauge.models.evaluation import quiet_frame_and_records
 
     started = time.perf_counter()
     frame, records = quiet_frame_and_records()   # the frame's profiles: the references
-    # the rule reads the reference profiles and the measured volume exponents alone, both
-    # set before the fit's least squares: one evaluation of it is enough
-    model = make_model("stage", max_iterations=1, residual_corrector=None).fit(frame)
+    model = _fitted(frame)
     rows = switch_rows(frame, records, model)
     if not rows:
         print("no quiet TPC-H run on local[2] with its own profile", file=sys.stderr)
         return 1
     found = summary(rows)
-    sweep = factor_sweep(frame, records, model, args.factors)
+    sweep = factor_sweep(frame, records, args.factors)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "join_switches.md").write_text(_report(rows, found, time.perf_counter() - started,

@@ -241,20 +241,27 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
             raise ModelError(f"coverage must be a number between 0 and 1, got {coverage!r}")
         check_frame(X, owner=type(self).__name__)
         X = X.reset_index(drop=True)
-        pools = getattr(self, "interval_pools_", None)
         with self._one_question(X):
-            center = self._predict_log(X)
-            groups = self._interval_groups(X) if pools else None
-            low, high = conformal_offsets(self.calibration_residuals_, coverage)
-            low, high = np.full(len(X), low), np.full(len(X), high)
-            if groups is not None:
-                for group in np.unique(groups):
-                    pool = pool_of(pools, group)
-                    if pool is not None:
-                        rows = groups == group
-                        low[rows], high[rows] = conformal_offsets(pool, coverage)
-            low, high = self._extrapolated(X, groups, low, high, coverage)
+            center, low, high = self._log_interval(X, coverage)
+            low = self._never_falling_low(X, center, low, coverage)
         return np.exp(center), np.exp(center + low), np.exp(center + high)
+
+    def _log_interval(self, X, coverage):
+        """(log prediction, low offset, high offset) per row of ``X``: the interval of
+        its kind of question, widened beyond what was measured."""
+        pools = getattr(self, "interval_pools_", None)
+        center = self._predict_log(X)
+        groups = self._interval_groups(X) if pools else None
+        low, high = conformal_offsets(self.calibration_residuals_, coverage)
+        low, high = np.full(len(X), low), np.full(len(X), high)
+        if groups is not None:
+            for group in np.unique(groups):
+                pool = pool_of(pools, group)
+                if pool is not None:
+                    rows = groups == group
+                    low[rows], high[rows] = conformal_offsets(pool, coverage)
+        low, high = self._extrapolated(X, groups, low, high, coverage)
+        return center, low, high
 
     def score(self, X, y=None, sample_weight=None):
         """Negative median absolute percentage error (higher is better)."""
@@ -292,6 +299,13 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         model that knows how its error grows with the distance); this default widens
         nothing."""
         return low, high
+
+    def _never_falling_low(self, X, center, low, coverage):
+        """The low log offsets of ``X`` (``center``: its log predictions), raised where a
+        smaller input of the same question has a higher low bound (a model that widens
+        its intervals with the distance beyond what was measured); this default raises
+        nothing."""
+        return low
 
     def _calibration_split(self, X, censored):
         keys = configuration_keys(X)

@@ -174,9 +174,14 @@ MAX_JOIN_SHARE = 1.0
 #: replay switches a broadcast join to a shuffle join where this times the counted bytes,
 #: grown with the input, passes ``spark.sql.autoBroadcastJoinThreshold``.  Parquet's
 #: counters count the column chunks a scan reads, far less than the files the plan
-#: estimates from.  Measured on the plans of the quiet TPC-H runs (``bench/join_switches.py
-#: --factors``): at 1 the replay switched too late on 12 of 22 queries at SF 1 and 16 at
-#: SF 10 and never too early.
+#: estimates from.  The default of ``broadcast_size_factor``.  Measured on the plans of
+#: the quiet TPC-H runs (``bench/join_switches.py --factors``): at 1 the replay switched
+#: too late on 12 of 22 queries at SF 1 and 16 at SF 10 and never too early.  (Learning
+#: it per query from the training runs' own plans, the factor that agrees with the most
+#: of them, was tried: the switches agreed with 109 of 121 plans against 92, but
+#: held-out configurations at SF >= 1 went 16.2 -> 16.6 %, the web form's SF 5 checks
+#: 3.3 -> 13.4 %; a shared learned factor, 11.3, left the held-out queries at 29.8 %
+#: against 28.8 %.)
 BROADCAST_SIZE_FACTOR = 8.0
 #: Starting value of the learned time per shuffle block (one reduce partition written by
 #: one map task and fetched once): with Spark's 200 shuffle partitions, a map task writes
@@ -188,6 +193,10 @@ MEASURED_REACH = 1.5
 #: A new job's interval (its work factor unknown) takes the spread of the work factors
 #: of the jobs measured more than once, when there are at least this many.
 MIN_NEW_JOB_FACTORS = 5
+#: Sizes (from the largest in the measured interval up to the asked size, evenly spaced
+#: in log size) at which a question beyond the measured sizes is asked again for its
+#: low bound (:meth:`StagePredictor._never_falling_low`).
+LOW_PATH_STEPS = 4
 #: The largest learned contention: a slot's speed is ``cores ** -contention`` for
 #: executors of ``cores`` cores (tasks on one machine share its memory bandwidth and
 #: caches: local[2] on this machine's 2 cores runs the quiet TPC-H runs 1.25-1.44x as
@@ -520,7 +529,10 @@ class StagePredictor(RuntimeModel):
     slots, so a prediction stays non-decreasing in size and non-increasing in slots;
     quiet corpus, ``bench/evaluate.py --quiet-corpus``: held-out configurations at
     SF >= 1 18.8 % against 19.6 % without it, at SF 10 22.9 % against 28.4 %; slots
-    20.6 % against 21.9 %; unseen queries 34.5 % against 35.4 %); ``random_state`` and
+    20.6 % against 21.9 %; unseen queries 34.5 % against 35.4 %);
+    ``broadcast_size_factor``: Spark's size estimate of a broadcast side over the bytes
+    its scan counted, which decides where a broadcast join becomes a shuffle join
+    (:data:`BROADCAST_SIZE_FACTOR`); ``random_state`` and
     ``calibration_size``: the held-out split of the conformal intervals.  Censored runs
     (``completed=False``) count only where the prediction is below their bound.
     """
@@ -539,11 +551,13 @@ class StagePredictor(RuntimeModel):
         "learn_work_exponents": [Boolean()],
         "max_iterations": [Interval(int, 1, None)],
         "residual_corrector": [None, Options({"gbm"})],
+        "broadcast_size_factor": [Interval(float, 0.0, None, closed="neither")],
     }
 
     def __init__(self, *, overhead_prior_s=0.01, speed_regularization=1.0,
                  work_regularization=1.0, fixed_regularization=1.0, learn_work_exponents=True,
-                 max_iterations=200, residual_corrector="gbm", random_state=0,
+                 max_iterations=200, residual_corrector="gbm",
+                 broadcast_size_factor=BROADCAST_SIZE_FACTOR, random_state=0,
                  calibration_size=0.2):
         store_params(self, locals())
 
@@ -557,6 +571,8 @@ class StagePredictor(RuntimeModel):
         state.setdefault("residual_corrector", None)     # saved before the corrector existed
         state.setdefault("fixed_regularization", None)   # saved before per-job fixed shares
         state.setdefault("fixed_shares_", {})
+        # saved before the factor was a parameter
+        state.setdefault("broadcast_size_factor", BROADCAST_SIZE_FACTOR)
         super().__setstate__(state)
 
     def _calibration_split(self, X, censored):
@@ -693,12 +709,9 @@ class StagePredictor(RuntimeModel):
             volume = stage["volume_bytes"] * growth
             out.append(self._replayed(stage, stage["kind"], volume, stage["run_s"], row,
                                       self._file_bytes(stage, row)))
-            # Spark decides from the plan's size estimate, which grows with the table's
-            # files (in proportion to the input), not with the bytes a scan reads
-            # (at most the threshold where it was profiled: the profile broadcast it)
-            if stage["kind"] == "broadcast" and row["framework"] != "hadoop" and (
-                    threshold <= 0 or min(BROADCAST_SIZE_FACTOR * stage["input_bytes"],
-                                          threshold) * ratio > threshold):
+            if stage["kind"] == "broadcast" and row["framework"] != "hadoop" and \
+                    _outgrows(stage["input_bytes"], self.broadcast_size_factor, ratio,
+                              threshold):
                 # the stream side: the first stage after the broadcasts that reads them
                 probe = next((s for s in stages[position + 1:] if s["kind"] != "broadcast"),
                              stage)
@@ -809,11 +822,12 @@ class StagePredictor(RuntimeModel):
         """While ``X`` is asked, its feature matrix is computed once (the replay, the
         slot speeds and the kind of question all read it).  Kept by identity, so a
         concurrent question with another frame only recomputes its own."""
+        previous = getattr(self, "_asked", None)     # a question asked inside another
         self._asked = (X, self.features_.transform(X))
         try:
             yield
         finally:
-            self._asked = None
+            self._asked = previous
 
     def _matrix(self, X):
         """The feature matrix of ``X`` (the one of :meth:`_one_question` when asked in it)."""
@@ -1060,6 +1074,33 @@ class StagePredictor(RuntimeModel):
                 low[other] = np.minimum(low[other], far_low)
                 high[other] = np.maximum(high[other], far_high)
         return low, high
+
+    def _never_falling_low(self, X, center, low, coverage):
+        """Raise the low bound of a row asked beyond its job's measured sizes to the
+        highest low bound of the same question at :data:`LOW_PATH_STEPS` sizes from the
+        largest its measured interval holds (:data:`MEASURED_REACH` x the largest
+        measured) up to the asked one (evenly spaced in log size), so that more data
+        never has a lower low bound.  The widening grows with the distance
+        (:meth:`_extrapolated`) faster than the prediction grows for a job whose time is
+        mostly fixed, and it jumps where an answer leaves the measured job's interval:
+        the web form's Q3 on local[2] went 12.9 s low at SF 10 (measured 19.2 s), 11.0 s
+        at SF 20 and 14.8 s at SF 30."""
+        distance = self._scale_distances(X)
+        far = np.flatnonzero(distance > 0)
+        if not len(far):
+            return low
+        steps = np.arange(LOW_PATH_STEPS) / LOW_PATH_STEPS
+        reach = np.log(MEASURED_REACH) - 1e-9       # the last size of the measured interval
+        start = np.log(self._input_sizes(X)[far]) - distance[far] + reach
+        path = X.iloc[np.repeat(far, len(steps))].reset_index(drop=True)
+        path["input_bytes"] = np.exp(np.repeat(start, len(steps)) + np.outer(
+            distance[far] - reach, steps).ravel())
+        with self._one_question(path):
+            path_center, path_low, _ = self._log_interval(path, coverage)
+        highest = (path_center + path_low).reshape(len(far), len(steps)).max(axis=1)
+        low = low.copy()
+        low[far] = np.maximum(low[far], highest - center[far])
+        return low
 
     def fit(self, X, y=None):
         """``RuntimeModel.fit``, then a new job's interval (:meth:`_fit_new_job_pool`),
@@ -1521,6 +1562,16 @@ class StagePredictor(RuntimeModel):
 #: The additive fit of a job's curves (:func:`_job_curves`) stops when no log value moves
 #: by more than this in a round.
 CURVE_TOLERANCE = 1e-4
+
+
+def _outgrows(counted_bytes, factor, ratio, threshold) -> bool:
+    """Whether a broadcast side whose scan counted ``counted_bytes`` where it was
+    profiled is a shuffle join at ``ratio`` x the profiled input: Spark decides from the
+    plan's size estimate, which grows with the table's files (in proportion to the
+    input), not with the bytes a scan reads; ``factor`` x the counted bytes estimates it
+    (at most the threshold where it was profiled: the profile broadcast it).  Always
+    with the threshold off."""
+    return threshold <= 0 or min(factor * counted_bytes, threshold) * ratio > threshold
 
 
 def _with_settings(X):

@@ -86,9 +86,9 @@ def _default_run(runs):
     return same.iloc[order[0]]
 
 
-def size_series(runs):
+def size_series(runs, factors=(10, 100)):
     """[(name, [Job, ...] in growing data size)]: per workload and framework, its default
-    run's job at every measured input size and x10, x100 of the largest; per TPC-H
+    run's job at every measured input size and ``factors`` x the largest; per TPC-H
     query, the web form's question (local[2], Spark's defaults) at every scale label."""
     from jobgauge.job import Cluster, Job
 
@@ -96,7 +96,7 @@ def size_series(runs):
     for (workload, framework), part in runs.groupby(["workload", "framework"]):
         row = _default_run(part)
         measured = sorted(set(part["input_bytes"].dropna().astype(float)))
-        sizes = measured + [measured[-1] * 10, measured[-1] * 100]
+        sizes = measured + [measured[-1] * factor for factor in factors]
         series.append((f"{workload} ({framework})", [
             Job(workload, "", _cluster(row), _settings(row), framework, input_bytes=size)
             for size in sizes]))
@@ -121,6 +121,23 @@ def size_violations(model, runs):
                 (np.diff(predicted) < -1e-9 * predicted[:-1]).any():
             bad.append((name, [job.input_bytes or job.datasize for job in jobs],
                         [round(float(p), 3) for p in predicted]))
+    return len(series), bad
+
+
+def bound_violations(model, runs):
+    """(checked series, [(series, job sizes, lows, highs)] where the 80 % interval of a
+    larger size has a lower low bound or a lower high bound), the sizes of
+    :func:`size_series` between x1.2 and x100 of the largest measured, where the
+    interval widens with the distance."""
+    from jobgauge.job import jobs_frame
+
+    series = size_series(runs, factors=(1.2, 1.5, 2, 3, 5, 10, 20, 30, 100))
+    bad = []
+    for name, jobs in series:
+        _, low, high = model.predict_with_interval(jobs_frame(jobs))
+        if (np.diff(low) < -1e-6 * low[:-1]).any() or (np.diff(high) < -1e-6 * high[:-1]).any():
+            bad.append((name, [job.input_bytes or job.datasize for job in jobs],
+                        [round(float(v), 3) for v in low], [round(float(v), 3) for v in high]))
     return len(series), bad
 
 
@@ -199,6 +216,14 @@ def test_the_web_forms_tpch_q3_grows_with_the_scale_factor(default_model):
     predicted = default_model.predict(jobs_frame(jobs))
     assert (np.diff(predicted) > 0).all(), predicted
     assert predicted[3] >= 10 * predicted[1], predicted
+
+
+def test_the_interval_never_falls_as_the_data_grows(corpus, default_model):
+    """Beyond the measured sizes the interval widens with the distance; its low bound
+    still never falls (the web form's Q3 went 12.9 s low at SF 10, 11.0 s at SF 20)."""
+    checked, bad = bound_violations(default_model, corpus)
+    assert checked >= 50
+    assert not bad, bad[:3]
 
 
 def test_doubling_the_nodes_is_never_much_slower(corpus, default_model):

@@ -411,12 +411,17 @@ def test_a_measured_job_gets_intervals_of_its_own(quiet_sf1):
     asked = {"here": row,
              "x10": row.assign(datasize="sf10", input_bytes=row["input_bytes"] * 10),
              "new": row.assign(workload="my-own-job")}
-    bounds = {}
+    bounds, lows = {}, {}
     for name, frame in asked.items():
         center, low, high = model.predict_with_interval(frame)
         bounds[name] = (float(np.log(low[0] / center[0])), float(np.log(high[0] / center[0])))
+        lows[name] = float(low[0])
     assert bounds["here"] == pytest.approx(own)
-    assert bounds["x10"] == pytest.approx(pooled)
+    # far beyond: the pooled high offset; the pooled low offset, raised where it would
+    # fall below a smaller size's low bound (StagePredictor._never_falling_low)
+    assert bounds["x10"][1] == pytest.approx(pooled[1])
+    assert bounds["x10"][0] >= pooled[0] - 1e-9
+    assert lows["x10"] > lows["here"]
     assert bounds["new"] == pytest.approx(
         conformal_offsets(model.interval_pools_["new job|spark"], 0.8))
     spread = [v for (w, f), v in model.work_factors_.items()
@@ -754,6 +759,27 @@ def test_the_join_switches_of_the_measured_plans_are_counted(quiet_sf1):
     assert sum(r["measured"] == r["replayed"] for r in off.values()) >= 21
     found = script.summary(rows)
     assert found["-1"]["sf1"]["questions"] == 22 and found["default"]["sf1"]["agree"] == 22
+
+
+def test_the_broadcast_size_factor_decides_where_a_join_is_shuffled(quiet_sf1):
+    """``broadcast_size_factor`` (Spark's size estimate of a broadcast side over the bytes
+    its scan counted) is a parameter of the model, validated like the others: at 10x the
+    profiled SF 1 with Spark's threshold, a larger factor shuffles more of Q8's joins,
+    and a factor that is not positive is refused."""
+    switched = {}
+    asked = quiet_sf1[(quiet_sf1["workload"] == "tpch-q8")
+                      & (quiet_sf1["config_json"] == '{"spark.master": "local[2]"}')].iloc[[0]]
+    asked = asked.drop(columns=["dag", "profile", "profile_reference"]).assign(
+        input_bytes=asked["input_bytes"] * 10).reset_index(drop=True)
+    for factor in (1.0, 64.0):
+        model = make_model("stage", max_iterations=1, residual_corrector=None,
+                           broadcast_size_factor=factor).fit(quiet_sf1)
+        assert model.get_params()["broadcast_size_factor"] == factor
+        rows, _ = model._rows(asked)
+        switched[factor] = sum(stage["switched"] for stage in model._target_stages(rows[0]))
+    assert 0 <= switched[1.0] < switched[64.0] <= 6
+    with pytest.raises(ModelError, match="broadcast_size_factor"):
+        make_model("stage", broadcast_size_factor=0.0).fit(quiet_sf1)
 
 
 def test_aqe_off_costs_one_slot_as_much_as_two(quiet_sf1):
