@@ -27,7 +27,9 @@ measured: on the scale-up to SF 3 and SF 10 the pooled interval already covers
 89 % of runs, the widest 94 %, ``bench/evaluate.py --quiet-corpus``.)  A model may
 then widen the interval of a row asked beyond what was measured (``_extrapolated``:
 the stage predictor, by the error per unit of log distance that it measured by
-holding out each job's largest size), so a far answer is never surer than a near one.
+holding out each job's largest size), so a far answer is never surer than a near one,
+and then raise a low bound that would fall below a smaller size's
+(``_never_falling_low``), so more data is never answered with a lower low bound.
 
 ``fit`` also keeps ``measured_range_``, what the training runs covered
 (:class:`jobgauge.models._coverage.MeasuredRange`), so that a prediction far
