@@ -32,7 +32,6 @@ from pathlib import Path
 
 def main(argv=None) -> int:
     from jobgauge.profiler import WarmRunner
-    from jobgauge.profiler.runners.driver import read_load_1min
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--query", type=int, default=5)
@@ -51,70 +50,77 @@ def main(argv=None) -> int:
                 "8 partitions": {"spark.sql.shuffle.partitions": "8"},
                 f"{args.heap} driver": heap,
                 f"{args.heap} driver, {args.partitions} partitions": {**heap, **partitions}}
-    if args.fresh:
-        return _fresh(workload, size, variants, args)
-    runs = {name: [] for name in variants}
     with tempfile.TemporaryDirectory(prefix="jobgauge-heap-") as tmp:
-        with WarmRunner(master="local[2]", eventlog_dir=Path(tmp) / "eventlogs",
-                        work_dir=Path(tmp) / "work", warmup="workload", warmup_runs=3,
-                        profiles=False, max_applications=2) as runner:
-            for number in range(args.rounds):
-                order = list(variants) if number % 2 == 0 else list(reversed(variants))
-                for name in order:
-                    load = read_load_1min()
-                    run = runner.run(workload, size, dict(variants[name]), timeout_s=900)
-                    if run["status"] != "succeeded":
-                        raise SystemExit(f"{workload} {size} with {name}: {run['status']}: "
-                                         f"{run.get('error')}")
-                    runs[name].append(run["runtime_s"])
-                    print(f"  round {number + 1}: {name}: {run['runtime_s']:.2f} s "
-                          f"(load {load:.2f} at start)", flush=True)
-    print(f"\n| {workload} at SF {args.scale:g} on local[2] | runs in order | median |\n"
-          "|---|---|---|")
-    for name, values in runs.items():
-        print(f"| {name} | {', '.join(f'{v:.2f}' for v in values)} s | "
-              f"{statistics.median(values):.2f} s |")
+        if args.fresh:
+            times = _measure(variants, args.rounds,
+                             lambda settings: _fresh_run(workload, size, settings, Path(tmp)))
+            title = f"{workload} at SF {args.scale:g} on local[2], fresh applications"
+        else:
+            with WarmRunner(master="local[2]", eventlog_dir=Path(tmp) / "eventlogs",
+                            work_dir=Path(tmp) / "work", warmup="workload", warmup_runs=3,
+                            profiles=False, max_applications=2) as runner:
+                times = _measure(variants, args.rounds, lambda settings: _checked(
+                    runner.run(workload, size, settings, timeout_s=900)))
+            title = f"{workload} at SF {args.scale:g} on local[2]"
+    print("\n" + _table(title, times))
     return 0
 
 
-def _fresh(workload, size, variants, args) -> int:
-    """``--fresh``: each run a fresh application; the query's, the application's and the
-    wall time per run, in order, and their medians."""
+def _measure(variants, rounds, run) -> dict:
+    """{variant: {measure: [seconds in order]}}: ``run(settings)`` (a dict of measures in
+    seconds) of every variant in each of ``rounds`` rounds, in alternating order, each
+    printed with the 1-minute load at its start."""
+    from jobgauge.profiler.runners.driver import read_load_1min
+
+    times = {name: {} for name in variants}
+    for number in range(rounds):
+        for name in list(variants) if number % 2 == 0 else list(reversed(variants)):
+            load = read_load_1min()
+            measured = run(dict(variants[name]))
+            for measure, seconds in measured.items():
+                times[name].setdefault(measure, []).append(seconds)
+            print(f"  round {number + 1}: {name}: " + ", ".join(
+                f"{measure} {seconds:.2f} s" for measure, seconds in measured.items())
+                + f" (load {load:.2f} at start)", flush=True)
+    return times
+
+
+def _checked(run) -> dict:
+    """The query's time of a run that succeeded; else the run stops the script."""
+    if run["status"] != "succeeded":
+        raise SystemExit(f"{run['workload']} {run['datasize']}: {run['status']}: "
+                         f"{run.get('error')}")
+    return {"query": run["runtime_s"]}
+
+
+def _fresh_run(workload, size, settings, folder) -> dict:
+    """``--fresh``: one fresh application that runs the query once: the query's time in
+    it (cold), the application's (its event log, start to end) and the wall time with
+    the JVM's start."""
     import time
 
-    from jobgauge.profiler.runners.driver import read_load_1min
     from jobgauge.profiler.runners.runner import run_workload
 
-    times = {name: {"query": [], "application": [], "wall": []} for name in variants}
-    with tempfile.TemporaryDirectory(prefix="jobgauge-heap-") as tmp:
-        for number in range(args.rounds):
-            order = list(variants) if number % 2 == 0 else list(reversed(variants))
-            for name in order:
-                load = read_load_1min()
-                started = time.perf_counter()
-                run = run_workload(workload, size, dict(variants[name]), timeout_s=900,
-                                   eventlog_dir=Path(tmp) / "eventlogs")
-                wall = time.perf_counter() - started
-                if run["status"] != "succeeded" or run["profile"] is None:
-                    raise SystemExit(f"{workload} {size} with {name}: {run['status']}: "
-                                     f"{run.get('error')}")
-                entry = times[name]
-                entry["query"].append(run["runtime_s"])
-                entry["application"].append(run["profile"].summary()["runtime_s"])
-                entry["wall"].append(wall)
-                print(f"  round {number + 1}: {name}: query {run['runtime_s']:.2f} s, "
-                      f"application {entry['application'][-1]:.2f} s, wall {wall:.2f} s "
-                      f"(load {load:.2f} at start)", flush=True)
-    print(f"\n| {workload} at SF {args.scale:g} on local[2], fresh applications | "
-          "query (cold), in order | median | application, in order | median | wall median |\n"
-          "|---|---|---|---|---|---|")
+    started = time.perf_counter()
+    run = run_workload(workload, size, settings, timeout_s=900,
+                       eventlog_dir=folder / "eventlogs")
+    wall = time.perf_counter() - started
+    if run["profile"] is None:
+        run["status"] = f"{run['status']} without an event log"
+    return {**_checked(run), "application": run["profile"].summary()["runtime_s"],
+            "wall": wall}
+
+
+def _table(title, times) -> str:
+    """A Markdown table: per variant, each measure's runs in order and their median."""
+    measures = list(next(iter(times.values())))
+    lines = [f"| {title} | " + " | ".join(f"{m}, in order | median" for m in measures) + " |",
+             "|---|" + "---|---|" * len(measures)]
     for name, entry in times.items():
-        print(f"| {name} | {', '.join(f'{v:.2f}' for v in entry['query'])} s | "
-              f"{statistics.median(entry['query']):.2f} s | "
-              f"{', '.join(f'{v:.2f}' for v in entry['application'])} s | "
-              f"{statistics.median(entry['application']):.2f} s | "
-              f"{statistics.median(entry['wall']):.2f} s |")
-    return 0
+        lines.append(f"| {name} | " + " | ".join(
+            f"{', '.join(f'{v:.2f}' for v in entry[m])} s | {statistics.median(entry[m]):.2f} s"
+            for m in measures) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

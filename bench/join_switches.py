@@ -101,16 +101,18 @@ def summary(rows) -> dict:
     return out
 
 
-def factor_sweep(frame, records, factors) -> list[dict]:
+def factor_sweep(frame, records, model, factors) -> list[dict]:
     """With Spark's default threshold, for each factor on a build side's counted bytes
-    (the model's ``broadcast_size_factor``): questions, agreements, and how often the
-    replay switches fewer or more joins."""
+    (the model's ``broadcast_size_factor``, set on a copy of the fitted ``model``: the
+    rule reads it when it replays, nothing fitted depends on it but the learned prices):
+    questions, agreements, and how often the replay switches fewer or more joins."""
+    import copy
+
     out = []
-    measured = None    # the plans do not change
+    measured = measured_switches(frame, records, model)    # the plans do not change
     for factor in factors:
-        model = _fitted(frame, broadcast_size_factor=float(factor))
-        measured = measured or measured_switches(frame, records, model)
-        rows = [r for r in switch_rows(frame, records, model, measured)
+        swept = copy.copy(model).set_params(broadcast_size_factor=float(factor))
+        rows = [r for r in switch_rows(frame, records, swept, measured)
                 if r["threshold"] == "default"]
         found = summary(rows).get("default", {})
         out.append({"factor": float(factor),
@@ -191,7 +193,7 @@ def main(argv=None) -> int:
         print("no quiet TPC-H run on local[2] with its own profile", file=sys.stderr)
         return 1
     found = summary(rows)
-    sweep = factor_sweep(frame, records, args.factors)
+    sweep = factor_sweep(frame, records, model, args.factors)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "join_switches.md").write_text(_report(rows, found, time.perf_counter() - started,

@@ -1090,7 +1090,9 @@ class StagePredictor(RuntimeModel):
         if not len(far):
             return low
         steps = np.arange(LOW_PATH_STEPS) / LOW_PATH_STEPS
-        reach = np.log(MEASURED_REACH) - 1e-9       # the last size of the measured interval
+        # the largest size of the measured interval, a hair inside it (a distance counts
+        # as beyond only above it, _scale_distances)
+        reach = np.log(MEASURED_REACH) - 1e-9
         start = np.log(self._input_sizes(X)[far]) - distance[far] + reach
         path = X.iloc[np.repeat(far, len(steps))].reset_index(drop=True)
         path["input_bytes"] = np.exp(np.repeat(start, len(steps)) + np.outer(

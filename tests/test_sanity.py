@@ -108,6 +108,12 @@ def size_series(runs, factors=(10, 100)):
     return series
 
 
+def _falls(values, tolerance) -> bool:
+    """Whether a series that should never fall falls somewhere by more than
+    ``tolerance`` of the value before."""
+    return bool((np.diff(values) < -tolerance * values[:-1]).any())
+
+
 def size_violations(model, runs):
     """(checked series, [(series, job sizes, predictions)] where a larger size predicts
     less or a prediction is not a positive finite number)."""
@@ -118,7 +124,7 @@ def size_violations(model, runs):
     for name, jobs in series:
         predicted = model.predict(jobs_frame(jobs))
         if not (np.isfinite(predicted).all() and (predicted > 0).all()) or \
-                (np.diff(predicted) < -1e-9 * predicted[:-1]).any():
+                _falls(predicted, 1e-9):
             bad.append((name, [job.input_bytes or job.datasize for job in jobs],
                         [round(float(p), 3) for p in predicted]))
     return len(series), bad
@@ -135,7 +141,7 @@ def bound_violations(model, runs):
     bad = []
     for name, jobs in series:
         _, low, high = model.predict_with_interval(jobs_frame(jobs))
-        if (np.diff(low) < -1e-6 * low[:-1]).any() or (np.diff(high) < -1e-6 * high[:-1]).any():
+        if _falls(low, 1e-6) or _falls(high, 1e-6):
             bad.append((name, [job.input_bytes or job.datasize for job in jobs],
                         [round(float(v), 3) for v in low], [round(float(v), 3) for v in high]))
     return len(series), bad

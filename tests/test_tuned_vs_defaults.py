@@ -7,9 +7,9 @@ first need from the shipped runs) recommends settings for each query on ``local[
 with Spark's default 1 GiB driver (``tuner.submit.recommendation``).  Each query then
 runs 5 times with the defaults and 5 times with the recommendation, alternating, in warm
 applications (``WarmRunner``: 3 warm-up runs per query first; before any measured run,
-every application runs every query, so that each is as warm as the other).  A recommended driver heap
-is a setting of the application: the runner then keeps one application per heap up
-(up to three), each warmed up alike.  A
+every application runs every query, so that each is as warm as the other).  A
+recommended driver heap is a setting of the application: the runner then keeps one
+application per heap up (up to three), each warmed up alike.  A
 recommendation that keeps the defaults must say why, and is measured all the same.  The data is
 the TPC-H workload's own SF 1 (``tpchgen-cli``, generated once into the data folder,
 ``~/.cache/jobgauge/data`` unless ``JOBGAUGE_DATA`` moves it).
