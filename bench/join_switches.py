@@ -1,20 +1,21 @@
 """Which broadcast joins Spark ran as shuffle joins, next to the ones the stage model's
 replay switches: how well the replay's rule follows the plans of the measured runs.
 
-    nice -n 10 .venv/bin/python bench/join_switches.py [--json] [--factors 1 2 4 8 16 32]
+    nice -n 10 .venv/bin/python bench/join_switches.py [--json] [--shares 0.05 0.1 0.25 0.5 1]
 
 For every quiet TPC-H run in the shipped tables (``data/runs``) with its own event-log
 profile (``data/profiles``), the broadcast joins its plan ran as shuffle joins: the
 broadcast stages (a scan that writes no shuffle, ``models._stage.stage_kind``) of its
 workload's reference profile less its own.  Beside it, the count the replay switches for
-the same question (``StagePredictor._target_stages``: a broadcast side switches where its
-scan's counted input bytes times ``broadcast_size_factor``, grown with the asked input,
-pass ``spark.sql.autoBroadcastJoinThreshold``, or with the threshold off).  One row per
-query, scale factor and threshold (Spark's defaults otherwise, local[2]; the median over
-its runs).  Per scale factor it prints how often the two agree and, where they do not,
-which way the rule errs; then, with Spark's default threshold, the agreement for each
-factor on the counted bytes (``--factors``; the model's ``broadcast_size_factor``,
-by default ``models._stage.BROADCAST_SIZE_FACTOR``).  Writes bench/reports/join_switches.md;
+the same question (``StagePredictor._target_stages``: a broadcast side switches where the
+bytes of its scan's files times ``broadcast_file_share``, grown with the asked input,
+pass ``spark.sql.autoBroadcastJoinThreshold``, or with the threshold off; every shipped
+TPC-H profile knows its files, ``data/scan-files.json``).  One row per query, scale
+factor and threshold (Spark's defaults otherwise, local[2]; the median over its runs).
+Per scale factor it prints how often the two agree and, where they do not, which way
+the rule errs; then, with Spark's default threshold, the agreement for each share of
+the files' bytes (``--shares``; the model's ``broadcast_file_share``, by default
+``models._stage.BROADCAST_FILE_SHARE``).  Writes bench/reports/join_switches.md;
 ``--json`` prints the rows.
 """
 
@@ -101,21 +102,21 @@ def summary(rows) -> dict:
     return out
 
 
-def factor_sweep(frame, records, model, factors) -> list[dict]:
-    """With Spark's default threshold, for each factor on a build side's counted bytes
-    (the model's ``broadcast_size_factor``, set on a copy of the fitted ``model``: the
+def share_sweep(frame, records, model, shares) -> list[dict]:
+    """With Spark's default threshold, for each share of a build side's files' bytes
+    (the model's ``broadcast_file_share``, set on a copy of the fitted ``model``: the
     rule reads it when it replays, nothing fitted depends on it but the learned prices):
     questions, agreements, and how often the replay switches fewer or more joins."""
     import copy
 
     out = []
     measured = measured_switches(frame, records, model)    # the plans do not change
-    for factor in factors:
-        swept = copy.copy(model).set_params(broadcast_size_factor=float(factor))
+    for share in shares:
+        swept = copy.copy(model).set_params(broadcast_file_share=float(share))
         rows = [r for r in switch_rows(frame, records, swept, measured)
                 if r["threshold"] == "default"]
         found = summary(rows).get("default", {})
-        out.append({"factor": float(factor),
+        out.append({"share": float(share),
                     **{k: sum(entry[k] for entry in found.values())
                        for k in ("questions", "agree", "fewer", "more")}})
     return out
@@ -142,7 +143,7 @@ def _report(rows, found, seconds, sweep=()) -> str:
              "its own event-log profile; per query, scale factor and broadcast threshold, the "
              "broadcast joins of the reference profile that the run's plan ran as shuffle "
              "joins (median over its runs), against the ones the stage model's replay switches "
-             "(its rule: a side's counted scan bytes times a factor, grown with the input, "
+             "(its rule: the bytes of a side's files times a share, grown with the input, "
              "past the threshold).", "",
              "| threshold | scale factor | questions | agree | replay switches fewer | "
              "replay switches more |", "|---|---|---|---|---|---|"]
@@ -163,15 +164,15 @@ def _report(rows, found, seconds, sweep=()) -> str:
                  for r in default if r["workload"] == workload}
         lines.append(f"| {workload} | " + " | ".join(cells.get(s, "") for s in sizes) + " |")
     if sweep:
-        from jobgauge.models._stage import BROADCAST_SIZE_FACTOR
+        from jobgauge.models._stage import BROADCAST_FILE_SHARE
 
-        lines += ["", "With Spark's default threshold, every scale factor, by the factor on the "
-                  "counted bytes (the model's ``broadcast_size_factor``; its default: "
-                  f"{BROADCAST_SIZE_FACTOR:g}):", "",
-                  "| factor | questions | agree | replay switches fewer | replay switches more |",
+        lines += ["", "With Spark's default threshold, every scale factor, by the share of the "
+                  "files' bytes (the model's ``broadcast_file_share``; its default: "
+                  f"{BROADCAST_FILE_SHARE:g}):", "",
+                  "| share | questions | agree | replay switches fewer | replay switches more |",
                   "|---|---|---|---|---|"]
         for entry in sweep:
-            lines.append(f"| {entry['factor']:g} | {entry['questions']} | {entry['agree']} | "
+            lines.append(f"| {entry['share']:g} | {entry['questions']} | {entry['agree']} | "
                          f"{entry['fewer']} | {entry['more']} |")
     return "\n".join(lines) + "\n"
 
@@ -179,8 +180,10 @@ def _report(rows, found, seconds, sweep=()) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    parser.add_argument("--factors", nargs="*", type=float, default=[1, 2, 4, 8, 16, 32],
-                        help="factors on the counted bytes to compare (default: 1 2 4 8 16 32)")
+    parser.add_argument("--shares", nargs="*", type=float,
+                        default=[0.05, 0.1, 0.15, 0.25, 0.4, 0.6, 1.0],
+                        help="shares of the files' bytes to compare "
+                             "(default: 0.05 0.1 0.15 0.25 0.4 0.6 1)")
     parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
     args = parser.parse_args(argv)
     from jobgauge.models.evaluation import quiet_frame_and_records
@@ -193,13 +196,13 @@ def main(argv=None) -> int:
         print("no quiet TPC-H run on local[2] with its own profile", file=sys.stderr)
         return 1
     found = summary(rows)
-    sweep = factor_sweep(frame, records, model, args.factors)
+    sweep = share_sweep(frame, records, model, args.shares)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "join_switches.md").write_text(_report(rows, found, time.perf_counter() - started,
                                                   sweep))
     if args.json:
-        print(json.dumps({"summary": found, "rows": rows, "factors": sweep}, indent=2))
+        print(json.dumps({"summary": found, "rows": rows, "shares": sweep}, indent=2))
     else:
         print((out / "join_switches.md").read_text())
     print(f"report: {out / 'join_switches.md'}", file=sys.stderr)

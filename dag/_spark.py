@@ -39,6 +39,10 @@ _STATISTICS = re.compile(
 _PARTITIONING = re.compile(r"(?:hash|range|roundrobin)partitioning\((?:.*, )?(\d+)\)|(SinglePartition)")
 _SCAN_TABLE = re.compile(r"^(?:File|Batch)?Scan\s+\w+\s+([\w.`$-]+)")
 _HEADER = re.compile(r"^== (.+) ==\s*$")
+#: A scan's files in EXPLAIN FORMATTED: ``Location: InMemoryFileIndex [file:/d/t.parquet, ...]``
+#: (the first path is kept), or ``Location [not included in comparison]/{warehouse_dir}/t]``
+#: as Spark's approved plans print it.
+_LOCATION = re.compile(r"^Location(?::\s*\w+\s*\[([^,\]]*)|\s*\[not included in comparison\]([^\]]*))")
 
 
 def parse_spark_plan(text, *, path=None) -> QueryDag:
@@ -275,6 +279,12 @@ class _Reader:
                     reuse = re.search(r"\[Reuses operator id: (\d+)\]", line)
                     if reuse:
                         self.reuse_refs.append(("operator", reuse.group(1), node, i + 1))
+            elif line.startswith("Location") and detail_id in self.by_operator_id:
+                location = _LOCATION.match(line)
+                path = location and (location.group(1) or location.group(2) or "").strip()
+                attrs = self.dag.nodes[self.by_operator_id[detail_id]]
+                if path and attrs["kind"] == "scan":
+                    attrs["location"] = path
             elif line.startswith("Arguments:") and detail_id in self.by_operator_id:
                 node = self.by_operator_id[detail_id]
                 attrs = self.dag.nodes[node]

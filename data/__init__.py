@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["profile_files", "profiles_dir", "run_tables", "runs_dir"]
+__all__ = ["profile_files", "profiles_dir", "run_tables", "runs_dir", "scan_files"]
 
 
 def _folder(name: str) -> Path:
@@ -37,3 +37,13 @@ def run_tables() -> list[Path]:
 def profile_files() -> list[Path]:
     """The shipped profile records, sorted by name."""
     return sorted(profiles_dir().glob("*.jsonl*"))
+
+
+def scan_files() -> dict:
+    """{location: bytes} of the files the shipped profiles scan, for profiles collected
+    before ``jobgauge collect`` recorded them beside each run (``scan_files``);
+    measured again by ``bench/scan_files.py``.  Empty where the file is missing."""
+    import json
+
+    path = _folder("scan-files.json")
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}

@@ -13,13 +13,15 @@ another data size, with other settings and on other slots:
    per-stage setup that dominates small profiles); each workload learns its own share
    from its runs at several sizes, shrunk to the shared one.
 2. **Derive task counts** from the settings: scans split the bytes of the files they
-   read (the stage's share of the profile's counted input times the asked input
-   bytes) by ``spark.sql.files.maxPartitionBytes`` (at least one split per slot while
+   read (the profiled files' bytes, :func:`_link_scan_files`, times ``r``; for a
+   profile that does not know them, the stage's share of the profile's counted input
+   times the asked input bytes) by ``spark.sql.files.maxPartitionBytes``  (at least one split per slot while
    a split stays above the 4 MiB open cost, as Spark does); shuffle stages get
    ``spark.sql.shuffle.partitions`` tasks, coalesced by AQE to
    ``spark.sql.adaptive.advisoryPartitionSizeInBytes`` (but no fewer than one per slot
    while a partition stays above 1 MiB), and a stage reading the plan's exchange to
-   a single partition (a global aggregate) one task; a broadcast side that outgrows
+   a single partition (a global aggregate) one task; a broadcast side whose estimated
+   size (a share of its files' bytes, :data:`BROADCAST_FILE_SHARE`) outgrows
    ``spark.sql.autoBroadcastJoinThreshold`` (or with the threshold off) becomes a
    shuffle join: one more stage.  MapReduce: map splits of 128 MiB, reduce tasks from
    ``mapreduce.job.reduces``.  Settings are read and range-checked with
@@ -175,14 +177,23 @@ MAX_JOIN_SHARE = 1.0
 #: grown with the input, passes ``spark.sql.autoBroadcastJoinThreshold``.  Parquet's
 #: counters count the column chunks a scan reads, far less than the files the plan
 #: estimates from.  The default of ``broadcast_size_factor``.  Measured on the plans of
-#: the quiet TPC-H runs (``bench/join_switches.py --factors``): at 1 the replay switched
-#: too late on 12 of 22 queries at SF 1 and 16 at SF 10 and never too early.  (Learning
+#: the quiet TPC-H runs (``bench/join_switches.py``, before the profiles knew their
+#: files): at 1 the replay switched too late on 12 of 22 queries at SF 1 and 16 at SF 10
+#: and never too early.  (Learning
 #: it per query from the training runs' own plans, the factor that agrees with the most
 #: of them, was tried: the switches agreed with 109 of 121 plans against 92, but
 #: held-out configurations at SF >= 1 went 16.2 -> 16.6 %, the web form's SF 5 checks
 #: 3.3 -> 13.4 %; a shared learned factor, 11.3, left the held-out queries at 29.8 %
 #: against 28.8 %.)
 BROADCAST_SIZE_FACTOR = 8.0
+#: Spark's size estimate of a broadcast side over the bytes of the files its scan reads,
+#: where the profile knows them (:func:`_link_scan_files`): the estimate is the files'
+#: bytes times the share of the row the projected columns take.  The default of
+#: ``broadcast_file_share``.  Measured on the plans of the quiet TPC-H runs
+#: (``bench/join_switches.py --shares``, Spark's default threshold, 103 questions at SF
+#: 0.1-10): at 0.25 and 0.4 the replay's switches agree with 90 plans (the counted bytes
+#: times 8 agreed with 74), at 0.1 with 84 (19 too late), at 0.6 with 81 (20 too early).
+BROADCAST_FILE_SHARE = 0.25
 #: Starting value of the learned time per shuffle block (one reduce partition written by
 #: one map task and fetched once): with Spark's 200 shuffle partitions, a map task writes
 #: 200 blocks even where AQE then coalesces them to a few reduce tasks.
@@ -287,12 +298,16 @@ def profile_stages(dag=None, summary=None) -> list[dict]:
     """
     raw = []
     singles = 0     # the plan's exchanges to a single partition (global aggregates)
+    files = []      # the bytes of each plan scan's files, where the profile knows them
     if hasattr(dag, "to_dict"):
         dag = dag.to_dict()
     if isinstance(dag, dict):
-        singles = sum(1 for node in dag.get("nodes") or []
-                      if isinstance(node, dict) and node.get("stage_id") is None
-                      and node.get("kind") == "exchange" and node.get("partitions") == 1)
+        plan = [node for node in dag.get("nodes") or []
+                if isinstance(node, dict) and node.get("stage_id") is None]
+        singles = sum(1 for node in plan
+                      if node.get("kind") == "exchange" and node.get("partitions") == 1)
+        scans = [node.get("file_bytes") for node in plan if node.get("kind") == "scan"]
+        files = scans if scans and all(_positive(b) for b in scans) else []
         ids = {}
         for node in dag.get("nodes") or []:
             if isinstance(node, dict) and node.get("stage_id") is not None:
@@ -344,7 +359,22 @@ def profile_stages(dag=None, summary=None) -> list[dict]:
                        "writes_shuffle": _positive(stage.get("shuffle_write_bytes")),
                        "parents": parents})
     _mark_single_partitions(stages, raw, singles)
+    _link_scan_files(stages, files)
     return stages
+
+
+def _link_scan_files(stages, files):
+    """Give each stage that reads input the bytes of the files it scans
+    (``file_bytes``), from the plan's scans (``files``: one entry per scan).  The
+    profile does not say which stage ran which scan; the tables of a query differ in
+    size by orders of magnitude (TPC-H at SF 1: lineitem 232 MB, orders 63 MB,
+    partsupp 45 MB, customer 14 MB, part 6.9 MB, supplier 0.9 MB, nation 3 KB), and so
+    do the task times of their scans, so the stages are paired with the scans by rank:
+    the longest task time with the largest files.  Stages beyond the plan's scans
+    keep none."""
+    reading = sorted((s for s in stages if s["input_bytes"] > 0), key=lambda s: -s["run_s"])
+    for stage, size in zip(reading, sorted(files, reverse=True)):
+        stage["file_bytes"] = float(size)
 
 
 def _mark_single_partitions(stages, raw, singles):
@@ -532,7 +562,9 @@ class StagePredictor(RuntimeModel):
     20.6 % against 21.9 %; unseen queries 34.5 % against 35.4 %);
     ``broadcast_size_factor``: Spark's size estimate of a broadcast side over the bytes
     its scan counted, which decides where a broadcast join becomes a shuffle join
-    (:data:`BROADCAST_SIZE_FACTOR`); ``random_state`` and
+    (:data:`BROADCAST_SIZE_FACTOR`); ``broadcast_file_share``: the same over the bytes
+    of its files, for a profile that knows them (:data:`BROADCAST_FILE_SHARE`);
+    ``random_state`` and
     ``calibration_size``: the held-out split of the conformal intervals.  Censored runs
     (``completed=False``) count only where the prediction is below their bound.
     """
@@ -552,12 +584,14 @@ class StagePredictor(RuntimeModel):
         "max_iterations": [Interval(int, 1, None)],
         "residual_corrector": [None, Options({"gbm"})],
         "broadcast_size_factor": [Interval(float, 0.0, None, closed="neither")],
+        "broadcast_file_share": [Interval(float, 0.0, None, closed="neither")],
     }
 
     def __init__(self, *, overhead_prior_s=0.01, speed_regularization=1.0,
                  work_regularization=1.0, fixed_regularization=1.0, learn_work_exponents=True,
                  max_iterations=200, residual_corrector="gbm",
-                 broadcast_size_factor=BROADCAST_SIZE_FACTOR, random_state=0,
+                 broadcast_size_factor=BROADCAST_SIZE_FACTOR,
+                 broadcast_file_share=BROADCAST_FILE_SHARE, random_state=0,
                  calibration_size=0.2):
         store_params(self, locals())
 
@@ -573,6 +607,7 @@ class StagePredictor(RuntimeModel):
         state.setdefault("fixed_shares_", {})
         # saved before the factor was a parameter
         state.setdefault("broadcast_size_factor", BROADCAST_SIZE_FACTOR)
+        state.setdefault("broadcast_file_share", BROADCAST_FILE_SHARE)
         super().__setstate__(state)
 
     def _calibration_split(self, X, censored):
@@ -710,8 +745,10 @@ class StagePredictor(RuntimeModel):
             out.append(self._replayed(stage, stage["kind"], volume, stage["run_s"], row,
                                       self._file_bytes(stage, row)))
             if stage["kind"] == "broadcast" and row["framework"] != "hadoop" and \
-                    _outgrows(stage["input_bytes"], self.broadcast_size_factor, ratio,
-                              threshold):
+                    (_outgrows(stage["file_bytes"], self.broadcast_file_share, ratio,
+                               threshold) if stage.get("file_bytes") else
+                     _outgrows(stage["input_bytes"], self.broadcast_size_factor, ratio,
+                               threshold)):
                 # the stream side: the first stage after the broadcasts that reads them
                 probe = next((s for s in stages[position + 1:] if s["kind"] != "broadcast"),
                              stage)
@@ -733,13 +770,20 @@ class StagePredictor(RuntimeModel):
     @staticmethod
     def _file_bytes(stage, row):
         """The bytes of the files a scanning stage reads at the asked size, which set its
-        task count as Spark splits files: its share of the profile's counted input times
+        task count as Spark splits files: the profiled files' bytes (``file_bytes``,
+        see :func:`_link_scan_files`) times the asked over the profiled input; for a
+        profile without them, the stage's share of the profile's counted input times
         the asked input bytes (Parquet's byte counters count far less than the files
         hold: 184 KB for the lineitem scan of TPC-H Q9 at SF 0.1, so the counters
-        alone would keep every scan at one task).  None for a stage reading no input,
-        or MapReduce (its counters are the files' bytes)."""
-        if row["framework"] == "hadoop" or not stage.get("input_bytes") \
-                or not row.get("read_bytes"):
+        alone would keep every scan at one task).  That share overstates the files of
+        a query that reads few tables: TPC-H Q11 reads partsupp (45 MB of 362 MB at
+        SF 1), and at SF 10 ran its scans in 4 tasks, where the share gave 10.  None for
+        a stage reading no input, or MapReduce (its counters are the files' bytes)."""
+        if row["framework"] == "hadoop" or not stage.get("input_bytes"):
+            return None
+        if stage.get("file_bytes"):
+            return stage["file_bytes"] * row["ratio"]
+        if not row.get("read_bytes"):
             return None
         return stage["input_bytes"] / row["read_bytes"] * row["asked_bytes"]
 
@@ -1566,14 +1610,14 @@ class StagePredictor(RuntimeModel):
 CURVE_TOLERANCE = 1e-4
 
 
-def _outgrows(counted_bytes, factor, ratio, threshold) -> bool:
-    """Whether a broadcast side whose scan counted ``counted_bytes`` where it was
-    profiled is a shuffle join at ``ratio`` x the profiled input: Spark decides from the
-    plan's size estimate, which grows with the table's files (in proportion to the
-    input), not with the bytes a scan reads; ``factor`` x the counted bytes estimates it
-    (at most the threshold where it was profiled: the profile broadcast it).  Always
-    with the threshold off."""
-    return threshold <= 0 or min(factor * counted_bytes, threshold) * ratio > threshold
+def _outgrows(profiled_bytes, factor, ratio, threshold) -> bool:
+    """Whether a broadcast side of ``profiled_bytes`` where it was profiled (the bytes its
+    scan counted, or its files' bytes) is a shuffle join at ``ratio`` x the profiled
+    input: Spark decides from the plan's size estimate, which grows with the table's
+    files (in proportion to the input), not with the bytes a scan reads; ``factor`` x
+    the profiled bytes estimates it (at most the threshold where it was profiled: the
+    profile broadcast it).  Always with the threshold off."""
+    return threshold <= 0 or min(factor * profiled_bytes, threshold) * ratio > threshold
 
 
 def _with_settings(X):

@@ -48,6 +48,7 @@ scored, but the share whose prediction is at least the time limit is shown.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -147,6 +148,11 @@ def _record_dag(record):
             parts.append(("plan", QueryDag.from_spark_plan(plan).to_dict()))
         except GaugeError:
             pass
+        else:   # each scan's file bytes: the record's own, else the shipped ones
+            files = record.get("scan_files") or _shipped_scan_files()
+            for node in parts[0][1]["nodes"]:
+                if node.get("location") in files:
+                    node["file_bytes"] = files[node["location"]]
     if record.get("stages"):
         try:
             parts.append(("stage", QueryDag.from_stages(record["stages"]).to_dict()))
@@ -162,6 +168,13 @@ def _record_dag(record):
         edges += [{**edge, "source": f"{prefix}:{edge['source']}",
                    "target": f"{prefix}:{edge['target']}"} for edge in dag["edges"]]
     return {"directed": True, "multigraph": False, "graph": {}, "nodes": nodes, "edges": edges}
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_scan_files() -> dict:
+    from jobgauge.data import scan_files
+
+    return scan_files()
 
 
 def attach_reference_profiles(frame, records):

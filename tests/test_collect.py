@@ -94,6 +94,11 @@ def test_collection_resumes_without_repeating(tmp_path, tpch_data_root, capsys):
         profiles = [json.loads(line) for line in handle]
     assert sorted(p["run_id"] for p in profiles) == sorted(r["run_id"] for r in rows)
     assert all(p["summary"]["n_tasks"] >= 1 and p["physical_plan"] for p in profiles)
+    for profile in profiles:    # each keeps the bytes of the files its scans read
+        files = profile["scan_files"]
+        assert files and all(str(tpch_data_root) in location for location in files)
+        assert all(Path(location.removeprefix("file:")).stat().st_size == size
+                   for location, size in files.items())
 
     # A fresh checkout has the committed run table and profiles but no journal (var/):
     # the collection resumes from the table and measures nothing again.

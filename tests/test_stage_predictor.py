@@ -506,8 +506,9 @@ def test_intervals_widen_with_the_distance_beyond_the_measured_sizes(quiet_two_s
 def test_the_growth_of_the_error_with_the_distance_is_learned():
     """With three sizes per job (the quiet TPC-H runs at SF 0.1, 0.3 and 1), fit holds out
     each job's two largest and learns how the error grows with the log distance: SF 0.3
-    asked from SF 0.1 missed by about as much as SF 1 did, so the growth is far below
-    linear (the scale-up from SF <= 1 then covered 82 % of the SF 10 runs at x2.78
+    asked from SF 0.1 missed by nearly as much as SF 1 did, so the growth is below
+    linear (learned: 0.07 in session 16, 0.53 since the replay splits scans by their
+    files; the scale-up from SF <= 1 then covered 80 % of the SF 10 runs at x3.04
     high/low, against 99 % at x6.33 linear).  Beyond the distances it was learned at,
     the interval widens linearly again, and it never narrows further out."""
     from jobgauge.models.evaluation import attach_reference_profiles
@@ -518,7 +519,7 @@ def test_the_growth_of_the_error_with_the_distance_is_learned():
     profiles = [REPO / "data" / "profiles" / f"{n}.jsonl.gz" for n in names]
     frame = attach_reference_profiles(read_run_tables(runs), read_profile_records(profiles))
     model = make_model("stage").fit(frame)
-    assert 0.0 <= model.scale_growth_ < 0.5
+    assert 0.0 <= model.scale_growth_ < 0.75
     # SF 1 asked from SF 0.1 (the input bytes grow about 10x): the farthest distance
     assert math.log(10) * 0.8 < model.scale_reach_ < math.log(10) * 1.2
     reach = model.scale_reach_
@@ -762,24 +763,62 @@ def test_the_join_switches_of_the_measured_plans_are_counted(quiet_sf1):
 
 
 def test_the_broadcast_size_factor_decides_where_a_join_is_shuffled(quiet_sf1):
-    """``broadcast_size_factor`` (Spark's size estimate of a broadcast side over the bytes
-    its scan counted) is a parameter of the model, validated like the others: at 10x the
-    profiled SF 1 with Spark's threshold, a larger factor shuffles more of Q8's joins,
-    and a factor that is not positive is refused."""
-    switched = {}
+    """Where a join is shuffled at 10x the profiled SF 1 with Spark's threshold: for a
+    profile that knows its scans' files, ``broadcast_file_share`` (Spark's size estimate
+    of a broadcast side over its files' bytes) decides, and a larger share shuffles more
+    of Q8's joins; for a profile that does not, ``broadcast_size_factor`` (the estimate
+    over the bytes its scan counted) does.  Both are parameters of the model, validated
+    like the others: one that is not positive is refused."""
     asked = quiet_sf1[(quiet_sf1["workload"] == "tpch-q8")
                       & (quiet_sf1["config_json"] == '{"spark.master": "local[2]"}')].iloc[[0]]
     asked = asked.drop(columns=["dag", "profile", "profile_reference"]).assign(
         input_bytes=asked["input_bytes"] * 10).reset_index(drop=True)
-    for factor in (1.0, 64.0):
+
+    def switched(known_files, **params):
         model = make_model("stage", max_iterations=1, residual_corrector=None,
-                           broadcast_size_factor=factor).fit(quiet_sf1)
-        assert model.get_params()["broadcast_size_factor"] == factor
+                           **params).fit(quiet_sf1)
+        for name, value in params.items():
+            assert model.get_params()[name] == value
         rows, _ = model._rows(asked)
-        switched[factor] = sum(stage["switched"] for stage in model._target_stages(rows[0]))
-    assert 0 <= switched[1.0] < switched[64.0] <= 6
-    with pytest.raises(ModelError, match="broadcast_size_factor"):
-        make_model("stage", broadcast_size_factor=0.0).fit(quiet_sf1)
+        stages = rows[0]["stages"] if known_files else [
+            {k: v for k, v in s.items() if k != "file_bytes"} for s in rows[0]["stages"]]
+        assert all(bool(s.get("file_bytes")) == known_files
+                   for s in stages if s["kind"] == "broadcast")
+        return sum(stage["switched"] for stage in model._target_stages({**rows[0],
+                                                                        "stages": stages}))
+
+    assert 0 <= switched(True, broadcast_file_share=0.05) \
+        < switched(True, broadcast_file_share=1.0) <= 6
+    assert 0 <= switched(False, broadcast_size_factor=1.0) \
+        < switched(False, broadcast_size_factor=64.0) <= 6
+    for name in ("broadcast_size_factor", "broadcast_file_share"):
+        with pytest.raises(ModelError, match=name):
+            make_model("stage", **{name: 0.0}).fit(quiet_sf1)
+
+
+def test_a_scan_splits_by_the_bytes_of_its_files(quiet_sf1):
+    """Spark splits a scan into tasks by the bytes of the table's files, whatever
+    columns the query reads.  The profile's plan names each scan's files and the shipped
+    ``data/scan-files.json`` their bytes: Q11's two partsupp scans at SF 1 get partsupp's
+    45 MB, supplier and nation their own.  At SF 10 Q11 with the defaults ran each
+    partsupp scan in 4 tasks (data/profiles/tpch-sf10); the replay asked there from the
+    SF 1 profile gives 4 too (its share of the bytes the query read, times the whole data
+    set's, gave 10)."""
+    from jobgauge.runtable import read_profile_records, read_run_tables
+
+    model = make_model("stage", max_iterations=1, residual_corrector=None).fit(quiet_sf1)
+    stages = model.reference_profiles_[("tpch-q11", "spark")]["stages"]
+    assert sorted(s["file_bytes"] for s in stages if s["input_bytes"] > 0) == \
+        [3394, 902351, 44827360, 44827360]          # nation, supplier, partsupp twice
+    runs = read_run_tables([REPO / "data" / "runs" / "tpch-sf10.csv.gz"])
+    run = runs[(runs["workload"] == "tpch-q11")
+               & (runs["config_json"] == '{"spark.master": "local[2]"}')].iloc[[0]]
+    record = read_profile_records([REPO / "data" / "profiles" / "tpch-sf10.jsonl.gz"])[
+        (run["source"].iat[0], run["run_id"].iat[0])]
+    measured = [s["n_tasks"] for s in profile_stages(record["stages"]) if s["kind"] == "scan"]
+    assert measured == [4, 4]
+    rows, _ = model._rows(run.reset_index(drop=True))
+    assert [s["tasks"] for s in model._target_stages(rows[0]) if s["kind"] == "scan"] == measured
 
 
 def test_aqe_off_costs_one_slot_as_much_as_two(quiet_sf1):

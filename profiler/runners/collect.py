@@ -645,9 +645,37 @@ def compact_profile(profile) -> dict:
     with per-stage aggregates, and the physical plan Spark executed."""
     plans = [q.get("physical_plan_description") for q in profile.sql
              if q.get("physical_plan_description")]
-    return {"summary": profile.summary(),
-            "stages": [{k: s.get(k) for k in PROFILE_STAGE_KEYS} for s in profile.stages],
-            "physical_plan": plans[0] if plans else None}
+    record = {"summary": profile.summary(),
+              "stages": [{k: s.get(k) for k in PROFILE_STAGE_KEYS} for s in profile.stages],
+              "physical_plan": plans[0] if plans else None}
+    files = scan_files(record["physical_plan"])
+    if files:
+        record["scan_files"] = files
+    return record
+
+
+def scan_files(plan) -> dict:
+    """{location: bytes} of the files each scan of ``plan`` (EXPLAIN FORMATTED text)
+    reads, for the locations this machine holds: Spark splits a scan into tasks by its
+    files' bytes, whatever columns the query reads (``models._stage`` replays it so).
+    Taken when the run is collected, beside its data."""
+    from jobgauge.dag import QueryDag
+    from jobgauge.errors import GaugeError
+    from jobgauge.profiler.workloads.base import directory_bytes
+
+    if not plan:
+        return {}
+    try:
+        dag = QueryDag.from_spark_plan(plan)
+    except GaugeError:
+        return {}
+    files = {}
+    for _, attrs in dag.nodes(data=True):
+        location = attrs.get("location")
+        path = Path(location.removeprefix("file:")) if location else None
+        if path is not None and location not in files and path.exists():
+            files[location] = directory_bytes(path)
+    return files
 
 
 def attach_profiles(work_dir, journal: Journal) -> int:

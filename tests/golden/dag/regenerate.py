@@ -44,7 +44,7 @@ def expected_of(dag) -> dict:
     nodes = []
     for node in data["nodes"]:
         item = {"id": node["id"], "kind": node["kind"]}
-        for key in ("rows", "data_size", "rows_actual"):
+        for key in ("rows", "data_size", "rows_actual", "location"):
             if node.get(key) is not None:
                 item[key] = node[key]
         item["operators"] = [op["type"] for op in node["operators"]]

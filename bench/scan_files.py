@@ -1,0 +1,72 @@
+"""The bytes of the files the shipped TPC-H profiles scan, measured again.
+
+    python bench/scan_files.py            # writes data/scan-files.json
+
+``jobgauge collect`` records each scan's file bytes beside a new profile
+(``scan_files``); the profiles shipped before it did not.  Their plans name the
+files (``Location: InMemoryFileIndex [file:.../tpch/sf0.3/lineitem.parquet]``),
+and tpchgen-cli writes the same bytes for the same scale every time (checked: the
+customer table at SF 1 is 13,924,285 bytes here and in the event log of a run
+collected in session 16).  This script generates every TPC-H scale the shipped
+plans scan (where the plans say they were, as ``jobgauge run tpch`` does; SF 10 takes
+about a minute and 3.6 GB) and writes ``{location: bytes}`` for the locations it holds
+to ``data/scan-files.json``, which ``jobgauge.data.scan_files`` reads.  Locations
+of other data (HiBench) are left out: their profiles keep the replay's estimate
+from the bytes a scan read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+_TPCH = re.compile(r"/tpch/(sf[0-9.]+)/\w+\.parquet$")
+
+
+def main(argv=None) -> int:
+    from jobgauge.data import profile_files
+    from jobgauge.dag import QueryDag
+    from jobgauge.errors import GaugeError
+    from jobgauge.profiler.runners.collect import scan_files
+    from jobgauge.profiler.workloads.tpch import ensure_data
+    from jobgauge.runtable import read_profile_records
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "data" / "scan-files.json")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    records = read_profile_records(profile_files()).values()
+    plans = [r["physical_plan"] for r in records if r.get("physical_plan")]
+    scales = set()
+    for plan in plans:
+        try:
+            dag = QueryDag.from_spark_plan(plan)
+        except GaugeError:
+            continue
+        for _, attrs in dag.nodes(data=True):
+            found = _TPCH.search(attrs.get("location") or "")
+            if found:   # <data root>/tpch/sf<SF>/<table>.parquet
+                root = Path(attrs["location"].removeprefix("file:")).parents[2]
+                scales.add((str(root), found.group(1)))
+    for root, label in sorted(scales, key=lambda s: (s[0], float(s[1][2:]))):
+        print(f"generating TPC-H {label} under {root} ...", flush=True)
+        ensure_data(Path(root), label)
+    files = {}
+    for plan in plans:
+        files.update({k: v for k, v in scan_files(plan).items() if _TPCH.search(k)})
+    args.out.write_text(json.dumps(dict(sorted(files.items())), indent=1) + "\n")
+    print(f"{len(files)} locations of {len(scales)} scales ({', '.join(sorted(label for _, label in scales))}) "
+          f"-> {args.out} in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
