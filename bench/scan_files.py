@@ -33,9 +33,7 @@ _TPCH = re.compile(r"/tpch/(sf[0-9.]+)/\w+\.parquet$")
 
 def main(argv=None) -> int:
     from jobgauge.data import profile_files
-    from jobgauge.dag import QueryDag
-    from jobgauge.errors import GaugeError
-    from jobgauge.profiler.runners.collect import scan_files
+    from jobgauge.profiler.runners.collect import scan_files, scan_locations
     from jobgauge.profiler.workloads.tpch import ensure_data
     from jobgauge.runtable import read_profile_records
 
@@ -45,17 +43,13 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     records = read_profile_records(profile_files()).values()
     plans = [r["physical_plan"] for r in records if r.get("physical_plan")]
-    scales = set()
+    scales = set()      # (<data root>, sf<SF>) of <data root>/tpch/sf<SF>/<table>.parquet
     for plan in plans:
-        try:
-            dag = QueryDag.from_spark_plan(plan)
-        except GaugeError:
-            continue
-        for _, attrs in dag.nodes(data=True):
-            found = _TPCH.search(attrs.get("location") or "")
-            if found:   # <data root>/tpch/sf<SF>/<table>.parquet
-                root = Path(attrs["location"].removeprefix("file:")).parents[2]
-                scales.add((str(root), found.group(1)))
+        for location in scan_locations(plan):
+            found = _TPCH.search(location)
+            if found:
+                scales.add((str(Path(location.removeprefix("file:")).parents[2]),
+                            found.group(1)))
     for root, label in sorted(scales, key=lambda s: (s[0], float(s[1][2:]))):
         print(f"generating TPC-H {label} under {root} ...", flush=True)
         ensure_data(Path(root), label)
@@ -63,8 +57,9 @@ def main(argv=None) -> int:
     for plan in plans:
         files.update({k: v for k, v in scan_files(plan).items() if _TPCH.search(k)})
     args.out.write_text(json.dumps(dict(sorted(files.items())), indent=1) + "\n")
-    print(f"{len(files)} locations of {len(scales)} scales ({', '.join(sorted(label for _, label in scales))}) "
-          f"-> {args.out} in {time.perf_counter() - started:.0f} s")
+    labels = ", ".join(sorted(label for _, label in scales))
+    print(f"{len(files)} locations of {len(scales)} scales ({labels}) -> {args.out} "
+          f"in {time.perf_counter() - started:.0f} s")
     return 0
 
 

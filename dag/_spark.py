@@ -39,10 +39,12 @@ _STATISTICS = re.compile(
 _PARTITIONING = re.compile(r"(?:hash|range|roundrobin)partitioning\((?:.*, )?(\d+)\)|(SinglePartition)")
 _SCAN_TABLE = re.compile(r"^(?:File|Batch)?Scan\s+\w+\s+([\w.`$-]+)")
 _HEADER = re.compile(r"^== (.+) ==\s*$")
-#: A scan's files in EXPLAIN FORMATTED: ``Location: InMemoryFileIndex [file:/d/t.parquet, ...]``
-#: (the first path is kept), or ``Location [not included in comparison]/{warehouse_dir}/t]``
-#: as Spark's approved plans print it.
-_LOCATION = re.compile(r"^Location(?::\s*\w+\s*\[([^,\]]*)|\s*\[not included in comparison\]([^\]]*))")
+#: A scan's files in EXPLAIN FORMATTED: ``Location: InMemoryFileIndex [file:/d/t.parquet]``,
+#: or ``Location [not included in comparison]/{warehouse_dir}/t]`` as Spark's approved
+#: plans print it.  A scan of several paths (``InMemoryFileIndex(2 paths)[a, b]``) gets
+#: none: one location would not name all its files.
+_LOCATION = re.compile(
+    r"^Location(?::\s*\w+\s*\[([^,\]]*)\]|\s*\[not included in comparison\]([^\]]*))")
 
 
 def parse_spark_plan(text, *, path=None) -> QueryDag:

@@ -294,7 +294,9 @@ def profile_stages(dag=None, summary=None) -> list[dict]:
     ``data/profiles`` records hold them; without stages, a summary
     (``Profile.summary()``) is one stage.  Each stage: ``stage_id``, ``kind``,
     ``n_tasks``, ``volume_bytes``, ``run_s`` (summed task time), ``parents``,
-    ``size_class`` (``"small"`` below :data:`SMALL_STAGE_SHARE` of the job's input).
+    ``size_class`` (``"small"`` below :data:`SMALL_STAGE_SHARE` of the job's input);
+    where every scan of the DAG's plan knows its files (``file_bytes``), each stage that
+    reads input gets its scan's (:func:`_link_scan_files`).
     """
     raw = []
     singles = 0     # the plan's exchanges to a single partition (global aggregates)
@@ -745,10 +747,7 @@ class StagePredictor(RuntimeModel):
             out.append(self._replayed(stage, stage["kind"], volume, stage["run_s"], row,
                                       self._file_bytes(stage, row)))
             if stage["kind"] == "broadcast" and row["framework"] != "hadoop" and \
-                    (_outgrows(stage["file_bytes"], self.broadcast_file_share, ratio,
-                               threshold) if stage.get("file_bytes") else
-                     _outgrows(stage["input_bytes"], self.broadcast_size_factor, ratio,
-                               threshold)):
+                    self._outgrown(stage, ratio, threshold):
                 # the stream side: the first stage after the broadcasts that reads them
                 probe = next((s for s in stages[position + 1:] if s["kind"] != "broadcast"),
                              stage)
@@ -759,6 +758,14 @@ class StagePredictor(RuntimeModel):
                                           volume, stage["run_s"] + probe["run_s"], row,
                                           switched=True))
         return out
+
+    def _outgrown(self, stage, ratio, threshold) -> bool:
+        """Whether a broadcast stage is a shuffle join at ``ratio`` x the profiled input
+        (:func:`_outgrows`): from its files' bytes where the profile knows them, else
+        from the bytes its scan counted."""
+        if stage.get("file_bytes"):
+            return _outgrows(stage["file_bytes"], self.broadcast_file_share, ratio, threshold)
+        return _outgrows(stage["input_bytes"], self.broadcast_size_factor, ratio, threshold)
 
     def _exponent(self, stage, cap=None):
         """The exponent of a stage's volume in the input size: the measured one

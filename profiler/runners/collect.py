@@ -654,26 +654,33 @@ def compact_profile(profile) -> dict:
     return record
 
 
+def scan_locations(plan) -> list[str]:
+    """The location of each scan of ``plan`` (EXPLAIN FORMATTED text) that names one,
+    in plan order (a location scanned twice is listed twice); none for a plan that
+    does not parse."""
+    from jobgauge.dag import QueryDag
+    from jobgauge.errors import GaugeError
+
+    if not plan:
+        return []
+    try:
+        dag = QueryDag.from_spark_plan(plan)
+    except GaugeError:
+        return []
+    return [attrs["location"] for _, attrs in dag.nodes(data=True) if attrs.get("location")]
+
+
 def scan_files(plan) -> dict:
     """{location: bytes} of the files each scan of ``plan`` (EXPLAIN FORMATTED text)
     reads, for the locations this machine holds: Spark splits a scan into tasks by its
     files' bytes, whatever columns the query reads (``models._stage`` replays it so).
     Taken when the run is collected, beside its data."""
-    from jobgauge.dag import QueryDag
-    from jobgauge.errors import GaugeError
     from jobgauge.profiler.workloads.base import directory_bytes
 
-    if not plan:
-        return {}
-    try:
-        dag = QueryDag.from_spark_plan(plan)
-    except GaugeError:
-        return {}
     files = {}
-    for _, attrs in dag.nodes(data=True):
-        location = attrs.get("location")
-        path = Path(location.removeprefix("file:")) if location else None
-        if path is not None and location not in files and path.exists():
+    for location in scan_locations(plan):
+        path = Path(location.removeprefix("file:"))
+        if location not in files and path.exists():
             files[location] = directory_bytes(path)
     return files
 
