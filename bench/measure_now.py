@@ -1,7 +1,7 @@
 """The web form's answer next to a fresh measurement, for a few TPC-H queries at one scale.
 
     nice -n 10 .venv/bin/python bench/measure_now.py [--queries 3 9 18] [--scale 3] [--repeats 3]
-        [--master local[2]]
+        [--master local[2]] [--eventlogs DIR]
 
 Measures each query now with Spark's defaults on ``--master`` (local[2]; local[1] asks
 what one slot takes), inside one warm application
@@ -10,7 +10,11 @@ interleaved; the query's own time, as the shipped corpus and the form mean it), 
 run after at most 20 s of waiting for a 1-minute load below 0.7 (the warm application's
 own runs keep it near 1; each run prints its load), and sets the answer of the
 web form's code (``Service.estimate``, the shipped model, trained on first need in a
-temporary store) beside the median.  Prints a Markdown table; writes nothing else.
+temporary store) beside the median.  Prints a Markdown table; writes nothing else,
+unless ``--eventlogs DIR`` keeps the application's event log there: then each run's
+task time is also split into CPU, GC, spill and shuffle (from its jobs' stages), to
+see what grew where a query's time jumps with the size (Q9 at SF 20: 3.5x its SF 10
+time).
 """
 
 from __future__ import annotations
@@ -32,13 +36,18 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--master", default="local[2]", choices=["local[1]", "local[2]"],
                         help="the Spark master measured and asked about (default local[2])")
+    parser.add_argument("--eventlogs", type=Path, default=None, metavar="DIR",
+                        help="keep the application's event log in DIR and print where each "
+                             "run's task time went (default: the log is discarded)")
     args = parser.parse_args(argv)
     size = f"sf{args.scale:g}"
     workloads = [f"tpch-q{q}" for q in args.queries]
     runs = {w: [] for w in workloads}
+    jobs = []                          # (workload, app id, job ids) of each measured run
     guard = LoadGuard(threshold=0.7, max_wait_s=20, read_own_cpu=lambda: 0.0)
     with tempfile.TemporaryDirectory(prefix="jobgauge-measure-") as tmp:
-        with WarmRunner(master=args.master, eventlog_dir=Path(tmp) / "eventlogs",
+        eventlogs = args.eventlogs or Path(tmp) / "eventlogs"
+        with WarmRunner(master=args.master, eventlog_dir=eventlogs,
                         work_dir=Path(tmp) / "work", warmup="workload", warmup_runs=3,
                         profiles=False) as runner:
             for repeat in range(args.repeats):
@@ -48,9 +57,12 @@ def main(argv=None) -> int:
                     if run["status"] != "succeeded":
                         raise SystemExit(f"{workload} {size}: {run['status']}: {run.get('error')}")
                     runs[workload].append(run["runtime_s"])
+                    jobs.append((workload, run.get("app_id"), run.get("job_ids") or []))
                     print(f"  {workload} {size}: {run['runtime_s']:.2f} s (load {load:.2f} "
                           f"at start)", flush=True)
         answers = _answers(workloads, args.scale, Path(tmp), args.master)
+    if args.eventlogs:
+        _where_the_time_went(args.eventlogs, jobs)
     print(f"\n| query at SF {args.scale:g} on {args.master} | the form's answer [80 %] | measured now (median "
           f"of {args.repeats}) | error |\n|---|---|---|---|")
     for workload in workloads:
@@ -61,6 +73,35 @@ def main(argv=None) -> int:
               f"({', '.join(f'{v:.2f}' for v in runs[workload])}) | "
               f"{abs(option['runtime_s'] - measured) / measured:.0%} |")
     return 0
+
+
+def _where_the_time_went(folder: Path, jobs) -> None:
+    """Per measured run, its stages' task time split into CPU, GC, spill and shuffle."""
+    from jobgauge.profiler.runners.runner import application_profile, find_eventlog, \
+        query_profile
+
+    apps = {}
+    print(f"\nEvent logs kept in {folder}.\n\n| run | task s | CPU s | GC s | spilled "
+          f"MiB (disk) | shuffle read MiB | shuffle write MiB | stages |\n"
+          f"|---|---|---|---|---|---|---|---|")
+    for workload, app_id, job_ids in jobs:
+        if app_id not in apps:
+            path = find_eventlog(folder, app_id)
+            apps[app_id] = application_profile(path) if path else None
+        if apps[app_id] is None or not job_ids:
+            print(f"| {workload} | no event log |  |  |  |  |  |  |")
+            continue
+        profile = query_profile(apps[app_id], job_ids)
+        totals = profile.totals
+        mib = 2.0 ** 20
+        print(f"| {workload} | {(totals.get('executor_run_time_ms') or 0) / 1e3:.1f} | "
+              f"{(totals.get('executor_cpu_time_ms') or 0) / 1e3:.1f} | "
+              f"{(totals.get('jvm_gc_time_ms') or 0) / 1e3:.1f} | "
+              f"{(totals.get('memory_spill_bytes') or 0) / mib:.0f} "
+              f"({(totals.get('disk_spill_bytes') or 0) / mib:.0f}) | "
+              f"{(totals.get('shuffle_read_bytes') or 0) / mib:.0f} | "
+              f"{(totals.get('shuffle_write_bytes') or 0) / mib:.0f} | "
+              f"{len(profile.stages)} |")
 
 
 def _answers(workloads, scale, folder: Path, master: str) -> dict:

@@ -149,10 +149,15 @@ def _record_dag(record):
         except GaugeError:
             pass
         else:   # each scan's file bytes: the record's own, else the shipped ones
+            from jobgauge.models._stage import table_growth
+
             files = record.get("scan_files") or _shipped_scan_files()
+            growth = table_growth({**_shipped_scan_files(), **files})
             for node in parts[0][1]["nodes"]:
                 if node.get("location") in files:
                     node["file_bytes"] = files[node["location"]]
+                    if node["location"] in growth:
+                        node["file_growth"] = growth[node["location"]]
     if record.get("stages"):
         try:
             parts.append(("stage", QueryDag.from_stages(record["stages"]).to_dict()))

@@ -796,6 +796,45 @@ def test_the_broadcast_size_factor_decides_where_a_join_is_shuffled(quiet_sf1):
             make_model("stage", **{name: 0.0}).fit(quiet_sf1)
 
 
+def test_a_join_that_moves_out_relieves_the_stage_that_probed_it(quiet_sf1):
+    """A broadcast join that becomes a shuffle join takes its probing out of the stream
+    stage (TPC-H Q10 at SF 10 scanned orders in 1.1 s where its SF 0.1 profile, three
+    broadcasts probed in that scan, replayed 5.9 s).  Q8 at 10x its SF 1 profile: each
+    switched join counts once against the first stage after its broadcast that is not
+    one, and that stage's predicted seconds shrink by the learned ``probe_relief`` per
+    join; nothing else changes."""
+    asked = quiet_sf1[(quiet_sf1["workload"] == "tpch-q8")
+                      & (quiet_sf1["config_json"] == '{"spark.master": "local[2]"}')].iloc[[0]]
+    asked = asked.drop(columns=["dag", "profile", "profile_reference"]).assign(
+        input_bytes=asked["input_bytes"] * 10).reset_index(drop=True)
+    model = make_model("stage", max_iterations=3, residual_corrector=None,
+                       broadcast_file_share=1.0).fit(quiet_sf1)
+    assert 0.0 < model.params_["probe_relief"] < 0.9
+    rows, _ = model._rows(asked)
+    stages = model._target_stages(rows[0])
+    moved = [s for s in stages if s["switched"]]
+    assert len(moved) >= 2
+    for stage in moved:       # the first stage after its broadcast that is not one
+        probe = stages[stage["probe"]]
+        assert probe["kind"] != "broadcast" and probe["stage_id"] > stage["stage_id"]
+    table = model._stage_table(rows)
+    speed = np.ones(1)
+
+    def seconds(relief):
+        return model._stage_seconds(table, {**model.params_, "probe_relief": relief},
+                                    model._rates(), speed, model._work_exponents())
+
+    relieved = np.isin(np.arange(len(table["row"])), table["probe"])
+    learned, without = seconds(model.params_["probe_relief"]), seconds(0.0)
+    assert (learned[relieved] < without[relieved]).all()
+    np.testing.assert_allclose(learned[~relieved], without[~relieved])
+    # never more than the joins' own seconds: the switches never make the answer faster
+    switched = table["switched"] > 0
+    unswitched = without[~switched].sum()
+    for relief in (0.3, 0.9):
+        assert unswitched <= seconds(relief).sum() <= without.sum()
+
+
 def test_a_scan_splits_by_the_bytes_of_its_files(quiet_sf1):
     """Spark splits a scan into tasks by the bytes of the table's files, whatever
     columns the query reads.  The profile's plan names each scan's files and the shipped
