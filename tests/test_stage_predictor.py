@@ -19,6 +19,7 @@ from jobgauge.models._stage import (
     busiest_share,
     measure_stage_exponents,
     profile_stages,
+    table_growth,
     task_count,
 )
 
@@ -794,6 +795,34 @@ def test_the_broadcast_size_factor_decides_where_a_join_is_shuffled(quiet_sf1):
     for name in ("broadcast_size_factor", "broadcast_file_share"):
         with pytest.raises(ModelError, match=name):
             make_model("stage", **{name: 0.0}).fit(quiet_sf1)
+
+
+def test_a_table_that_does_not_grow_with_the_data_stays_at_its_size(quiet_sf1):
+    """TPC-H's nation and region hold 25 and 5 rows at every scale: ``table_growth``
+    learns that from the shipped files of SF 0.1-10 (the others grow about linearly;
+    a table known at one size only is left out), and Q11's nation scan, asked at 10x
+    its SF 1 profile, is replayed at its profiled size while partsupp's scans grow."""
+    from jobgauge.data import scan_files
+
+    growth = table_growth(scan_files())
+    root = "file:/root/.cache/jobgauge/data/tpch"
+    assert growth[f"{root}/sf1/nation.parquet"] == growth[f"{root}/sf10/region.parquet"] == 0.0
+    assert 0.95 <= growth[f"{root}/sf3/lineitem.parquet"] <= 1.05
+    assert table_growth({"file:/data/a/t.parquet": 10, "file:/data/a/u.parquet": 20}) == {}
+
+    model = make_model("stage", max_iterations=1, residual_corrector=None).fit(quiet_sf1)
+    stages = model.reference_profiles_[("tpch-q11", "spark")]["stages"]
+    assert sorted(s.get("file_growth") for s in stages if s["input_bytes"] > 0)[0] == 0.0
+    asked = quiet_sf1[(quiet_sf1["workload"] == "tpch-q11")
+                      & (quiet_sf1["config_json"] == '{"spark.master": "local[2]"}')].iloc[[0]]
+    asked = asked.drop(columns=["dag", "profile", "profile_reference"]).assign(
+        input_bytes=asked["input_bytes"] * 10).reset_index(drop=True)
+    rows, _ = model._rows(asked)
+    replayed = {s["stage_id"]: s for s in model._target_stages(rows[0])}
+    for stage in stages:
+        if stage["input_bytes"] > 0:
+            fixed = stage["file_growth"] == 0.0
+            assert (replayed[stage["stage_id"]]["log_ratio"] == 0.0) == fixed
 
 
 def test_a_join_that_moves_out_relieves_the_stage_that_probed_it(quiet_sf1):
