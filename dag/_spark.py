@@ -41,10 +41,24 @@ _SCAN_TABLE = re.compile(r"^(?:File|Batch)?Scan\s+\w+\s+([\w.`$-]+)")
 _HEADER = re.compile(r"^== (.+) ==\s*$")
 #: A scan's files in EXPLAIN FORMATTED: ``Location: InMemoryFileIndex [file:/d/t.parquet]``,
 #: or ``Location [not included in comparison]/{warehouse_dir}/t]`` as Spark's approved
-#: plans print it.  A scan of several paths (``InMemoryFileIndex(2 paths)[a, b]``) gets
-#: none: one location would not name all its files.
+#: plans print it; in an event log's plan metadata, ``InMemoryFileIndex(1 paths)[...]``.
+#: A scan of several paths (``InMemoryFileIndex(2 paths)[a, b]``) gets none: one
+#: location would not name all its files.
 _LOCATION = re.compile(
-    r"^Location(?::\s*\w+\s*\[([^,\]]*)\]|\s*\[not included in comparison\]([^\]]*))")
+    r"^Location(?::\s*(?=\w)|\s*\[not included in comparison\]([^\]]*))")
+_FILE_INDEX = re.compile(r"^\w+(?:\(1 paths?\))?\s*\[([^,\]]*)\]")
+
+
+def scan_location(text) -> str | None:
+    """The files a scan reads, from its ``Location`` line of EXPLAIN FORMATTED or from
+    the ``Location`` metadata of an event log's plan (``InMemoryFileIndex(1 paths)[p]``);
+    None where it names several paths, or none."""
+    text = str(text or "").strip()
+    line = _LOCATION.match(text)
+    if line and line.group(1) is not None:
+        return line.group(1).strip() or None
+    index = _FILE_INDEX.match(text[line.end():] if line else text)
+    return (index.group(1).strip() or None) if index else None
 
 
 def parse_spark_plan(text, *, path=None) -> QueryDag:
@@ -282,8 +296,7 @@ class _Reader:
                     if reuse:
                         self.reuse_refs.append(("operator", reuse.group(1), node, i + 1))
             elif line.startswith("Location") and detail_id in self.by_operator_id:
-                location = _LOCATION.match(line)
-                path = location and (location.group(1) or location.group(2) or "").strip()
+                path = scan_location(line)
                 attrs = self.dag.nodes[self.by_operator_id[detail_id]]
                 if path and attrs["kind"] == "scan":
                     attrs["location"] = path

@@ -57,7 +57,7 @@ def dag_from_stages(stages) -> QueryDag:
     for stage_id in sorted(by_id):
         stage = by_id[stage_id]
         metrics = dict(stage.get("metrics") or {}) if isinstance(stage.get("metrics"), dict) else {}
-        for name in TOTAL_METRICS + ("duration_s",):
+        for name in TOTAL_METRICS + ("duration_s", "file_bytes", "file_growth"):
             if name not in metrics and _number(stage.get(name)) is not None:
                 metrics[name] = stage[name]
         data = [_number(metrics.get(n)) for n in _VOLUME_BYTES]

@@ -13,7 +13,9 @@ another data size, with other settings and on other slots:
    per-stage setup that dominates small profiles); each workload learns its own share
    from its runs at several sizes, shrunk to the shared one.
 2. **Derive task counts** from the settings: scans split the bytes of the files they
-   read (the profiled files' bytes, :func:`_link_scan_files`, times ``r``; for a
+   read (the profiled files' bytes, as the event log names them or by
+   :func:`_link_scan_files`, times ``r``, or not grown for a table that does not grow
+   with its data set, :func:`table_growth`; for a
    profile that does not know them, the stage's share of the profile's counted input
    times the asked input bytes) by ``spark.sql.files.maxPartitionBytes``  (at least one split per slot while
    a split stays above the 4 MiB open cost, as Spark does); shuffle stages get
@@ -53,7 +55,8 @@ another data size, with other settings and on other slots:
    ``overhead_prior_s``), the time per shuffle block, the contention (pulled to the
    one the local runs' CPU accounting implies, :func:`accounted_contention`), the memory
    cost, the share of work of a shuffle join that replaces a broadcast join
-   (``join_share``), the driver times, per-MiB rates per rate group, the relative
+   (``join_share``) and the share of its stream stage's time each such join takes
+   away (``probe_relief``, never more than the join's own time), the driver times, per-MiB rates per rate group, the relative
    speed of a slot of each instance family (local[1] and local[2] share one), a
    **work factor per workload** (both log offsets shrunk to 1) and a **fixed share per
    workload** (a logit offset shrunk to the shared share).  The work factor is a
@@ -304,8 +307,10 @@ def profile_stages(dag=None, summary=None) -> list[dict]:
     (``Profile.summary()``) is one stage.  Each stage: ``stage_id``, ``kind``,
     ``n_tasks``, ``volume_bytes``, ``run_s`` (summed task time), ``parents``,
     ``size_class`` (``"small"`` below :data:`SMALL_STAGE_SHARE` of the job's input);
-    where every scan of the DAG's plan knows its files (``file_bytes``), each stage that
-    reads input gets its scan's (:func:`_link_scan_files`).
+    each stage that reads input gets the bytes of the files it scanned (``file_bytes``):
+    as the event log named them (a stage's own ``file_bytes``, read from the scans'
+    "size of files read"), else, where every scan of the DAG's plan knows its files,
+    by pairing the stages with the scans (:func:`_link_scan_files`).
     """
     raw = []
     singles = 0     # the plan's exchanges to a single partition (global aggregates)
@@ -370,8 +375,13 @@ def profile_stages(dag=None, summary=None) -> list[dict]:
                        "input_bytes": float(stage.get("input_bytes") or 0.0),
                        "writes_shuffle": _positive(stage.get("shuffle_write_bytes")),
                        "parents": parents})
+        if _positive(stage.get("file_bytes")) and stages[-1]["input_bytes"] > 0:
+            stages[-1]["file_bytes"] = float(stage["file_bytes"])
+            if stage.get("file_growth") is not None:
+                stages[-1]["file_growth"] = float(stage["file_growth"])
     _mark_single_partitions(stages, raw, singles)
-    _link_scan_files(stages, files)
+    if not any("file_bytes" in stage for stage in stages):
+        _link_scan_files(stages, files)
     return stages
 
 

@@ -160,7 +160,7 @@ def _record_dag(record):
                         node["file_growth"] = growth[node["location"]]
     if record.get("stages"):
         try:
-            parts.append(("stage", QueryDag.from_stages(record["stages"]).to_dict()))
+            parts.append(("stage", QueryDag.from_stages(_stage_growth(record)).to_dict()))
         except GaugeError:
             pass
     if not parts:
@@ -173,6 +173,28 @@ def _record_dag(record):
         edges += [{**edge, "source": f"{prefix}:{edge['source']}",
                    "target": f"{prefix}:{edge['target']}"} for edge in dag["edges"]]
     return {"directed": True, "multigraph": False, "graph": {}, "nodes": nodes, "edges": edges}
+
+
+def _stage_growth(record) -> list:
+    """The record's stages, each that names the files it scanned (``scan_files``, as
+    the event log listed them) with how they grow with the data (``file_growth``,
+    :func:`jobgauge.models._stage.table_growth`, weighted by their bytes) where known."""
+    from jobgauge.models._stage import table_growth
+
+    stages = record["stages"]
+    if not any(isinstance(s, dict) and s.get("scan_files") for s in stages):
+        return stages
+    growth = table_growth({**_shipped_scan_files(), **(record.get("scan_files") or {})})
+    out = []
+    for stage in stages:
+        files = stage.get("scan_files") if isinstance(stage, dict) else None
+        known = {loc: size for loc, size in (files or {}).items() if loc in growth}
+        total = sum(known.values())
+        if known and len(known) == len(files) and total > 0:
+            stage = {**stage, "file_growth": sum(growth[loc] * size
+                                                 for loc, size in known.items()) / total}
+        out.append(stage)
+    return out
 
 
 @functools.lru_cache(maxsize=1)

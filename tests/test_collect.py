@@ -11,6 +11,8 @@ import pytest
 from jobgauge import knobs
 from jobgauge.cli import main
 from jobgauge.errors import ParseError, UsageError
+from jobgauge.models._stage import profile_stages
+from jobgauge.models.evaluation import _record_dag
 from jobgauge.profiler.runners.collect import STANDALONE, cluster_of, load_plan, planned_runs
 from jobgauge.profiler.workloads import get_workload
 from jobgauge.runtable import read_run_table
@@ -99,6 +101,15 @@ def test_collection_resumes_without_repeating(tmp_path, tpch_data_root, capsys):
         assert files and all(str(tpch_data_root) in location for location in files)
         assert all(Path(location.removeprefix("file:")).stat().st_size == size
                    for location, size in files.items())
+        # the event log names the files each stage scanned ("size of files read" of
+        # its scans), and the stage model replays each stage from its own
+        reading = [s for s in profile["stages"] if s["input_bytes"]]
+        assert reading and all(s["scan_files"] and set(s["scan_files"]) <= set(files)
+                               and s["file_bytes"] == sum(s["scan_files"].values())
+                               for s in reading)
+        replayed = [s for s in profile_stages(_record_dag(profile)) if s["input_bytes"]]
+        assert sorted(s["file_bytes"] for s in replayed) == \
+            sorted(s["file_bytes"] for s in reading)
 
     # A fresh checkout has the committed run table and profiles but no journal (var/):
     # the collection resumes from the table and measures nothing again.

@@ -294,6 +294,9 @@ class EventLogAggregator:
         self.task_ms_total = 0
         self.totals: dict[str, float] = {}
         self.file_size_metrics: set[int] = set()     # accumulators of "size of files read"
+        self.scan_locations: dict[int, str | None] = {}  # that accumulator -> its files
+        self.scan_task_metrics: dict[int, int] = {}  # a scan's task-side metric -> the above
+        self.stage_scans: dict[int, set[int]] = {}   # stage id -> the scans it ran
         self.driver_metrics: dict[int, float] = {}   # accumulator id -> driver-side value
         self.notes: list[str] = []
         self._short_names: dict[str, str] = {}
@@ -442,6 +445,8 @@ class EventLogAggregator:
         info = event["Stage Info"]
         stage = self._stage_info(info)
         self.submitted_stage_ids.add(stage.stage_id)
+        if self.scan_task_metrics:
+            self._stage_scans(stage.stage_id, info)
         reason = info.get("Failure Reason")
         if reason:
             stage.status = "failed"
@@ -557,15 +562,37 @@ class EventLogAggregator:
         self._plan_metrics(event.get("sparkPlanInfo"))
 
     def _plan_metrics(self, info):
-        """Note the accumulators of the file scans' "size of files read" in a plan."""
+        """Note the accumulators of the file scans' "size of files read" in a plan (a
+        driver-side metric: the bytes of the files the scan lists), each scan's files
+        (its ``Location`` metadata) and its task-side metrics ("scan time", "number of
+        output rows"), which name the stage that ran it when that stage completes."""
+        from jobgauge.dag import scan_location
+
         pending = [info] if isinstance(info, dict) else []
         while pending:
             node = pending.pop()
+            ids, size = [], None
             for metric in node.get("metrics") or ():
-                if isinstance(metric, dict) and metric.get("name") == "size of files read":
-                    with contextlib.suppress(KeyError, TypeError, ValueError):
-                        self.file_size_metrics.add(int(metric["accumulatorId"]))
+                with contextlib.suppress(KeyError, TypeError, ValueError):
+                    if metric.get("name") == "size of files read":
+                        size = int(metric["accumulatorId"])
+                    else:
+                        ids.append(int(metric["accumulatorId"]))
+            if size is not None:
+                self.file_size_metrics.add(size)
+                metadata = node.get("metadata")
+                self.scan_locations[size] = scan_location(
+                    metadata.get("Location") if isinstance(metadata, dict) else None)
+                self.scan_task_metrics.update((i, size) for i in ids)
             pending.extend(c for c in node.get("children") or () if isinstance(c, dict))
+
+    def _stage_scans(self, stage_id, info):
+        """The scans whose task-side metrics a completed stage updated."""
+        for accumulable in info.get("Accumulables") or ():
+            with contextlib.suppress(TypeError, ValueError):
+                scan = self.scan_task_metrics.get(int(accumulable.get("ID")))
+                if scan is not None:
+                    self.stage_scans.setdefault(stage_id, set()).add(scan)
 
     def _driver_metrics(self, event):
         for update in event.get("accumUpdates") or ():
@@ -662,6 +689,17 @@ class EventLogAggregator:
             timeline.append({"time_ms": time_ms, "cores": total})
         return executors, timeline, available_ms / 1000.0
 
+    def _scanned_files(self, stage_id) -> dict:
+        """``file_bytes`` (the bytes of the files a stage's scans list, as Spark split
+        them into its tasks) and ``scan_files`` ({location: bytes}) of one stage; empty
+        for a stage that ran no file scan, or whose scans' sizes the log lacks."""
+        scans = [m for m in self.stage_scans.get(stage_id, ()) if m in self.driver_metrics]
+        if not scans:
+            return {}
+        files = {self.scan_locations[m]: self.driver_metrics[m] for m in scans
+                 if self.scan_locations.get(m)}
+        return {"file_bytes": sum(self.driver_metrics[m] for m in scans), "scan_files": files}
+
     def profile(self, source: str, *, in_progress=False, version_hint=None,
                 app_id_hint=None, notes=()) -> Profile:
         for stage in self.stages.values():
@@ -679,6 +717,8 @@ class EventLogAggregator:
                 jobs_of_stage.setdefault(sid, []).append(job["job_id"])
         stages = [self.stages[k].to_dict(jobs_of_stage.get(k[0], []))
                   for k in sorted(self.stages)]
+        for stage in stages:
+            stage.update(self._scanned_files(stage["stage_id"]))
         for job in self.jobs.values():
             job["skipped_stage_ids"] = [s for s in job["stage_ids"]
                                         if s not in self.submitted_stage_ids]

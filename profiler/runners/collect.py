@@ -637,18 +637,23 @@ PROFILE_STAGE_KEYS = ("stage_id", "parent_ids", "name", "n_tasks", "duration_s",
                       "task_duration_p50_ms", "task_duration_max_ms", "task_skew",
                       "input_bytes", "shuffle_read_bytes", "shuffle_write_bytes",
                       "executor_run_time_ms", "executor_cpu_time_ms", "jvm_gc_time_ms",
-                      "memory_spill_bytes", "disk_spill_bytes")
+                      "memory_spill_bytes", "disk_spill_bytes", "file_bytes",
+                      "scan_files")
 
 
 def compact_profile(profile) -> dict:
     """What the shipped corpus keeps of one run's profile: the summary, the stage DAG
-    with per-stage aggregates, and the physical plan Spark executed."""
+    with per-stage aggregates (``file_bytes`` and ``scan_files`` where the event log
+    names the files each stage scanned), the physical plan Spark executed, and ``scan_files`` ({location:
+    bytes}): as the event log's scans listed them, else as this machine holds them."""
     plans = [q.get("physical_plan_description") for q in profile.sql
              if q.get("physical_plan_description")]
     record = {"summary": profile.summary(),
               "stages": [{k: s.get(k) for k in PROFILE_STAGE_KEYS} for s in profile.stages],
               "physical_plan": plans[0] if plans else None}
-    files = scan_files(record["physical_plan"])
+    files = {location: size for stage in profile.stages
+             for location, size in (stage.get("scan_files") or {}).items()}
+    files = {**scan_files(record["physical_plan"]), **files}
     if files:
         record["scan_files"] = files
     return record
