@@ -203,8 +203,9 @@ BROADCAST_SIZE_FACTOR = 8.0
 #: bytes times the share of the row the projected columns take.  The default of
 #: ``broadcast_file_share``.  Measured on the plans of the quiet TPC-H runs
 #: (``bench/join_switches.py --shares``, Spark's default threshold, 103 questions at SF
-#: 0.1-10): at 0.25 and 0.4 the replay's switches agree with 90 plans (the counted bytes
-#: times 8 agreed with 74), at 0.1 with 84 (19 too late), at 0.6 with 81 (20 too early).
+#: 0.1-10): at 0.25 the replay's switches agree with 92 plans (90 before a fixed-size
+#: table stayed at its size, :func:`table_growth`; the counted bytes times 8 agreed with
+#: 74), at 0.4 with 90, at 0.1 with 84 (19 too late).
 BROADCAST_FILE_SHARE = 0.25
 #: Starting value of the learned time per shuffle block (one reduce partition written by
 #: one map task and fetched once): with Spark's 200 shuffle partitions, a map task writes
