@@ -644,6 +644,35 @@ def test_malformed_event_is_an_error_with_its_number(logs_dir, tmp_path):
         read_eventlog(bad)
 
 
+def test_scanned_files_link_to_their_stage_and_junk_metrics_are_skipped(logs_dir, tmp_path):
+    """A file scan's "size of files read" (driver-side) reaches the stage whose
+    completed accumulables hold the scan's task-side metrics, as ``file_bytes`` and
+    ``scan_files``; metric entries that are not objects are skipped, never a traceback.
+    A real Spark 3.2 log of SQL over a range, given one scan node and its updates."""
+    events = [json.loads(ln) for ln in
+              (logs_dir / "apache-spark/local-1642039451826").read_text().splitlines()]
+    start = next(e for e in events if e["Event"].endswith("SQLExecutionStart"))
+    start["sparkPlanInfo"]["children"].append({
+        "nodeName": "Scan parquet", "children": [],
+        "metadata": {"Location": "InMemoryFileIndex(1 paths)[file:/data/t.parquet]"},
+        "metrics": ["junk", {"name": "size of files read", "accumulatorId": 990001},
+                    {"name": "scan time", "accumulatorId": 990002}]})
+    done = next(e for e in events if e["Event"] == "SparkListenerStageCompleted")
+    done["Stage Info"].setdefault("Accumulables", []).extend(
+        ["junk", {"ID": "not a number"}, {"ID": 990002, "Name": "scan time", "Value": "5"}])
+    at = events.index(done)
+    events.insert(at, {"Event": "org.apache.spark.sql.execution.ui."
+                                "SparkListenerDriverAccumUpdates",
+                       "executionId": start["executionId"], "accumUpdates": [[990001, 4096]]})
+    log = tmp_path / "local-1642039451826"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    stages = {s["stage_id"]: s for s in read_eventlog(log).stages}
+    linked = stages[done["Stage Info"]["Stage ID"]]
+    assert linked["file_bytes"] == 4096
+    assert linked["scan_files"] == {"file:/data/t.parquet": 4096}
+    assert [s for s in stages.values() if s.get("file_bytes")] == [linked]
+
+
 @pytest.mark.parametrize("content, message", [
     (b"", r"no Spark events in the log"),
     (b'{"Event":"SparkListenerLogStart","Spark Ver', r"no Spark events in the log"),

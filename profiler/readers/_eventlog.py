@@ -573,6 +573,8 @@ class EventLogAggregator:
             node = pending.pop()
             ids, size = [], None
             for metric in node.get("metrics") or ():
+                if not isinstance(metric, dict):
+                    continue
                 with contextlib.suppress(KeyError, TypeError, ValueError):
                     if metric.get("name") == "size of files read":
                         size = int(metric["accumulatorId"])
@@ -589,6 +591,8 @@ class EventLogAggregator:
     def _stage_scans(self, stage_id, info):
         """The scans whose task-side metrics a completed stage updated."""
         for accumulable in info.get("Accumulables") or ():
+            if not isinstance(accumulable, dict):
+                continue
             with contextlib.suppress(TypeError, ValueError):
                 scan = self.scan_task_metrics.get(int(accumulable.get("ID")))
                 if scan is not None:
