@@ -64,8 +64,11 @@ another data size, with other settings and on other slots:
    profiled once, from its reference run), so it keeps every monotonicity below.
 
 Physically plausible by construction: the task count is a clipped linear function of
-the volume, so a task's share of the work never shrinks when the data grows, and every
-term of the replay is non-decreasing in the data size and non-increasing in the slots.
+the volume (of a scan's files), so a task's share of the work never shrinks when the data
+grows (a scan's counted bytes, which grow slower than its files, are shared out at the
+split count they would give), every term of the replay is non-decreasing in the data
+size and non-increasing in the slots, and a join that moves out of a stage takes at
+most its own time from it.
 Predictions are positive and finite; more data is never faster; more nodes never slower.
 
 The fitted model keeps the reference profile of every workload it was trained with
@@ -885,7 +888,13 @@ class StagePredictor(RuntimeModel):
         fractional, whole = (1.0, 1) if stage.get("single_partition") else task_count(
             kind, volume if files is None else files, row["slots"], row["config"],
             row["framework"])
-        per_task = volume / fractional
+        # the splits grow with the files, the counted bytes slower (r ** 0.84 for a
+        # large scan): each split's counted bytes are taken at the split count the bytes
+        # would give, so a slot's bytes never shrink while its splits stay the same
+        counted = fractional * (volume / stage["volume_bytes"]) / (files / stage["file_bytes"]) \
+            if files and stage.get("file_bytes") and stage.get("volume_bytes") else fractional
+        counted = min(counted, fractional)
+        per_task = volume / counted
         spill = 1.0 + SPILL_COST * max(0.0, 1.0 - row["task_memory"] / per_task) \
             if per_task > 0 and row["task_memory"] > 0 else 1.0
         # a scan holds its split's rows (its file bytes), whatever its counters say
@@ -893,13 +902,14 @@ class StagePredictor(RuntimeModel):
         pressure = min(held / row["task_memory"], 1.0) if row["task_memory"] > 0 else 0.0
         waves = math.ceil(whole / max(row["slots"], 1.0) - 1e-9)
         busiest = busiest_share(fractional, row["slots"])
+        bytes_share = busiest_share(counted, row["slots"])
         # a stage writing a shuffle writes one block per reduce partition from each task
         blocks = waves * (1.0 if stage.get("writes_single") else _setting(
             row["config"], "spark.sql.shuffle.partitions")) \
             if stage.get("writes_shuffle") and row["framework"] != "hadoop" else 0.0
         return {"stage_id": stage["stage_id"], "kind": kind, "group": RATE_GROUPS[kind],
                 "tasks": whole, "waves": waves,
-                "slot_mib": busiest * volume * spill / 2 ** 20,
+                "slot_mib": bytes_share * volume * spill / 2 ** 20,
                 "slot_work": busiest * spill, "slot_blocks": blocks,
                 "pressure": pressure, "run_s": run_s,
                 "profiled_tasks": float(stage.get("n_tasks") or 1),
