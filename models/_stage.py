@@ -56,8 +56,8 @@ another data size, with other settings and on other slots:
    one the local runs' CPU accounting implies, :func:`accounted_contention`), the memory
    cost, the share of work of a shuffle join that replaces a broadcast join
    (``join_share``) and the share of its stream stage's time each such join takes
-   away (``probe_relief``, never more than the join's own time), the driver times, per-MiB rates per rate group, the relative
-   speed of a slot of each instance family (local[1] and local[2] share one), a
+   away (``probe_relief``, never more than the join's own time), the driver times,
+   per-MiB rates per rate group, the relative speed of a slot of each instance family (local[1] and local[2] share one), a
    **work factor per workload** (both log offsets shrunk to 1) and a **fixed share per
    workload** (a logit offset shrunk to the shared share).  The work factor is a
    multiplicative constant per job, learned from its measured runs (for a job only
@@ -803,9 +803,9 @@ class StagePredictor(RuntimeModel):
         stage (``probe``, its place in the list, and ``relief_rank``, the k-th join
         that moved out of it), whose probing it takes over (:meth:`_relieved`): TPC-H
         Q10 at SF 10, replayed from its SF 0.1 profile without that, kept the probing of
-        three broadcasts in its orders scan (5.9 s replayed, 1.1 s in its own plan).  A scan of a table that does not grow with
-        the data (``file_growth``, :func:`table_growth`) stays at its profiled size:
-        the 3 KB nation scan of Q10 was replayed at SF 10 in 2.7 s, measured in 0.04 s."""
+        three broadcasts in its orders scan (5.9 s replayed, 1.1 s in its own plan).  A
+        scan of a table that does not grow with the data (``file_growth``,
+        :func:`table_growth`) stays at its profiled size."""
         config = row["config"]
         threshold = _setting(config, "spark.sql.autoBroadcastJoinThreshold")
         stages = row["stages"]
@@ -893,7 +893,7 @@ class StagePredictor(RuntimeModel):
         # would give, so a slot's bytes never shrink while its splits stay the same
         counted = fractional * (volume / stage["volume_bytes"]) / (files / stage["file_bytes"]) \
             if files and stage.get("file_bytes") and stage.get("volume_bytes") else fractional
-        counted = min(counted, fractional)
+        counted = min(counted, fractional)      # bytes growing faster: the files' count
         per_task = volume / counted
         spill = 1.0 + SPILL_COST * max(0.0, 1.0 - row["task_memory"] / per_task) \
             if per_task > 0 and row["task_memory"] > 0 else 1.0

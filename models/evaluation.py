@@ -149,10 +149,8 @@ def _record_dag(record):
         except GaugeError:
             pass
         else:   # each scan's file bytes: the record's own, else the shipped ones
-            from jobgauge.models._stage import table_growth
-
             files = record.get("scan_files") or _shipped_scan_files()
-            growth = table_growth({**_shipped_scan_files(), **files})
+            growth = _table_growth(record)
             for node in parts[0][1]["nodes"]:
                 if node.get("location") in files:
                     node["file_bytes"] = files[node["location"]]
@@ -179,12 +177,10 @@ def _stage_growth(record) -> list:
     """The record's stages, each that names the files it scanned (``scan_files``, as
     the event log listed them) with how they grow with the data (``file_growth``,
     :func:`jobgauge.models._stage.table_growth`, weighted by their bytes) where known."""
-    from jobgauge.models._stage import table_growth
-
     stages = record["stages"]
     if not any(isinstance(s, dict) and s.get("scan_files") for s in stages):
         return stages
-    growth = table_growth({**_shipped_scan_files(), **(record.get("scan_files") or {})})
+    growth = _table_growth(record)
     out = []
     for stage in stages:
         files = stage.get("scan_files") if isinstance(stage, dict) else None
@@ -195,6 +191,24 @@ def _stage_growth(record) -> list:
                                                  for loc, size in known.items()) / total}
         out.append(stage)
     return out
+
+
+def _table_growth(record) -> dict:
+    """:func:`jobgauge.models._stage.table_growth` of the shipped files and the
+    record's own (computed once for the shipped files alone, the shipped records)."""
+    from jobgauge.models._stage import table_growth
+
+    own = record.get("scan_files")
+    if not own or own.items() <= _shipped_scan_files().items():
+        return _shipped_growth()
+    return table_growth({**_shipped_scan_files(), **own})
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_growth() -> dict:
+    from jobgauge.models._stage import table_growth
+
+    return table_growth(_shipped_scan_files())
 
 
 @functools.lru_cache(maxsize=1)

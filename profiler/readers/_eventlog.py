@@ -293,8 +293,8 @@ class EventLogAggregator:
         self.n_tasks = self.n_failed_tasks = 0
         self.task_ms_total = 0
         self.totals: dict[str, float] = {}
-        self.file_size_metrics: set[int] = set()     # accumulators of "size of files read"
-        self.scan_locations: dict[int, str | None] = {}  # that accumulator -> its files
+        # each file scan's "size of files read" accumulator -> the files it names
+        self.scan_locations: dict[int, str | None] = {}
         self.scan_task_metrics: dict[int, int] = {}  # a scan's task-side metric -> the above
         self.stage_scans: dict[int, set[int]] = {}   # stage id -> the scans it ran
         self.driver_metrics: dict[int, float] = {}   # accumulator id -> driver-side value
@@ -581,7 +581,6 @@ class EventLogAggregator:
                     else:
                         ids.append(int(metric["accumulatorId"]))
             if size is not None:
-                self.file_size_metrics.add(size)
                 metadata = node.get("metadata")
                 self.scan_locations[size] = scan_location(
                     metadata.get("Location") if isinstance(metadata, dict) else None)
@@ -739,7 +738,7 @@ class EventLogAggregator:
         if self.app_ended and self.start_ms is not None and self.end_ms is not None:
             runtime = (self.end_ms - self.start_ms) / 1000.0
         totals = _from_sums(self.totals)
-        scanned = [self.driver_metrics[m] for m in self.file_size_metrics
+        scanned = [self.driver_metrics[m] for m in self.scan_locations
                    if m in self.driver_metrics]
         return Profile(
             format="spark-eventlog", engine="spark",

@@ -644,8 +644,9 @@ PROFILE_STAGE_KEYS = ("stage_id", "parent_ids", "name", "n_tasks", "duration_s",
 def compact_profile(profile) -> dict:
     """What the shipped corpus keeps of one run's profile: the summary, the stage DAG
     with per-stage aggregates (``file_bytes`` and ``scan_files`` where the event log
-    names the files each stage scanned), the physical plan Spark executed, and ``scan_files`` ({location:
-    bytes}): as the event log's scans listed them, else as this machine holds them."""
+    names the files each stage scanned), the physical plan Spark executed, and
+    ``scan_files`` ({location: bytes}): as the event log's scans listed them, else as
+    this machine holds them."""
     plans = [q.get("physical_plan_description") for q in profile.sql
              if q.get("physical_plan_description")]
     record = {"summary": profile.summary(),
