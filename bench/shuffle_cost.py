@@ -1,6 +1,7 @@
-"""What more map tasks cost a SQL shuffle, by its partition count: TPC-H queries at one
-scale, split at two ``spark.sql.files.maxPartitionBytes`` and shuffled into two
-``spark.sql.shuffle.partitions``, in one warm application.
+"""What more map tasks cost a SQL shuffle, by its partition count, measured.
+
+TPC-H queries at one scale, split at two ``spark.sql.files.maxPartitionBytes`` and
+shuffled into two ``spark.sql.shuffle.partitions``, in one warm application.
 
     nice -n 10 .venv/bin/python bench/shuffle_cost.py [--queries 3 6] [--scale 3]
         [--repeats 4] [--split-mib 128 32] [--partitions 200 20] [--driver-memory 4g]
@@ -61,6 +62,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be 1 or more")
+    if any(not 1 <= q <= 22 for q in args.queries):
+        parser.error("--queries are TPC-H query numbers, 1 to 22")
+    if args.scale <= 0 or min(args.split_mib) < 1 or min(args.partitions) < 1:
+        parser.error("--scale, --split-mib and --partitions must be positive")
     size = f"sf{args.scale:g}"
     base = {"spark.master": args.master, "spark.driver.memory": args.driver_memory}
     settings = [(split, parts) for split in args.split_mib for parts in args.partitions]
@@ -206,7 +211,7 @@ def _table(rows, size, args) -> str:
 
 
 def _doc() -> str:
-    text = __doc__.split("\n\n", 2)[2]
+    text = __doc__.split("\n\n", 3)[3]
     return text.replace("``", "`")
 
 
