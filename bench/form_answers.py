@@ -1,8 +1,10 @@
 """What the web form answers at SF 1, 3 and 10, next to what was measured on this machine.
 
     nice -n 10 .venv/bin/python bench/form_answers.py [--queries 3 9 18] [--scales 1 3 10]
+        [--master local[2]]
 
-For each TPC-H query and scale factor, on local[2] with Spark's defaults, the answer of
+For each TPC-H query and scale factor, on ``--master`` (local[2]) with Spark's defaults,
+the answer of
 ``Service.estimate`` (the code behind the web form and ``POST /api/v1/estimate``) from
 two models, each trained the way the service trains its first model (the default model
 on a folder of run tables and their profiles):
@@ -12,10 +14,10 @@ on a folder of run tables and their profiles):
 - *shipped*: trained on every shipped table (``data/runs``), as ``jobgauge serve`` does.
 
 Measured: the median runtime of the query inside a warm application (3 warm-up runs,
-then each configuration twice; ``time_kind=query``) with the defaults on local[2], from
+then each configuration twice; ``time_kind=query``) with the defaults on that master, from
 the shipped quiet tables, with the number of runs; the absolute percentage error of
 each answer; and whether the answer said it was far outside what was measured.
-Writes bench/reports/form_answers.md.
+Writes bench/reports/form_answers.md (``form_answers_local1.md`` for local[1]).
 """
 
 from __future__ import annotations
@@ -30,20 +32,25 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULTS = '{"spark.master": "local[2]"}'
+MASTERS = ("local[2]", "local[1]")
+
+
+def defaults(master: str) -> str:
+    """The run tables' ``config_json`` of Spark's defaults on ``master``."""
+    return '{"spark.master": "%s"}' % master
 
 
 def _scale(label: str) -> float | None:
     return float(label[2:]) if label.startswith("sf") else None
 
 
-def measured(tables) -> dict:
-    """{(workload, scale factor): [runtimes]} of the finished local[2] runs with the
+def measured(tables, master: str = MASTERS[0]) -> dict:
+    """{(workload, scale factor): [runtimes]} of the finished runs on ``master`` with the
     defaults in ``tables``."""
     from jobgauge.runtable import read_run_tables
 
     frame = read_run_tables(tables)
-    frame = frame[frame["completed"] & (frame["config_json"] == DEFAULTS)]
+    frame = frame[frame["completed"] & (frame["config_json"] == defaults(master))]
     out = {}
     for row in frame.itertuples():
         scale = _scale(str(row.datasize))
@@ -97,18 +104,20 @@ def main(argv=None) -> int:
     parser.add_argument("--checks", nargs="*", default=None, metavar="TABLE",
                         help="run tables of sizes the corpus lacks, measured as a check and "
                              "never trained on (default: data/checks/runs/*.csv.gz)")
+    parser.add_argument("--master", default=MASTERS[0], choices=MASTERS,
+                        help="the Spark master asked about and measured (default local[2])")
     parser.add_argument("--out", default=str(REPO / "bench" / "reports"))
     args = parser.parse_args(argv)
     checks = [Path(p) for p in args.checks] if args.checks is not None \
         else sorted((REPO / "data" / "checks" / "runs").glob("*.csv.gz"))
-    checks = [p for p in checks if measured([p])]   # tables of local[2] defaults only
-    checked = measured(checks) if checks else {}
+    checks = [p for p in checks if measured([p], args.master)]   # that master's defaults
+    checked = measured(checks, args.master) if checks else {}
     started = time.perf_counter()
     shipped = run_tables()
     quiet = {str(p) for p in quiet_run_tables()}
     small = [p for p in shipped if str(p) not in quiet
              or all((_scale(s) or 0) <= 1 for s in _sizes(p))]
-    truth = measured([p for p in shipped if str(p) in quiet])
+    truth = measured([p for p in shipped if str(p) in quiet], args.master)
     rows = []
     with tempfile.TemporaryDirectory(prefix="jobgauge-form-") as tmp:
         services = {"before": service_for(small, Path(tmp) / "before"),
@@ -119,23 +128,24 @@ def main(argv=None) -> int:
                 row = {"workload": workload, "scale": scale,
                        "measured": truth.get((workload, scale), [])}
                 for name, service in services.items():
-                    option = answer(service, workload, scale)
-                    row[name] = option
+                    row[name] = answer(service, workload, scale, args.master)
                 rows.append(row)
                 print(_line(row), flush=True)
         extra = []
         for workload, scale in sorted(checked, key=lambda k: (_name_order(k[0]), k[1])):
             row = {"workload": workload, "scale": scale, "measured": checked[(workload, scale)]}
             for name, service in services.items():
-                row[name] = answer(service, workload, scale)
+                row[name] = answer(service, workload, scale, args.master)
             extra.append(row)
             print(_line(row), flush=True)
     report = _report(rows, args, small, shipped, DEFAULT_MODEL, time.perf_counter() - started,
                      extra=extra, checks=checks)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "form_answers.md").write_text(report)
-    print(f"report: {out / 'form_answers.md'}", file=sys.stderr)
+    name = "form_answers.md" if args.master == MASTERS[0] else \
+        f"form_answers_{args.master.replace('[', '').replace(']', '')}.md"
+    (out / name).write_text(report)
+    print(f"report: {out / name}", file=sys.stderr)
     return 0
 
 
@@ -183,7 +193,7 @@ def _report(rows, args, small, shipped, model, wall_s, *, extra=(), checks=()) -
         command += " " + " ".join(argv_given)
     lines = ["# The web form's answers next to measurements (issue 13)", "",
              f"Reproduce with `{command}` ({wall_s:.0f} s). Model: `{model}` (the default), "
-             "trained as the web service trains its first model. Question: TPC-H on local[2] "
+             f"trained as the web service trains its first model. Question: TPC-H on {args.master} "
              "with Spark's defaults; answer: `Service.estimate` (the web form and "
              "`POST /api/v1/estimate`), predicted runtime [80 % interval] and its error "
              "against the median measured runtime of the query inside a warm application.", "",

@@ -43,13 +43,13 @@ def main(argv=None) -> int:
     size = f"sf{args.scale:g}"
     workloads = [f"tpch-q{q}" for q in args.queries]
     runs = {w: [] for w in workloads}
-    jobs = []                          # (workload, app id, job ids) of each measured run
+    timed = []                         # (workload, run) of each measured run
     guard = LoadGuard(threshold=0.7, max_wait_s=20, read_own_cpu=lambda: 0.0)
     with tempfile.TemporaryDirectory(prefix="jobgauge-measure-") as tmp:
         eventlogs = args.eventlogs or Path(tmp) / "eventlogs"
         with WarmRunner(master=args.master, eventlog_dir=eventlogs,
                         work_dir=Path(tmp) / "work", warmup="workload", warmup_runs=3,
-                        profiles=False) as runner:
+                        profiles=bool(args.eventlogs)) as runner:
             for repeat in range(args.repeats):
                 for workload in workloads:
                     load = guard.wait_quiet()["load_at_start"]
@@ -57,12 +57,12 @@ def main(argv=None) -> int:
                     if run["status"] != "succeeded":
                         raise SystemExit(f"{workload} {size}: {run['status']}: {run.get('error')}")
                     runs[workload].append(run["runtime_s"])
-                    jobs.append((workload, run.get("app_id"), run.get("job_ids") or []))
+                    timed.append((workload, run))      # its profile comes at the end
                     print(f"  {workload} {size}: {run['runtime_s']:.2f} s (load {load:.2f} "
                           f"at start)", flush=True)
         answers = _answers(workloads, args.scale, Path(tmp), args.master)
     if args.eventlogs:
-        _where_the_time_went(args.eventlogs, jobs)
+        _where_the_time_went(args.eventlogs, timed)
     print(f"\n| query at SF {args.scale:g} on {args.master} | the form's answer [80 %] | measured now (median "
           f"of {args.repeats}) | error |\n|---|---|---|---|")
     for workload in workloads:
@@ -75,23 +75,17 @@ def main(argv=None) -> int:
     return 0
 
 
-def _where_the_time_went(folder: Path, jobs) -> None:
-    """Per measured run, its stages' task time split into CPU, GC, spill and shuffle."""
-    from jobgauge.profiler.runners.runner import application_profile, find_eventlog, \
-        query_profile
-
-    apps = {}
+def _where_the_time_went(folder: Path, measured) -> None:
+    """Per measured run, its stages' task time split into CPU, GC, spill and shuffle (from
+    the profile ``WarmRunner`` cut out of the application's event log)."""
     print(f"\nEvent logs kept in {folder}.\n\n| run | task s | CPU s | GC s | spilled "
           f"MiB (disk) | shuffle read MiB | shuffle write MiB | stages |\n"
           f"|---|---|---|---|---|---|---|---|")
-    for workload, app_id, job_ids in jobs:
-        if app_id not in apps:
-            path = find_eventlog(folder, app_id)
-            apps[app_id] = application_profile(path) if path else None
-        if apps[app_id] is None or not job_ids:
+    for workload, run in measured:
+        profile = run.get("profile")
+        if profile is None:
             print(f"| {workload} | no event log |  |  |  |  |  |  |")
             continue
-        profile = query_profile(apps[app_id], job_ids)
         totals = profile.totals
         mib = 2.0 ** 20
         print(f"| {workload} | {(totals.get('executor_run_time_ms') or 0) / 1e3:.1f} | "

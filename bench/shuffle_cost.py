@@ -15,11 +15,11 @@ of ``bench/evaluate.py --quiet-corpus``).  This script measures where the time g
 Each configuration runs each query ``--repeats`` times, interleaved, after 3 warm-up
 runs of each query (``WarmRunner``; the query's own time inside the application, as the
 corpus means it), each run after at most 20 s of waiting for a 1-minute load below 0.7.
-From the application's event log, per run: the stages that write a shuffle (the map
-side), their tasks, their task CPU seconds, and the map segments (map tasks x shuffle
-partitions: every map task writes one segment per partition; an exchange to a single
-partition, TPC-H Q6's global sum, writes one, so its count is an upper bound there).
-Prints a Markdown table
+From each run's profile (cut from the application's event log by ``WarmRunner`` when
+the application stops): the stages that write a shuffle (the map side), their tasks,
+their task CPU seconds, and the map segments (map tasks x shuffle partitions: every map
+task writes one segment per partition; an exchange to a single partition, TPC-H Q6's
+global sum, writes one, so its count is an upper bound there).  Prints a Markdown table
 (medians over the repeats) and writes it to ``--report`` (default
 ``bench/reports/shuffle_cost.md``); ``--json`` prints the rows as JSON instead.
 """
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -76,7 +75,7 @@ def main(argv=None) -> int:
         eventlogs = Path(tmp) / "eventlogs"
         with WarmRunner(master=args.master, eventlog_dir=eventlogs,
                         work_dir=Path(tmp) / "work", warmup="workload", warmup_runs=3,
-                        profiles=False) as runner:
+                        profiles=True) as runner:
             for repeat in range(args.repeats):
                 for query in args.queries:
                     for split, parts in settings:
@@ -88,13 +87,14 @@ def main(argv=None) -> int:
                         if run["status"] != "succeeded":
                             raise SystemExit(f"tpch-q{query} {size} {split} MiB / {parts}: "
                                              f"{run['status']}: {run.get('error')}")
+                        # ``run`` gets its profile when the application stops
                         runs.append({"query": query, "split_mib": split, "partitions": parts,
                                      "runtime_s": run["runtime_s"], "load": load,
-                                     "app_id": run.get("app_id"),
-                                     "job_ids": run.get("job_ids") or []})
+                                     "run": run})
                         print(f"  Q{query} {split} MiB / {parts}: {run['runtime_s']:.2f} s "
                               f"(load {load:.2f} at start)", file=sys.stderr, flush=True)
-        _add_map_side(eventlogs, runs)
+    for run in runs:
+        run.update(_map_side(run.pop("run").get("profile"), run["partitions"]))
     rows = _medians(runs)
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -124,27 +124,16 @@ def _arguments(args) -> str:
     return " ".join(words)
 
 
-def _add_map_side(folder: Path, runs) -> None:
-    """Give each run its map side from the event log: tasks, task CPU seconds and segments
-    of the stages that write a shuffle."""
-    from jobgauge.profiler.runners.runner import application_profile, find_eventlog, \
-        query_profile
-
-    apps = {}
-    for run in runs:
-        app_id = run["app_id"]
-        if app_id not in apps:
-            path = find_eventlog(folder, app_id)
-            apps[app_id] = application_profile(path) if path else None
-        run.update(map_tasks=None, map_cpu_s=None, segments=None)
-        if apps[app_id] is None or not run["job_ids"]:
-            continue
-        stages = [s for s in query_profile(apps[app_id], run["job_ids"]).stages
-                  if (s.get("shuffle_write_bytes") or 0) > 0]
-        tasks = sum(int(s.get("n_tasks") or 0) for s in stages)
-        run.update(map_tasks=tasks,
-                   map_cpu_s=sum((s.get("executor_cpu_time_ms") or 0) for s in stages) / 1e3,
-                   segments=tasks * run["partitions"])
+def _map_side(profile, partitions: int) -> dict:
+    """A run's map side from its profile (None where its event log could not be read):
+    the tasks, task CPU seconds and segments of the stages that write a shuffle."""
+    if profile is None:
+        return {"map_tasks": None, "map_cpu_s": None, "segments": None}
+    stages = [s for s in profile.stages if (s.get("shuffle_write_bytes") or 0) > 0]
+    tasks = sum(int(s.get("n_tasks") or 0) for s in stages)
+    return {"map_tasks": tasks,
+            "map_cpu_s": sum((s.get("executor_cpu_time_ms") or 0) for s in stages) / 1e3,
+            "segments": tasks * partitions}
 
 
 def _medians(runs) -> list[dict]:
@@ -170,9 +159,10 @@ def _table(rows, size, args) -> str:
              f"(medians of {args.repeats} runs; map side: the stages that write a shuffle):",
              "", "| query | split MiB | shuffle partitions | runtime s (runs) | map tasks | "
              "map segments | map task CPU s | load at start |", "|---|---|---|---|---|---|---|---|"]
+    def fmt(value, spec):
+        return "" if value is None else format(value, spec)
+
     for row in rows:
-        def fmt(value, spec):
-            return "" if value is None else format(value, spec)
         lines.append(
             f"| Q{row['query']} | {row['split_mib']} | {row['partitions']} | "
             f"{row['runtime_s']:.2f} ({', '.join(f'{v:.2f}' for v in row['runtimes_s'])}) | "
@@ -216,5 +206,4 @@ def _doc() -> str:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
     sys.exit(main())

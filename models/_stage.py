@@ -57,11 +57,12 @@ another data size, with other settings and on other slots:
    cost, the share of work of a shuffle join that replaces a broadcast join
    (``join_share``) and the share of its stream stage's time each such join takes
    away (``probe_relief``, never more than the join's own time), the driver times,
-   per-MiB rates per rate group, the relative speed of a slot of each instance family (local[1] and local[2] share one), a
-   **work factor per workload** (both log offsets shrunk to 1) and a **fixed share per
-   workload** (a logit offset shrunk to the shared share).  The work factor is a
-   multiplicative constant per job, learned from its measured runs (for a job only
-   profiled once, from its reference run), so it keeps every monotonicity below.
+   per-MiB rates per rate group, the relative speed of a slot of each instance family
+   (local[1] and local[2] share one), a **work factor per workload** (both log offsets
+   shrunk to 1) and a **fixed share per workload** (a logit offset shrunk to the shared
+   share).  The work factor is a multiplicative constant per job, learned from its
+   measured runs (for a job only profiled once, from its reference run), so it keeps
+   every monotonicity below.
 
 Physically plausible by construction: the task count is a clipped linear function of
 the volume (of a scan's files), so a task's share of the work never shrinks when the data
