@@ -108,6 +108,7 @@ import numpy as np
 from jobgauge.errors import ModelError
 from jobgauge.models._base import MIN_POOL_RESIDUALS, RuntimeModel, _pooled_slope, pool_of, \
     conformal_offsets, join_columns, targets
+from jobgauge.models._coverage import SIZE_FACTOR
 from jobgauge.models._params import Boolean, Interval, Options, store_params
 from jobgauge.models.features import KNOB_DEFAULTS, SLOT_SETTINGS, RunFeatures, _as_summary, \
     instance_family, parse_knob, row_configs, settings_key
@@ -216,8 +217,9 @@ BROADCAST_FILE_SHARE = 0.25
 #: 200 blocks even where AQE then coalesces them to a few reduce tasks.
 BLOCK_PRIOR_S = 1e-4
 #: A question is about a measured job (narrower intervals) where the job's training runs
-#: finished with at least 1 / MEASURED_REACH of the asked input.
-MEASURED_REACH = 1.5
+#: finished with at least 1 / MEASURED_REACH of the asked input; beyond it the answer
+#: says it is outside what was measured (the same factor).
+MEASURED_REACH = SIZE_FACTOR
 #: A new job's interval (its work factor unknown) takes the spread of the work factors
 #: of the jobs measured more than once, when there are at least this many.
 MIN_NEW_JOB_FACTORS = 5
