@@ -23,6 +23,7 @@ Writes bench/reports/form_answers.md (``form_answers_local1.md`` for local[1]).
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import statistics
@@ -36,8 +37,9 @@ MASTERS = ("local[2]", "local[1]")
 
 
 def defaults(master: str) -> str:
-    """The run tables' ``config_json`` of Spark's defaults on ``master``."""
-    return '{"spark.master": "%s"}' % master
+    """The run tables' ``config_json`` of Spark's defaults on ``master`` (serialised as
+    ``jobgauge.runtable`` writes it)."""
+    return json.dumps({"spark.master": master}, sort_keys=True)
 
 
 def _scale(label: str) -> float | None:
