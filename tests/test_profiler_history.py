@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -48,6 +49,10 @@ _WRITE_LOG = textwrap.dedent('''
     df.groupBy((df.id % 5).alias("k")).count().collect()
     df.selectExpr("id", "id % 7 AS k").write.parquet(sys.argv[2])
     spark.read.parquet(sys.argv[2]).groupBy("k").count().collect()
+    # a join: the table's scan runs in more than one task, the one-file dimension's in one
+    spark.range(0, 7).selectExpr("id AS k", "id * 10 AS v").coalesce(1).write.parquet(sys.argv[3])
+    spark.read.parquet(sys.argv[2]).join(spark.read.parquet(sys.argv[3]), "k") \
+        .groupBy("v").count().collect()
     try:
         spark.range(0, 10, numPartitions=2).selectExpr("raise_error('jobgauge boom')").collect()
     except Exception:
@@ -73,9 +78,9 @@ def history(tmp_path_factory, corpus_dir):
     run_dir.mkdir()
     for path in _corpus_log_files(corpus_dir):
         shutil.copyfile(path, logs / path.name)
-    table = root / "table.parquet"
+    table, dimension = root / "table.parquet", root / "dimension.parquet"
     printed = run_spark_script(_WRITE_LOG, root / "write_log.py", logs,
-                               "Spark could not write the log", table)
+                               "Spark could not write the log", table, dimension)
     new_app = printed.split("APP=")[-1].strip()
 
     expected = {read_eventlog(p).app_id: p for p in logs.iterdir()}
@@ -105,7 +110,8 @@ def history(tmp_path_factory, corpus_dir):
             logs_text = "".join(p.read_text()[-2000:] for p in run_dir.glob("*.out"))
             pytest.fail(f"History Server listed {sorted(listed)} of {sorted(expected)} "
                         f"in time:\n{logs_text}")
-        yield {"base": base, "logs": expected, "new_app": new_app, "table": table}
+        yield {"base": base, "logs": expected, "new_app": new_app, "table": table,
+               "dimension": dimension}
     finally:
         subprocess.run(["bash", os.path.join(spark_home, "sbin", "stop-history-server.sh")],
                        env=env, capture_output=True, timeout=120, check=False)
@@ -153,8 +159,36 @@ def test_rest_profile_agrees_with_the_event_log(history):
         else:
             assert from_rest.files_read_bytes == pytest.approx(from_log.files_read_bytes,
                                                                rel=1e-3), app_id
+        # the files each stage scanned, where the log names them
+        for rest, log in zip(from_rest.stages, from_log.stages):
+            if log.get("file_bytes") and rest.get("file_bytes"):
+                assert _same_ui_size(rest["file_bytes"], log["file_bytes"]), (app_id, log)
         # what REST cannot tell stays None
         assert from_rest.critical_path_s is None and from_rest.idle_core_seconds is None
+
+
+def _same_ui_size(shown: float, exact: float) -> bool:
+    """Whether ``shown`` (a size the UI printed to a tenth of its unit) is ``exact``."""
+    unit = 1024.0 ** max(0, int(math.log(max(exact, 1.0), 1024)))
+    return abs(shown - exact) <= 0.05 * unit + 1e-6
+
+
+@pytest.mark.spark
+def test_rest_names_the_files_each_stage_scanned(history):
+    """The REST API names a scan's stage only in its metrics' text, and only for a stage
+    of more than one task; the one-task scan is paired by rank.  Either way each stage
+    gets the bytes of the files it scanned, as the event log's accumulators say."""
+    app = history["new_app"]
+    from_log = read_eventlog(history["logs"][app])
+    from_rest = read_history(history["base"], app)
+    logged = {s["stage_id"]: (s["n_tasks"], s["file_bytes"]) for s in from_log.stages
+              if s.get("file_bytes")}
+    named = {s["stage_id"]: s["file_bytes"] for s in from_rest.stages if s.get("file_bytes")}
+    assert set(named) == set(logged)
+    tasks = sorted(n for n, _ in logged.values())
+    assert len(tasks) == 3 and tasks[0] == 1 and tasks[-1] > 1   # tagged and paired
+    for stage_id, (_, exact) in logged.items():
+        assert _same_ui_size(named[stage_id], exact), stage_id
 
 
 @pytest.mark.spark
@@ -166,9 +200,11 @@ def test_rest_profile_of_a_spark_4_app_with_a_failed_job(history):
     assert profile.sql and "== Physical Plan ==" in profile.sql[0]["physical_plan_description"]
     assert profile.executors[0]["cores"] == 2
     assert profile.cores_timeline[0]["cores"] == 2
-    # its input is the Parquet files it read, not the few bytes the tasks' counters count
-    on_disk = sum(p.stat().st_size for p in history["table"].glob("*.parquet"))
-    assert profile.files_read_bytes == pytest.approx(on_disk, rel=1e-3)
+    # its input is the Parquet files it read (the table twice, the dimension once), not
+    # the few bytes the tasks' counters count
+    table, dimension = (sum(p.stat().st_size for p in history[name].glob("*.parquet"))
+                        for name in ("table", "dimension"))
+    assert profile.files_read_bytes == pytest.approx(2 * table + dimension, rel=1e-3)
     assert profile.input_size() == profile.files_read_bytes
 
 

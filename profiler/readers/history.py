@@ -26,7 +26,11 @@ also scans those attempts (a killed speculative copy can be its "max"), while
 ``read_eventlog`` uses successful tasks only.  Metrics an old log did not
 record are ``None`` in ``read_eventlog`` and ``0`` here.  The bytes of the files the
 scans read (``files_read_bytes``, a run's input size) come from ``/sql?details=true``,
-the UI's text of each scan's "size of files read" (to a tenth of its unit).
+the UI's text of each scan's "size of files read" (to a tenth of its unit); each
+stage's ``file_bytes`` (the files its scans listed, what the stage model splits into
+tasks and grows with the data) from the stage its scan's metrics name, or by rank
+(:func:`_scanned_files`).  The files' locations are not in the API: ``scan_files`` stays
+out.
 
 Every failure - server unreachable, unknown application, a reply that is not
 the JSON the API documents - raises a :class:`ParseError` naming the URL
@@ -156,6 +160,10 @@ def _build(client, app, app_id, attempt_id, url, max_stage_requests) -> Profile:
             job_of_stage.setdefault(sid, []).append(job["job_id"])
     for stage in stages:
         stage["job_ids"] = job_of_stage.get(stage["stage_id"], [])
+    scanned = _scanned_files(sql_raw, jobs, stages)
+    for stage in stages:
+        if stage["stage_id"] in scanned:
+            stage["file_bytes"] = scanned[stage["stage_id"]]
 
     sql = []
     for entry in sorted(sql_raw, key=lambda e: e["id"]):
@@ -222,6 +230,83 @@ def _files_read_bytes(sql_raw) -> float | None:
                     total += parse_size(match.group(1) + match.group(2))
                     found = True
     return total if found else None
+
+
+#: The task a SQL metric's largest value came from, as the UI prints it: ``(stage 9.0: task
+#: 9)`` (Spark >= 3.1), ``(stage 9 (attempt 0): task 9)`` (Spark 3.0).
+_STAGE_TAG = re.compile(r"\(stage (\d+)(?:\.\d+| \(attempt \d+\))?: task \d+\)")
+
+
+def _scan_size(node) -> float | None:
+    """The "size of files read" of a plan node (a file scan), None for any other node."""
+    for metric in node.get("metrics") or ():
+        if isinstance(metric, dict) and metric.get("name") == "size of files read":
+            lines = str(metric.get("value") or "").strip().splitlines()
+            match = _UI_SIZE.search(lines[-1]) if lines else None
+            return parse_size(match.group(1) + match.group(2)) if match else None
+    return None
+
+
+def _tagged_stage(nodes) -> int | None:
+    """The stage that the first stage tag among ``nodes``' metrics names."""
+    for node in nodes:
+        for metric in node.get("metrics") or ():
+            match = _STAGE_TAG.search(str(metric.get("value") or "")) \
+                if isinstance(metric, dict) else None
+            if match:
+                return int(match.group(1))
+    return None
+
+
+def _scanned_files(sql_raw, jobs, stages) -> dict:
+    """{stage id: bytes of the files its scans listed}, as ``read_eventlog`` reads them
+    from the tasks' accumulator updates.  The REST API names a stage only in a metric's
+    text, and only where more than one task updated it: a scan is its stage's when its
+    own metrics or its whole-stage-codegen cluster's name one (``(stage 9.0: task 9)``).
+    The scans of an SQL execution left without a tag (one-task stages) are paired with
+    its stages that read input and have no tagged scan, the largest files with the most
+    bytes read, one scan per stage."""
+    by_id = {stage["stage_id"]: stage for stage in stages}
+    stages_of_job = {job["job_id"]: job["stage_ids"] for job in jobs}
+    found: dict[int, float] = {}
+    for execution in sql_raw or ():
+        nodes = execution.get("nodes") if isinstance(execution, dict) else None
+        if not isinstance(nodes, list):
+            continue
+        nodes = [n for n in nodes if isinstance(n, dict)]
+        job_ids = [j for key in ("successJobIds", "failedJobIds", "runningJobIds")
+                   for j in execution.get(key) or ()]
+        ran = {sid for j in job_ids for sid in stages_of_job.get(j, ())
+               if sid in by_id and by_id[sid]["status"] == "complete"}
+        consumers: dict = {}
+        for edge in execution.get("edges") or ():
+            if isinstance(edge, dict):
+                consumers.setdefault(edge.get("fromId"), []).append(edge.get("toId"))
+        by_node = {n.get("nodeId"): n for n in nodes}
+        cluster = {n.get("wholeStageCodegenId"): n for n in nodes
+                   if str(n.get("nodeName", "")).startswith("WholeStageCodegen")}
+        untagged, mine = [], {}
+        for node in nodes:
+            size = _scan_size(node)
+            if size is None:
+                continue
+            near = [node] + [by_node[c] for c in consumers.get(node.get("nodeId"), ())
+                             if c in by_node]
+            near += [cluster[n.get("wholeStageCodegenId")] for n in near[1:]
+                     if n.get("wholeStageCodegenId") in cluster]
+            stage_id = _tagged_stage(near)
+            if stage_id in ran:
+                mine[stage_id] = mine.get(stage_id, 0.0) + size
+            else:
+                untagged.append(size)
+        reading = sorted((sid for sid in ran if sid not in mine and sid not in found
+                          and (by_id[sid].get("input_bytes") or 0) > 0),
+                         key=lambda sid: -(by_id[sid].get("input_bytes") or 0))
+        for stage_id, size in zip(reading, sorted(untagged, reverse=True)):
+            mine[stage_id] = size
+        for stage_id, size in mine.items():
+            found[stage_id] = found.get(stage_id, 0.0) + size
+    return found
 
 
 def _quantiles(dist) -> tuple:
