@@ -27,8 +27,7 @@ from pathlib import Path
 
 
 def main(argv=None) -> int:
-    from jobgauge.profiler import WarmRunner
-    from jobgauge.profiler.runners.driver import LoadGuard
+    from _warm import warm_runs
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", nargs="+", type=int, default=[3, 9, 18])
@@ -44,18 +43,12 @@ def main(argv=None) -> int:
     workloads = [f"tpch-q{q}" for q in args.queries]
     runs = {w: [] for w in workloads}
     timed = []                         # (workload, run) of each measured run
-    guard = LoadGuard(threshold=0.7, max_wait_s=20, read_own_cpu=lambda: 0.0)
     with tempfile.TemporaryDirectory(prefix="jobgauge-measure-") as tmp:
-        eventlogs = args.eventlogs or Path(tmp) / "eventlogs"
-        with WarmRunner(master=args.master, eventlog_dir=eventlogs,
-                        work_dir=Path(tmp) / "work", warmup="workload", warmup_runs=3,
-                        profiles=bool(args.eventlogs)) as runner:
+        with warm_runs(args.master, Path(tmp), eventlogs=args.eventlogs,
+                       profiles=bool(args.eventlogs)) as measure:
             for repeat in range(args.repeats):
                 for workload in workloads:
-                    load = guard.wait_quiet()["load_at_start"]
-                    run = runner.run(workload, size, {}, timeout_s=900)
-                    if run["status"] != "succeeded":
-                        raise SystemExit(f"{workload} {size}: {run['status']}: {run.get('error')}")
+                    run, load = measure(workload, size, {}, f"{workload} {size}")
                     runs[workload].append(run["runtime_s"])
                     timed.append((workload, run))      # its profile comes at the end
                     print(f"  {workload} {size}: {run['runtime_s']:.2f} s (load {load:.2f} "

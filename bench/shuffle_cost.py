@@ -40,8 +40,7 @@ MIB = 2 ** 20
 
 
 def main(argv=None) -> int:
-    from jobgauge.profiler import WarmRunner
-    from jobgauge.profiler.runners.driver import LoadGuard
+    from _warm import warm_runs
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", nargs="+", type=int, default=[3, 6])
@@ -68,25 +67,18 @@ def main(argv=None) -> int:
     size = f"sf{args.scale:g}"
     base = {"spark.master": args.master, "spark.driver.memory": args.driver_memory}
     settings = [(split, parts) for split in args.split_mib for parts in args.partitions]
-    guard = LoadGuard(threshold=0.7, max_wait_s=20, read_own_cpu=lambda: 0.0)
     runs = []
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="jobgauge-shuffle-cost-") as tmp:
-        eventlogs = Path(tmp) / "eventlogs"
-        with WarmRunner(master=args.master, eventlog_dir=eventlogs,
-                        work_dir=Path(tmp) / "work", warmup="workload", warmup_runs=3,
-                        profiles=True) as runner:
+        with warm_runs(args.master, Path(tmp), profiles=True) as measure:
             for repeat in range(args.repeats):
                 for query in args.queries:
                     for split, parts in settings:
                         config = {**base,
                                   "spark.sql.files.maxPartitionBytes": str(split * MIB),
                                   "spark.sql.shuffle.partitions": str(parts)}
-                        load = guard.wait_quiet()["load_at_start"]
-                        run = runner.run(f"tpch-q{query}", size, config, timeout_s=900)
-                        if run["status"] != "succeeded":
-                            raise SystemExit(f"tpch-q{query} {size} {split} MiB / {parts}: "
-                                             f"{run['status']}: {run.get('error')}")
+                        run, load = measure(f"tpch-q{query}", size, config,
+                                            f"tpch-q{query} {size} {split} MiB / {parts}")
                         # ``run`` gets its profile when the application stops
                         runs.append({"query": query, "split_mib": split, "partitions": parts,
                                      "runtime_s": run["runtime_s"], "load": load,
