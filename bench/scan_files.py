@@ -1,6 +1,6 @@
 """The bytes of the files the shipped TPC-H profiles scan, measured again.
 
-    python bench/scan_files.py            # writes data/scan-files.json
+    python bench/scan_files.py            # writes data/scan-files.json, data/scan-row-bytes.json
 
 ``jobgauge collect`` records each scan's file bytes beside a new profile
 (``scan_files``); the profiles shipped before it did not.  Their plans name the
@@ -12,7 +12,10 @@ plans scan (where the plans say they were, as ``jobgauge run tpch`` does; SF 10 
 about a minute and 3.6 GB) and writes ``{location: bytes}`` for the locations it holds
 to ``data/scan-files.json``, which ``jobgauge.data.scan_files`` reads.  Locations
 of other data (HiBench) are left out: their profiles keep the replay's estimate
-from the bytes a scan read.
+from the bytes a scan read.  Beside it, ``data/scan-row-bytes.json``: the row size
+Spark gives each table without column statistics (from its files' schema,
+``collect.scan_row_bytes``), which ``jobgauge.data.scan_row_bytes`` reads, for the
+profiles collected before ``jobgauge collect`` recorded it.
 """
 
 from __future__ import annotations
@@ -33,12 +36,13 @@ _TPCH = re.compile(r"/tpch/(sf[0-9.]+)/\w+\.parquet$")
 
 def main(argv=None) -> int:
     from jobgauge.data import profile_files
-    from jobgauge.profiler.runners.collect import scan_files, scan_locations
+    from jobgauge.profiler.runners.collect import scan_files, scan_locations, scan_row_bytes
     from jobgauge.profiler.workloads.tpch import ensure_data
     from jobgauge.runtable import read_profile_records
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "data" / "scan-files.json")
+    parser.add_argument("--rows-out", type=Path, default=ROOT / "data" / "scan-row-bytes.json")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     records = read_profile_records(profile_files()).values()
@@ -53,13 +57,15 @@ def main(argv=None) -> int:
     for root, label in sorted(scales, key=lambda s: (s[0], float(s[1][2:]))):
         print(f"generating TPC-H {label} under {root} ...", flush=True)
         ensure_data(Path(root), label)
-    files = {}
+    files, rows = {}, {}
     for plan in plans:
         files.update({k: v for k, v in scan_files(plan).items() if _TPCH.search(k)})
+        rows.update({k: v for k, v in scan_row_bytes(plan).items() if _TPCH.search(k)})
     args.out.write_text(json.dumps(dict(sorted(files.items())), indent=1) + "\n")
+    args.rows_out.write_text(json.dumps(dict(sorted(rows.items())), indent=1) + "\n")
     labels = ", ".join(sorted(label for _, label in scales))
-    print(f"{len(files)} locations of {len(scales)} scales ({labels}) -> {args.out} "
-          f"in {time.perf_counter() - started:.0f} s")
+    print(f"{len(files)} locations of {len(scales)} scales ({labels}) -> {args.out}, "
+          f"{args.rows_out} in {time.perf_counter() - started:.0f} s")
     return 0
 
 

@@ -11,7 +11,7 @@ from jobgauge.dag._detect import detect_plan_language
 from jobgauge.dag._graph import (
     KINDS, OPERATOR_CATEGORIES, STAGE_KINDS, QueryDag, edge_class, operator_category,
 )
-from jobgauge.dag._spark import scan_location
+from jobgauge.dag._spark import broadcast_shares, scan_location, spark_row_bytes
 from jobgauge.dag._serialize import (
     FEATURE_NAMES, pack, pad_sequences, serialize, topological_order,
 )
@@ -25,6 +25,7 @@ def parse_plans(text, *, path=None) -> list[QueryDag]:
 
 __all__ = [
     "FEATURE_NAMES", "KINDS", "OPERATOR_CATEGORIES", "STAGE_KINDS", "QueryDag",
-    "detect_plan_language", "edge_class", "operator_category", "pack", "pad_sequences",
-    "parse_plans", "scan_location", "serialize", "to_svg", "topological_order",
+    "broadcast_shares", "detect_plan_language", "edge_class", "operator_category", "pack",
+    "pad_sequences", "parse_plans", "scan_location", "serialize", "spark_row_bytes",
+    "to_svg", "topological_order",
 ]

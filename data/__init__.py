@@ -12,7 +12,8 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["profile_files", "profiles_dir", "run_tables", "runs_dir", "scan_files"]
+__all__ = ["profile_files", "profiles_dir", "run_tables", "runs_dir", "scan_files",
+           "scan_row_bytes"]
 
 
 def _folder(name: str) -> Path:
@@ -46,4 +47,15 @@ def scan_files() -> dict:
     import json
 
     path = _folder("scan-files.json")
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def scan_row_bytes() -> dict:
+    """{location: bytes} of a row of each table the shipped profiles scan, as Spark sizes
+    one without column statistics, for profiles collected before ``jobgauge collect``
+    recorded it beside each run (``scan_row_bytes``); written by ``bench/scan_files.py``.
+    Empty where the file is missing."""
+    import json
+
+    path = _folder("scan-row-bytes.json")
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}

@@ -23,7 +23,8 @@ another data size, with other settings and on other slots:
    ``spark.sql.adaptive.advisoryPartitionSizeInBytes`` (but no fewer than one per slot
    while a partition stays above 1 MiB), and a stage reading the plan's exchange to
    a single partition (a global aggregate) one task; a broadcast side whose estimated
-   size (a share of its files' bytes, :data:`BROADCAST_FILE_SHARE`) outgrows
+   size (its files' bytes times the share of the row its columns take, as Spark
+   estimates it, else :data:`BROADCAST_FILE_SHARE`) outgrows
    ``spark.sql.autoBroadcastJoinThreshold`` (or with the threshold off) becomes a
    shuffle join: one more stage.  MapReduce: map splits of 128 MiB, reduce tasks from
    ``mapreduce.job.reduces``.  Settings are read and range-checked with
@@ -204,9 +205,9 @@ MAX_PROBE_RELIEF = 0.9
 #: against 28.8 %.)
 BROADCAST_SIZE_FACTOR = 8.0
 #: Spark's size estimate of a broadcast side over the bytes of the files its scan reads,
-#: where the profile knows them (:func:`_link_scan_files`): the estimate is the files'
-#: bytes times the share of the row the projected columns take.  The default of
-#: ``broadcast_file_share``.  Measured on the plans of the quiet TPC-H runs
+#: where the profile knows them (:func:`_link_scan_files`) but its plan does not say
+#: which columns the broadcast keeps (else ``broadcast_share``, the row's share those
+#: columns take, as Spark estimates it): the default of ``broadcast_file_share``.  Measured on the plans of the quiet TPC-H runs
 #: (``bench/join_switches.py --shares``, Spark's default threshold, 103 questions at SF
 #: 0.1-10): at 0.25 the replay's switches agree with 92 plans (90 before a fixed-size
 #: table stayed at its size, :func:`table_growth`; the counted bytes times 8 agreed with
@@ -329,9 +330,9 @@ def profile_stages(dag=None, summary=None) -> list[dict]:
                 if isinstance(node, dict) and node.get("stage_id") is None]
         singles = sum(1 for node in plan
                       if node.get("kind") == "exchange" and node.get("partitions") == 1)
-        scans = [(node.get("file_bytes"), node.get("file_growth"))
+        scans = [(node.get("file_bytes"), node.get("file_growth"), node.get("broadcast_share"))
                  for node in plan if node.get("kind") == "scan"]
-        files = scans if scans and all(_positive(b) for b, _ in scans) else []
+        files = scans if scans and all(_positive(b) for b, _, _ in scans) else []
         ids = {}
         for node in dag.get("nodes") or []:
             if isinstance(node, dict) and node.get("stage_id") is not None:
@@ -389,6 +390,13 @@ def profile_stages(dag=None, summary=None) -> list[dict]:
     _mark_single_partitions(stages, raw, singles)
     if not any("file_bytes" in stage for stage in stages):
         _link_scan_files(stages, files)
+    else:       # the event log named each stage's files: a plan scan of the same bytes
+        for stage in stages:
+            same = {share for size, _, share in files if share is not None
+                    and stage.get("file_bytes") and abs(size - stage["file_bytes"])
+                    <= 1e-6 * size}
+            if len(same) == 1:
+                stage["broadcast_share"] = same.pop()
     return stages
 
 
@@ -432,13 +440,17 @@ def _link_scan_files(stages, files):
     partsupp 45 MB, customer 14 MB, part 6.9 MB, supplier 0.9 MB, nation 3 KB), and so
     do the task times of their scans, so the stages are paired with the scans by rank:
     the longest task time with the largest files.  Stages beyond the plan's scans
-    keep none.  ``files`` holds (bytes, growth) per scan; a scan whose table's growth
-    with the data set is known (:func:`table_growth`) passes it on (``file_growth``)."""
+    keep none.  ``files`` holds (bytes, growth, share) per scan; a scan whose table's
+    growth with the data set is known (:func:`table_growth`) passes it on
+    (``file_growth``), and one under a broadcast Spark's estimate of it over its files'
+    bytes (``broadcast_share``, ``jobgauge.dag.broadcast_shares``)."""
     reading = sorted((s for s in stages if s["input_bytes"] > 0), key=lambda s: -s["run_s"])
-    for stage, (size, growth) in zip(reading, sorted(files, key=lambda f: -f[0])):
+    for stage, (size, growth, share) in zip(reading, sorted(files, key=lambda f: -f[0])):
         stage["file_bytes"] = float(size)
         if growth is not None:
             stage["file_growth"] = float(growth)
+        if share is not None:
+            stage["broadcast_share"] = float(share)
 
 
 def _mark_single_partitions(stages, raw, singles):
@@ -847,10 +859,16 @@ class StagePredictor(RuntimeModel):
 
     def _outgrown(self, stage, ratio, threshold) -> bool:
         """Whether a broadcast stage is a shuffle join at ``ratio`` x the profiled input
-        (:func:`_outgrows`): from its files' bytes where the profile knows them, else
-        from the bytes its scan counted."""
+        (:func:`_outgrows`): from its files' bytes where the profile knows them, times
+        Spark's own share of them where its plan names the columns the broadcast keeps
+        (``broadcast_share``, ``jobgauge.dag.broadcast_shares``; the replay's switches
+        agreed with 100 of 103 measured plans at Spark's default threshold, against 92
+        with the shared ``broadcast_file_share``; bench/join_switches.py), else the
+        shared share; else from the bytes its scan counted."""
         if stage.get("file_bytes"):
-            return _outgrows(stage["file_bytes"], self.broadcast_file_share, ratio, threshold)
+            return _outgrows(stage["file_bytes"], stage.get("broadcast_share",
+                                                           self.broadcast_file_share),
+                             ratio, threshold)
         return _outgrows(stage["input_bytes"], self.broadcast_size_factor, ratio, threshold)
 
     def _exponent(self, stage, cap=None):

@@ -137,8 +137,11 @@ def default_profile_files() -> list[Path]:
 
 def _record_dag(record):
     """The DAG of one profile record: the physical plan's operators and the event log's
-    stages (with their measured metrics) side by side, as two components of one DAG."""
-    from jobgauge.dag import QueryDag
+    stages (with their measured metrics) side by side, as two components of one DAG.
+    Each scan of the plan gets its files' bytes and growth and, under a broadcast, Spark's
+    estimate of the broadcast over those bytes (``broadcast_share``,
+    :func:`jobgauge.dag.broadcast_shares`): the record's own, else the shipped ones."""
+    from jobgauge.dag import QueryDag, broadcast_shares
     from jobgauge.errors import GaugeError
 
     parts = []
@@ -148,10 +151,14 @@ def _record_dag(record):
             parts.append(("plan", QueryDag.from_spark_plan(plan).to_dict()))
         except GaugeError:
             pass
-        else:   # each scan's file bytes: the record's own, else the shipped ones
+        else:
             files = record.get("scan_files") or _shipped_scan_files()
             growth = _table_growth(record)
+            shares = broadcast_shares(parts[0][1], record.get("scan_row_bytes")
+                                      or _shipped_scan_row_bytes())
             for node in parts[0][1]["nodes"]:
+                if node["id"] in shares:
+                    node["broadcast_share"] = shares[node["id"]]
                 if node.get("location") in files:
                     node["file_bytes"] = files[node["location"]]
                     if node["location"] in growth:
@@ -216,6 +223,13 @@ def _shipped_scan_files() -> dict:
     from jobgauge.data import scan_files
 
     return scan_files()
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_scan_row_bytes() -> dict:
+    from jobgauge.data import scan_row_bytes
+
+    return scan_row_bytes()
 
 
 def attach_reference_profiles(frame, records):

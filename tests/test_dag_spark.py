@@ -106,3 +106,48 @@ def test_subquery_of_an_adaptive_plan_feeds_its_filter(join_aggregate):
         kinds = [kind for _, kind in dag.nodes(data="kind")]
         assert kinds.count("window") == 1 and kinds.count("union") == 1
         assert kinds.count("scan") == 3
+
+
+def test_spark_row_bytes_counts_each_type_as_spark_does():
+    from jobgauge.dag import spark_row_bytes
+
+    assert spark_row_bytes(["bigint", "string"]) == 8 + 8 + 20
+    assert spark_row_bytes(["decimal(15,2)", "decimal(38, 10)", "date", "int"]) == 8 + 8 + 16 + 4 + 4
+    assert spark_row_bytes([]) == 8
+    assert spark_row_bytes(["bigint", "map<string,int>"]) is None
+
+
+def test_the_broadcast_estimate_is_sparks_own(spark, tmp_path):
+    """``broadcast_shares`` x the bytes of a table's files is the size Spark estimates for
+    the broadcast side of a join (EXPLAIN COST of the same query): the columns the side
+    keeps over the whole row, whatever its filter keeps of the rows."""
+    import re
+
+    from jobgauge.dag import broadcast_shares
+    from jobgauge.profiler.runners.collect import scan_row_bytes
+
+    part, line = tmp_path / "part.parquet", tmp_path / "line.parquet"
+    spark.range(0, 50000).selectExpr(
+        "id AS p_partkey", "concat('name', id) AS p_name", "'mfgr' AS p_mfgr",
+        "CAST(id % 50 AS INT) AS p_size", "CAST(id AS DECIMAL(15,2)) AS p_price",
+        "current_date() AS p_date").write.parquet(str(part))
+    spark.range(0, 200000).selectExpr("id % 50000 AS l_partkey", "id AS l_orderkey") \
+        .write.parquet(str(line))
+    spark.read.parquet(str(part)).createOrReplaceTempView("part_t")
+    spark.read.parquet(str(line)).createOrReplaceTempView("line_t")
+    query = ("SELECT count(*) FROM line_t JOIN part_t ON l_partkey = p_partkey "
+             "WHERE p_name LIKE '%7%'")
+    formatted = spark.sql("EXPLAIN FORMATTED " + query).collect()[0][0]
+    cost = spark.sql("EXPLAIN COST " + query).collect()[0][0]
+    rows = scan_row_bytes(formatted)
+    location = next(k for k in rows if k.rstrip("/").endswith("part.parquet"))
+    assert rows[location] == 8 + 8 + 20 + 20 + 4 + 8 + 4     # the whole row of part_t
+    shares = broadcast_shares(QueryDag.from_spark_plan(formatted).to_dict(), rows)
+    assert set(shares.values()) == {(8 + 8) / rows[location]}   # p_partkey alone
+    # Spark's own estimate: the Project of p_partkey over the filtered scan
+    found = re.search(r"Project \[p_partkey#\d+L\], Statistics\(sizeInBytes=([0-9.]+) "
+                      r"(B|KiB|MiB)\)", cost)
+    assert found, cost
+    spark_bytes = float(found.group(1)) * {"B": 1, "KiB": 1024, "MiB": 2 ** 20}[found.group(2)]
+    files = sum(p.stat().st_size for p in part.glob("*.parquet"))
+    assert files * shares[next(iter(shares))] == pytest.approx(spark_bytes, rel=0.01)

@@ -763,13 +763,47 @@ def test_the_join_switches_of_the_measured_plans_are_counted(quiet_sf1):
     assert found["-1"]["sf1"]["questions"] == 22 and found["default"]["sf1"]["agree"] == 22
 
 
+def test_a_broadcast_outgrows_the_threshold_as_sparks_estimate_does():
+    """Replayed from its SF 0.1 profile at SF 10, TPC-H Q9 shuffles the joins Spark's plan
+    shuffled there (partsupp and orders, 2): its part side keeps p_partkey alone, 16 of
+    part's 148 bytes a row, and Spark estimated 69 MB of files at 7.4 MB, under the
+    10 MiB threshold.  A share of the files' bytes shared by every table (0.25) shuffles
+    part too."""
+    from jobgauge.models.evaluation import attach_reference_profiles
+    from jobgauge.runtable import read_profile_records, read_run_tables
+
+    tables = [REPO / "data" / "runs" / f"{name}.csv.gz" for name in ("quiet-tpch-sf0.1",
+                                                                      "tpch-sf10")]
+    records = read_profile_records([REPO / "data" / "profiles" / "quiet-tpch-sf0.1.jsonl.gz",
+                                    REPO / "data" / "profiles" / "tpch-sf10.jsonl.gz"])
+    frame = read_run_tables(tables)
+    frame = attach_reference_profiles(frame[frame["workload"] == "tpch-q9"], records)
+    model = make_model("stage", max_iterations=1, residual_corrector=None).fit(frame)
+    asked = frame[(frame["datasize"] == "sf10")
+                  & (frame["config_json"] == '{"spark.master": "local[2]"}')].iloc[[0]]
+    rows, _ = model._rows(asked.drop(columns=["dag", "profile", "profile_reference"])
+                          .reset_index(drop=True))
+    stages = rows[0]["stages"]
+    shares = sorted(round(s["broadcast_share"], 3) for s in stages if "broadcast_share" in s)
+    assert round(16 / 148, 3) in shares and len(shares) == 5     # part's, and 4 others
+
+    def switched(kept):
+        return sum(stage["switched"] for stage in model._target_stages(
+            {**rows[0], "stages": [{k: v for k, v in s.items() if k in kept or k !=
+                                    "broadcast_share"} for s in stages]}))
+
+    assert switched({"broadcast_share"}) == 2
+    assert switched(set()) == 3
+
+
 def test_the_broadcast_size_factor_decides_where_a_join_is_shuffled(quiet_sf1):
     """Where a join is shuffled at 10x the profiled SF 1 with Spark's threshold: for a
-    profile that knows its scans' files, ``broadcast_file_share`` (Spark's size estimate
-    of a broadcast side over its files' bytes) decides, and a larger share shuffles more
-    of Q8's joins; for a profile that does not, ``broadcast_size_factor`` (the estimate
-    over the bytes its scan counted) does.  Both are parameters of the model, validated
-    like the others: one that is not positive is refused."""
+    profile that knows its scans' files but not the columns a broadcast keeps,
+    ``broadcast_file_share`` (Spark's size estimate of a broadcast side over its files'
+    bytes) decides, and a larger share shuffles more of Q8's joins; for a profile that
+    knows no files, ``broadcast_size_factor`` (the estimate over the bytes its scan
+    counted) does.  Both are parameters of the model, validated like the others: one
+    that is not positive is refused."""
     asked = quiet_sf1[(quiet_sf1["workload"] == "tpch-q8")
                       & (quiet_sf1["config_json"] == '{"spark.master": "local[2]"}')].iloc[[0]]
     asked = asked.drop(columns=["dag", "profile", "profile_reference"]).assign(
@@ -781,8 +815,8 @@ def test_the_broadcast_size_factor_decides_where_a_join_is_shuffled(quiet_sf1):
         for name, value in params.items():
             assert model.get_params()[name] == value
         rows, _ = model._rows(asked)
-        stages = rows[0]["stages"] if known_files else [
-            {k: v for k, v in s.items() if k != "file_bytes"} for s in rows[0]["stages"]]
+        dropped = ("broadcast_share",) if known_files else ("broadcast_share", "file_bytes")
+        stages = [{k: v for k, v in s.items() if k not in dropped} for s in rows[0]["stages"]]
         assert all(bool(s.get("file_bytes")) == known_files
                    for s in stages if s["kind"] == "broadcast")
         return sum(stage["switched"] for stage in model._target_stages({**rows[0],

@@ -657,6 +657,9 @@ def compact_profile(profile) -> dict:
     files = {**scan_files(record["physical_plan"]), **files}
     if files:
         record["scan_files"] = files
+    rows = scan_row_bytes(record["physical_plan"])
+    if rows:
+        record["scan_row_bytes"] = rows
     return record
 
 
@@ -689,6 +692,59 @@ def scan_files(plan) -> dict:
         if location not in files and path.exists():
             files[location] = directory_bytes(path)
     return files
+
+
+def scan_row_bytes(plan) -> dict:
+    """{location: bytes} of a row of each Parquet table ``plan`` (EXPLAIN FORMATTED text)
+    scans, as Spark sizes one without column statistics (``jobgauge.dag.spark_row_bytes``
+    of all its columns, from the files' schema), for the locations this machine holds:
+    with the columns a broadcast keeps, it gives Spark's estimate of the broadcast
+    (``jobgauge.dag.broadcast_shares``)."""
+    from jobgauge.dag import spark_row_bytes
+
+    rows = {}
+    for location in scan_locations(plan):
+        path = Path(location.removeprefix("file:"))
+        if location in rows or not path.exists():
+            continue
+        types = _parquet_spark_types(path)
+        size = spark_row_bytes(types) if types else None
+        if size:
+            rows[location] = size
+    return rows
+
+
+def _parquet_spark_types(path: Path) -> list[str] | None:
+    """The Spark type name of each column of a Parquet file or folder of them; None where
+    it is no Parquet or holds a type Spark's default sizes do not name here."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.ParquetDataset(str(path)).schema if path.is_dir() \
+            else pq.read_schema(str(path))
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+    names = []
+    for field in schema:
+        kind = field.type
+        if pa.types.is_decimal(kind):
+            names.append(f"decimal({kind.precision},{kind.scale})")
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind) \
+                or pa.types.is_string_view(kind):
+            names.append("string")
+        elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+            names.append("binary")
+        elif pa.types.is_timestamp(kind):
+            names.append("timestamp")
+        else:
+            name = {pa.int8(): "tinyint", pa.int16(): "smallint", pa.int32(): "int",
+                    pa.int64(): "bigint", pa.float32(): "float", pa.float64(): "double",
+                    pa.bool_(): "boolean", pa.date32(): "date"}.get(kind)
+            if name is None:
+                return None
+            names.append(name)
+    return names
 
 
 def attach_profiles(work_dir, journal: Journal) -> int:
