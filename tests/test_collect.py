@@ -101,6 +101,11 @@ def test_collection_resumes_without_repeating(tmp_path, tpch_data_root, capsys):
         assert files and all(str(tpch_data_root) in location for location in files)
         assert all(Path(location.removeprefix("file:")).stat().st_size == size
                    for location, size in files.items())
+        # and a row of each table as Spark sizes it (TPC-H lineitem: 8 + 16 columns)
+        rows_of = profile["scan_row_bytes"]
+        assert set(rows_of) == set(files)
+        assert all(v == 180 for k, v in rows_of.items() if k.endswith("lineitem.parquet"))
+        assert all(v > 8 for v in rows_of.values())
         # the event log names the files each stage scanned ("size of files read" of
         # its scans), and the stage model replays each stage from its own
         reading = [s for s in profile["stages"] if s["input_bytes"]]

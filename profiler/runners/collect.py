@@ -731,7 +731,7 @@ def _parquet_spark_types(path: Path) -> list[str] | None:
         if pa.types.is_decimal(kind):
             names.append(f"decimal({kind.precision},{kind.scale})")
         elif pa.types.is_string(kind) or pa.types.is_large_string(kind) \
-                or pa.types.is_string_view(kind):
+                or getattr(pa.types, "is_string_view", lambda _: False)(kind):  # pyarrow 16+
             names.append("string")
         elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
             names.append("binary")
