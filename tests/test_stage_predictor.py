@@ -902,6 +902,9 @@ def test_a_join_that_moves_out_relieves_the_stage_that_probed_it(quiet_sf1):
                        broadcast_file_share=1.0).fit(quiet_sf1)
     assert 0.0 < model.params_["probe_relief"] < 0.9
     rows, _ = model._rows(asked)
+    # the shared share of the files, 1.0, not the plan's own: more of Q8's joins switch
+    rows[0]["stages"] = [{k: v for k, v in s.items() if k != "broadcast_share"}
+                         for s in rows[0]["stages"]]
     stages = model._target_stages(rows[0])
     moved = [s for s in stages if s["switched"]]
     assert len(moved) >= 2
