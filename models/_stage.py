@@ -207,7 +207,8 @@ BROADCAST_SIZE_FACTOR = 8.0
 #: Spark's size estimate of a broadcast side over the bytes of the files its scan reads,
 #: where the profile knows them (:func:`_link_scan_files`) but its plan does not say
 #: which columns the broadcast keeps (else ``broadcast_share``, the row's share those
-#: columns take, as Spark estimates it): the default of ``broadcast_file_share``.  Measured on the plans of the quiet TPC-H runs
+#: columns take, as Spark estimates it): the default of ``broadcast_file_share``.
+#: Measured on the plans of the quiet TPC-H runs before the plan's own share was read
 #: (``bench/join_switches.py --shares``, Spark's default threshold, 103 questions at SF
 #: 0.1-10): at 0.25 the replay's switches agree with 92 plans (90 before a fixed-size
 #: table stayed at its size, :func:`table_growth`; the counted bytes times 8 agreed with

@@ -212,24 +212,13 @@ _UI_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB|PiB|EiB)\b")
 def _files_read_bytes(sql_raw) -> float | None:
     """The bytes of the files the application's scans selected, as ``read_eventlog``
     reads them from the driver's accumulator updates: the scans' "size of files read"
-    summed over the SQL executions.  The server gives each as the UI's text, one size to
-    a tenth of its unit (``789.1 KiB``), or a ``total (min, med, max)`` line over a line
-    of sizes, the total first.  None where no scan reports one (no SQL, no file scans,
-    a server before Spark 3.0)."""
-    total, found = 0.0, False
-    for execution in sql_raw or ():
-        nodes = execution.get("nodes") if isinstance(execution, dict) else None
-        for node in nodes if isinstance(nodes, list) else ():
-            metrics = node.get("metrics") if isinstance(node, dict) else None
-            for metric in metrics if isinstance(metrics, list) else ():
-                if not isinstance(metric, dict) or metric.get("name") != "size of files read":
-                    continue
-                lines = str(metric.get("value") or "").strip().splitlines()
-                match = _UI_SIZE.search(lines[-1]) if lines else None
-                if match:
-                    total += parse_size(match.group(1) + match.group(2))
-                    found = True
-    return total if found else None
+    (:func:`_scan_size`, to a tenth of its unit) summed over the SQL executions.  None
+    where no scan reports one (no SQL, no file scans, a server before Spark 3.0)."""
+    sizes = [_scan_size(node) for execution in sql_raw or () if isinstance(execution, dict)
+             and isinstance(execution.get("nodes"), list)
+             for node in execution["nodes"] if isinstance(node, dict)]
+    sizes = [size for size in sizes if size is not None]
+    return sum(sizes) if sizes else None
 
 
 #: The task a SQL metric's largest value came from, as the UI prints it: ``(stage 9.0: task
@@ -238,8 +227,11 @@ _STAGE_TAG = re.compile(r"\(stage (\d+)(?:\.\d+| \(attempt \d+\))?: task \d+\)")
 
 
 def _scan_size(node) -> float | None:
-    """The "size of files read" of a plan node (a file scan), None for any other node."""
-    for metric in node.get("metrics") or ():
+    """The "size of files read" of a plan node (a file scan), None for any other node:
+    the UI's text, one size (``789.1 KiB``) or a ``total (min, med, max)`` line over a
+    line of sizes, the total first."""
+    metrics = node.get("metrics")
+    for metric in metrics if isinstance(metrics, list) else ():
         if isinstance(metric, dict) and metric.get("name") == "size of files read":
             lines = str(metric.get("value") or "").strip().splitlines()
             match = _UI_SIZE.search(lines[-1]) if lines else None
