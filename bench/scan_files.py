@@ -59,8 +59,9 @@ def main(argv=None) -> int:
         ensure_data(Path(root), label)
     files, rows = {}, {}
     for plan in plans:
-        files.update({k: v for k, v in scan_files(plan).items() if _TPCH.search(k)})
-        rows.update({k: v for k, v in scan_row_bytes(plan).items() if _TPCH.search(k)})
+        locations = [k for k in scan_locations(plan) if _TPCH.search(k)]
+        files.update(scan_files(locations=locations))
+        rows.update(scan_row_bytes(locations=locations))
     args.out.write_text(json.dumps(dict(sorted(files.items())), indent=1) + "\n")
     args.rows_out.write_text(json.dumps(dict(sorted(rows.items())), indent=1) + "\n")
     labels = ", ".join(sorted(label for _, label in scales))

@@ -763,6 +763,11 @@ def test_the_join_switches_of_the_measured_plans_are_counted(quiet_sf1):
     assert found["-1"]["sf1"]["questions"] == 22 and found["default"]["sf1"]["agree"] == 22
 
 
+def _without(stages, *keys):
+    """``stages`` with ``keys`` taken out of each (what a profile that lacks them gives)."""
+    return [{k: v for k, v in stage.items() if k not in keys} for stage in stages]
+
+
 def test_a_broadcast_outgrows_the_threshold_as_sparks_estimate_does():
     """Replayed from its SF 0.1 profile at SF 10, TPC-H Q9 shuffles the joins Spark's plan
     shuffled there (partsupp and orders, 2): its part side keeps p_partkey alone, 16 of
@@ -787,13 +792,12 @@ def test_a_broadcast_outgrows_the_threshold_as_sparks_estimate_does():
     shares = sorted(round(s["broadcast_share"], 3) for s in stages if "broadcast_share" in s)
     assert round(16 / 148, 3) in shares and len(shares) == 5     # part's, and 4 others
 
-    def switched(kept):
-        return sum(stage["switched"] for stage in model._target_stages(
-            {**rows[0], "stages": [{k: v for k, v in s.items() if k in kept or k !=
-                                    "broadcast_share"} for s in stages]}))
+    def switched(stages):
+        return sum(stage["switched"] for stage in model._target_stages({**rows[0],
+                                                                        "stages": stages}))
 
-    assert switched({"broadcast_share"}) == 2
-    assert switched(set()) == 3
+    assert switched(stages) == 2
+    assert switched(_without(stages, "broadcast_share")) == 3
 
 
 def test_a_profile_that_names_each_stages_files_takes_the_plans_share_by_them():
@@ -832,7 +836,7 @@ def test_the_broadcast_size_factor_decides_where_a_join_is_shuffled(quiet_sf1):
             assert model.get_params()[name] == value
         rows, _ = model._rows(asked)
         dropped = ("broadcast_share",) if known_files else ("broadcast_share", "file_bytes")
-        stages = [{k: v for k, v in s.items() if k not in dropped} for s in rows[0]["stages"]]
+        stages = _without(rows[0]["stages"], *dropped)
         assert all(bool(s.get("file_bytes")) == known_files
                    for s in stages if s["kind"] == "broadcast")
         return sum(stage["switched"] for stage in model._target_stages({**rows[0],
@@ -919,8 +923,7 @@ def test_a_join_that_moves_out_relieves_the_stage_that_probed_it(quiet_sf1):
     assert 0.0 < model.params_["probe_relief"] < 0.9
     rows, _ = model._rows(asked)
     # the shared share of the files, 1.0, not the plan's own: more of Q8's joins switch
-    rows[0]["stages"] = [{k: v for k, v in s.items() if k != "broadcast_share"}
-                         for s in rows[0]["stages"]]
+    rows[0]["stages"] = _without(rows[0]["stages"], "broadcast_share")
     stages = model._target_stages(rows[0])
     moved = [s for s in stages if s["switched"]]
     assert len(moved) >= 2

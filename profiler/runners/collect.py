@@ -654,10 +654,11 @@ def compact_profile(profile) -> dict:
               "physical_plan": plans[0] if plans else None}
     files = {location: size for stage in profile.stages
              for location, size in (stage.get("scan_files") or {}).items()}
-    files = {**scan_files(record["physical_plan"]), **files}
+    locations = scan_locations(record["physical_plan"])
+    files = {**scan_files(locations=locations), **files}
     if files:
         record["scan_files"] = files
-    rows = scan_row_bytes(record["physical_plan"])
+    rows = scan_row_bytes(locations=locations)
     if rows:
         record["scan_row_bytes"] = rows
     return record
@@ -679,39 +680,44 @@ def scan_locations(plan) -> list[str]:
     return [attrs["location"] for _, attrs in dag.nodes(data=True) if attrs.get("location")]
 
 
-def scan_files(plan) -> dict:
+def scan_files(plan=None, *, locations=None) -> dict:
     """{location: bytes} of the files each scan of ``plan`` (EXPLAIN FORMATTED text)
     reads, for the locations this machine holds: Spark splits a scan into tasks by its
     files' bytes, whatever columns the query reads (``models._stage`` replays it so).
-    Taken when the run is collected, beside its data."""
+    Taken when the run is collected, beside its data.  ``locations``: the plan's
+    :func:`scan_locations`, where the caller has them already."""
     from jobgauge.profiler.workloads.base import directory_bytes
 
-    files = {}
-    for location in scan_locations(plan):
-        path = Path(location.removeprefix("file:"))
-        if location not in files and path.exists():
-            files[location] = directory_bytes(path)
-    return files
+    return _held(plan, locations, directory_bytes)
 
 
-def scan_row_bytes(plan) -> dict:
+def scan_row_bytes(plan=None, *, locations=None) -> dict:
     """{location: bytes} of a row of each Parquet table ``plan`` (EXPLAIN FORMATTED text)
     scans, as Spark sizes one without column statistics (``jobgauge.dag.spark_row_bytes``
     of all its columns, from the files' schema), for the locations this machine holds:
     with the columns a broadcast keeps, it gives Spark's estimate of the broadcast
-    (``jobgauge.dag.broadcast_shares``)."""
+    (``jobgauge.dag.broadcast_shares``).  ``locations`` as for :func:`scan_files`."""
     from jobgauge.dag import spark_row_bytes
 
-    rows = {}
-    for location in scan_locations(plan):
-        path = Path(location.removeprefix("file:"))
-        if location in rows or not path.exists():
-            continue
+    def row_bytes(path):
         types = _parquet_spark_types(path)
-        size = spark_row_bytes(types) if types else None
-        if size:
-            rows[location] = size
-    return rows
+        return spark_row_bytes(types) if types else None
+
+    return _held(plan, locations, row_bytes)
+
+
+def _held(plan, locations, measure) -> dict:
+    """{location: measure(its path)} for each scan location of ``plan`` (or each of
+    ``locations``) this machine holds, where ``measure`` gives a value."""
+    found = {}
+    for location in scan_locations(plan) if locations is None else locations:
+        path = Path(location.removeprefix("file:"))
+        if location in found or not path.exists():
+            continue
+        value = measure(path)
+        if value is not None:
+            found[location] = value
+    return found
 
 
 def _parquet_spark_types(path: Path) -> list[str] | None:
