@@ -13,9 +13,10 @@ from jobgauge.cli import main
 from jobgauge.errors import ParseError, UsageError
 from jobgauge.models._stage import profile_stages
 from jobgauge.models.evaluation import _record_dag
-from jobgauge.profiler.runners.collect import STANDALONE, cluster_of, load_plan, planned_runs
+from jobgauge.profiler.runners.collect import (STANDALONE, Journal, _store_row, cluster_of,
+                                               load_plan, planned_runs, seed_journal)
 from jobgauge.profiler.workloads import get_workload
-from jobgauge.runtable import read_run_table
+from jobgauge.runtable import read_run_table, write_run_table
 from jobgauge.store import open_store
 
 PLAN = """
@@ -146,6 +147,49 @@ def test_collection_resumes_without_repeating(tmp_path, tpch_data_root, capsys):
     last = [json.loads(line)["run"] for line in journal.read_text().splitlines()][-1]
     # the newest journal line: a new measurement of that run (seeded entries have no start)
     assert last["run_id"] == busy and last["started_at"] and "started_at" not in entries[0]["run"]
+    # and its profile is the new measurement's (it kept the busy one's before)
+    with gzip.open(tmp_path / "profiles" / "tiny.jsonl.gz", "rt") as handle:
+        again = {record["run_id"]: record for record in map(json.loads, handle)}
+    assert again[busy]["summary"]["runtime_s"] == last["runtime_s"]
+    assert again[busy]["summary"]["runtime_s"] != \
+        next(p for p in profiles if p["run_id"] == busy)["summary"]["runtime_s"]
+
+    # --busy-only measures a busy run again and none of the runs the plan still lacks
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    entries = list({e["run"]["run_id"]: e for e in entries}.values())
+    for entry in entries:
+        entry["run"]["quiet_start"] = entry is not entries[-1]
+    journal.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    plan.write_text(plan.read_text().replace("fraction = 0.0", "fraction = 1.0")
+                    .replace("times = 1", "times = 2"))     # a second run of each: 8 planned
+    assert main(common + ["--busy-only", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["planned"], summary["done"], summary["added"]) == (8, 4, 1)
+    last = [json.loads(line)["run"] for line in journal.read_text().splitlines()][-1]
+    assert last["run_id"] == entries[-1]["run"]["run_id"] and last["started_at"]
+
+
+def test_a_collection_resumed_from_a_table_with_failed_runs_records_them(tmp_path):
+    # A fresh checkout of a plan whose table holds a run that did not complete (TPC-H
+    # Q21 at SF 0.3 ran out of driver memory): the journal seeded from the table takes
+    # it as failed, and the store accepts the journal's rows (it refused them before).
+    table = tmp_path / "runs" / "t.csv.gz"
+    base = {"source": "local", "workload": "tpch-q21", "framework": "spark",
+            "datasize": "sf0.3", "input_bytes": 102586108, "instance_type": "local[2]",
+            "instance_count": 1, "vcpus": 2, "memory_gib": 1.0,
+            "config": {"spark.master": "local[2]"}}
+    write_run_table([{**base, "run_id": "t:a", "runtime_s": 1.7, "completed": True},
+                     {**base, "run_id": "t:b", "runtime_s": 2.3, "completed": False}], table)
+    journal = Journal(tmp_path / "work" / "journal.jsonl")
+    assert seed_journal(journal, tmp_path / "work", table, "t") == 2
+    rows = [entry["run"] for entry in journal.entries.values()]
+    assert {r["run_id"]: r["status"] for r in rows} == {"t:a": "succeeded", "t:b": "failed"}
+    # and a journal seeded by the code before, which marked it "not completed"
+    rows.append({**rows[-1], "run_id": "t:c", "status": "not completed"})
+    store = open_store(tmp_path / "s.db")
+    store.add_runs([_store_row(r) for r in rows], skip_existing=True)
+    assert store.count_runs() == 3
+    assert _store_row(rows[-1])["status"] == "failed"
 
 
 def test_bad_plans(tmp_path):

@@ -1055,3 +1055,23 @@ def test_a_family_never_trained_on_runs_at_the_trained_families_speed(quiet_sf1)
     cluster = local.assign(instance_type="standalone", instance_count=2, vcpus=1,
                            config_json='{"spark.master": "spark://127.0.0.1:7077"}')
     assert model._speeds(cluster)[0] == pytest.approx(model._speeds(local)[0])
+
+
+def test_the_reference_profile_is_a_run_that_started_on_a_quiet_machine():
+    # TPC-H Q3 at SF 0.1 (the quiet table): the run with Spark's defaults, the fewest
+    # settings, is the job's reference profile; had it started on a busy machine (as
+    # it did before session 22: 0.93 s at a load of 0.98), a run of other settings is.
+    from jobgauge.models._stage import reference_runs
+    from jobgauge.runtable import read_run_tables
+
+    runs = read_run_tables([REPO / "data" / "runs" / "quiet-tpch-sf0.1.csv.gz"])
+    q3 = runs[runs["workload"] == "tpch-q3"].reset_index(drop=True)
+    defaults = int(np.flatnonzero(q3["config_json"] == '{"spark.master": "local[2]"}')[0])
+    assert len(q3) == 3 and q3["quiet_start"].astype(bool).all()
+    assert reference_runs(q3, np.ones(3, bool)) == {("tpch-q3", "spark"): defaults}
+    q3.loc[defaults, "quiet_start"] = False
+    chosen = reference_runs(q3, np.ones(3, bool))[("tpch-q3", "spark")]
+    assert chosen != defaults and q3.loc[chosen, "quiet_start"]
+    # a table without the guard's columns (a user's own runs) keeps the old order
+    assert reference_runs(q3.drop(columns=["quiet_start"]), np.ones(3, bool)) == \
+        {("tpch-q3", "spark"): defaults}

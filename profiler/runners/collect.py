@@ -423,12 +423,14 @@ def _journal_entry(line: bytes) -> dict | None:
 
 
 def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
-            progress=True, load_threshold=None, load_wait_s=None) -> dict:
+            progress=True, load_threshold=None, load_wait_s=None, busy_only=False) -> dict:
     """Run what the plan still lacks; return a summary.
 
     ``load_threshold`` and ``load_wait_s`` override the plan's measurement guard:
     each run waits (at most ``load_wait_s``) until other processes' 1-minute load is
-    below ``load_threshold``.
+    below ``load_threshold``.  ``busy_only``: measure again only the runs that started
+    on a busy machine, none of the runs the plan still lacks (a plan collected in part,
+    such as the quiet SF 0.1 and 0.3 ones, keeps its part).
     """
     from tqdm import tqdm
 
@@ -452,8 +454,9 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
     data_root = Path(data_root or DEFAULT_DATA_ROOT)
     runs = planned_runs(plan)
     again = float(plan.get("load_wait_s", 300)) > 0    # a plan that never waits marks only
-    todo = [r for r in runs if r["run_id"] not in journal.entries
-            or (again and journal.entries[r["run_id"]]["run"].get("quiet_start") is False)]
+    todo = [r for r in runs if (r["run_id"] not in journal.entries and not busy_only)
+            or (again and r["run_id"] in journal.entries
+                and journal.entries[r["run_id"]]["run"].get("quiet_start") is False)]
     if limit is not None:
         todo = todo[:limit]
     bar = tqdm(total=len(runs), initial=len(runs) - len([r for r in runs if r["run_id"] not in journal.entries]),
@@ -754,25 +757,32 @@ def _parquet_spark_types(path: Path) -> list[str] | None:
 
 
 def attach_profiles(work_dir, journal: Journal) -> int:
-    """Profile every journaled run that has none yet, reading each event log once."""
+    """Profile every journaled run that has none yet, reading each event log once.
+
+    A run's profile is its measurement's: a run measured again (it started on a busy
+    machine) is profiled again from its new application's event log, whose path names
+    that application (the profile's ``summary.source``), and the newer profile wins
+    (:func:`export_profiles`)."""
     from jobgauge.errors import GaugeError
     from jobgauge.profiler.readers.eventlog import read_eventlog
     from jobgauge.profiler.runners.runner import find_eventlog, query_profile
 
     work_dir = Path(work_dir)
     path = work_dir / "profiles.jsonl"
-    done = set()
+    done = defaultdict(str)     # run_id -> the event logs its profiles were read from
     if path.exists():
         with open(path, encoding="utf-8") as handle:
             for line in handle:
                 try:
-                    done.add(json.loads(line)["run_id"])
-                except (json.JSONDecodeError, KeyError):
+                    record = json.loads(line)
+                    done[record["run_id"]] += f" {(record.get('summary') or {}).get('source')}"
+                except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
                     continue
     by_app = defaultdict(list)
     for run_id, entry in journal.entries.items():
-        if run_id not in done and entry.get("app_id") and entry.get("job_ids"):
-            by_app[entry["app_id"]].append(entry)
+        app = entry.get("app_id")
+        if app and entry.get("job_ids") and app not in done[run_id]:
+            by_app[app].append(entry)
     added = 0
     with open(path, "a", encoding="utf-8") as out:
         for app_id, entries in sorted(by_app.items()):
@@ -811,7 +821,9 @@ def seed_journal(journal: Journal, work_dir, runs_out, plan_name: str) -> int:
         return 0
     rows = read_run_table(runs_out, runtime_optional=True)
     for row in rows:   # the table keeps ``completed``; the journal's status follows from it
-        row.setdefault("status", "succeeded" if row.get("completed") else "not completed")
+        # (a run that did not complete failed or timed out: the table does not say which,
+        # and the store takes a failure, as it does for any row with completed false)
+        row.setdefault("status", "succeeded" if row.get("completed") else "failed")
         journal.add({"run": row, "job_ids": [], "app_id": None, "plan": plan_name,
                      "seeded_from": str(runs_out)})
     profiles = profiles_path_for(runs_out)
@@ -854,9 +866,14 @@ def export_profiles(work_dir, out_path) -> int:
 
 
 def _store_row(row: dict) -> dict:
+    """A journal row as the store takes it.  A journal seeded from a run table before
+    session 22 marked its runs that did not complete "not completed", a status the
+    store refuses: they are failures, as :func:`seed_journal` now seeds them."""
     from datetime import datetime
 
     out = dict(row)
+    if out.get("status") == "not completed":
+        out["status"] = "failed"
     for key in ("started_at", "ended_at"):
         if isinstance(out.get(key), str):
             out[key] = datetime.fromisoformat(out[key])

@@ -58,6 +58,9 @@ def register(subparsers) -> None:
     parser.add_argument("--max-load-wait", type=float, metavar="SECONDS",
                         help="wait at most this long for a quiet machine, then run anyway and "
                              "mark the run (default: the plan's load_wait_s, else 300)")
+    parser.add_argument("--busy-only", action="store_true",
+                        help="measure again only the runs that started on a busy machine, "
+                             "none of the runs the plan still lacks")
 
 
 def _common(parser):
@@ -159,7 +162,8 @@ def collect_command(args) -> int:
         return 0
     summary = collect(args.plan, work_dir=args.work_dir, data_root=args.data_root,
                       store=open_store(args.store), limit=args.limit,
-                      load_threshold=args.load_threshold, load_wait_s=args.max_load_wait)
+                      load_threshold=args.load_threshold, load_wait_s=args.max_load_wait,
+                      busy_only=args.busy_only)
     lines = [f"{summary['plan']}: {summary['done']}/{summary['planned']} runs measured "
              f"({summary['added']} now)"]
     lines += [f"  repeat noise {workload}: {noise:.1%}"
