@@ -403,15 +403,14 @@ def jobs_frame(jobs: Iterable[Job]):
     """The run-table DataFrame the runtime models read: one row per job, with
     ``config`` (a dict) and ``config_json``; ``profile`` and ``dag`` columns when
     any job has them."""
-    import json
-
     import pandas as pd
+
+    from jobgauge.runtable import config_json
 
     rows = [job.row() for job in jobs]
     frame = pd.DataFrame(rows)
     if len(rows):
-        frame["config_json"] = [json.dumps(c, sort_keys=True, default=str)
-                                for c in frame["config"]]
+        frame["config_json"] = [config_json(c) for c in frame["config"]]
     return frame
 
 

@@ -491,6 +491,9 @@ class Store:
     def run_frame(self, **filters):
         """All runs (optionally filtered by column equality) as a run-table DataFrame."""
         import pandas as pd
+
+        from jobgauge.runtable import config_json
+
         sa = self._sa
         query = sa.select(self.runs)
         for key, value in filters.items():
@@ -511,7 +514,7 @@ class Store:
         for run_key, key, value in settings:
             by_run.setdefault(run_key, {})[key] = value
         runs["config"] = [by_run.get(k, {}) for k in runs["id"]]
-        runs["config_json"] = [json.dumps(c, sort_keys=True) for c in runs["config"]]
+        runs["config_json"] = [config_json(c) for c in runs["config"]]
         for column in ("input_bytes", "hourly_price_usd", "runtime_s", "vcpus", "memory_gib"):
             runs[column] = pd.to_numeric(runs[column], errors="coerce").astype(float)
         runs["completed"] = runs["completed"].astype(bool)

@@ -125,3 +125,28 @@ def test_repeat_noise_is_each_run_against_the_median_of_its_repeats():
     assert noise["runs"] == 5
     assert noise["mdape"] == pytest.approx(0.125)
     assert repeat_noise([[3.0], []]) is None
+
+
+def test_a_configuration_is_the_same_on_every_start_of_the_standalone_cluster():
+    # TPC-H Q9 at SF 1 with AQE off on the 2-worker cluster: its second run was measured
+    # again (session 22) on a new start of the cluster, whose master took a new port.
+    # Both runs name one configuration; the table keeps each run's whole URL.
+    from pathlib import Path
+
+    from jobgauge.runtable import config_json
+
+    table = Path(__file__).resolve().parent.parent / "data" / "runs" / \
+        "tpch-standalone-sf1.csv.gz"
+    frame = read_run_tables([table])
+    pair = frame[frame["run_id"].str.contains("tpch-q9:sf1:cdae4fdf8bf5")]
+    masters = {c["spark.master"] for c in pair["config"]}
+    assert len(pair) == 2 and len(masters) == 2          # two ports
+    assert all(m.startswith("spark://127.0.0.1:") for m in masters)
+    assert pair["config_json"].nunique() == 1
+    assert pair["config_json"].iloc[0] == \
+        '{"spark.master": "spark://127.0.0.1", "spark.sql.adaptive.enabled": "false"}'
+    # a local master and every other setting are kept as they are
+    assert config_json({"spark.master": "local[2]", "spark.sql.shuffle.partitions": 8}) == \
+        '{"spark.master": "local[2]", "spark.sql.shuffle.partitions": 8}'
+    assert config_json({"spark.master": "spark://a:7077,b:7077"}) == \
+        '{"spark.master": "spark://a,b"}'

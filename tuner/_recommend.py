@@ -458,12 +458,10 @@ def _repeat_noise(frame, own, datasize) -> float:
     if not len(frame) or "completed" not in frame.columns:
         return NOISE_FLOOR
     if "config_json" not in frame.columns:       # noise_floor groups runs by it
-        import json
-
         from jobgauge.models.features import row_configs
+        from jobgauge.runtable import config_json
 
-        frame = frame.assign(config_json=[json.dumps(c, sort_keys=True)
-                                          for c in row_configs(frame)])
+        frame = frame.assign(config_json=[config_json(c) for c in row_configs(frame)])
     frame = frame.assign(completed=frame["completed"].fillna(False).astype(bool))
     sized = (frame["datasize"].astype(str) == str(datasize)).to_numpy() \
         if datasize else [True] * len(frame)

@@ -760,28 +760,30 @@ def attach_profiles(work_dir, journal: Journal) -> int:
     """Profile every journaled run that has none yet, reading each event log once.
 
     A run's profile is its measurement's: a run measured again (it started on a busy
-    machine) is profiled again from its new application's event log, whose path names
-    that application (the profile's ``summary.source``), and the newer profile wins
-    (:func:`export_profiles`)."""
+    machine) is profiled again from its new application's event log, whose name is
+    that application's id (the profile's ``summary.source``, :func:`_eventlog_app`),
+    and the newer profile wins (:func:`export_profiles`)."""
     from jobgauge.errors import GaugeError
     from jobgauge.profiler.readers.eventlog import read_eventlog
     from jobgauge.profiler.runners.runner import find_eventlog, query_profile
 
     work_dir = Path(work_dir)
     path = work_dir / "profiles.jsonl"
-    done = defaultdict(str)     # run_id -> the event logs its profiles were read from
+    done = defaultdict(set)     # run_id -> the applications its profiles were read from
     if path.exists():
         with open(path, encoding="utf-8") as handle:
             for line in handle:
                 try:
                     record = json.loads(line)
-                    done[record["run_id"]] += f" {(record.get('summary') or {}).get('source')}"
+                    source = (record.get("summary") or {}).get("source")
+                    # a profile that names no event log stands for its run's (as before)
+                    done[record["run_id"]].add(_eventlog_app(source) if source else None)
                 except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
                     continue
     by_app = defaultdict(list)
     for run_id, entry in journal.entries.items():
         app = entry.get("app_id")
-        if app and entry.get("job_ids") and app not in done[run_id]:
+        if app and entry.get("job_ids") and not done[run_id] & {app, None}:
             by_app[app].append(entry)
     added = 0
     with open(path, "a", encoding="utf-8") as out:
@@ -802,6 +804,13 @@ def attach_profiles(work_dir, journal: Journal) -> int:
                                       **compact_profile(profile)}, default=str) + "\n")
                 added += 1
     return added
+
+
+def _eventlog_app(source) -> str:
+    """The application id an event log's path names: Spark calls a log by its
+    application's id (``local-1795766185279``, ``app-20261127080203-0000``), a rolled
+    one ``eventlog_v2_<id>``, a compressed one with a codec suffix."""
+    return Path(str(source)).name.removeprefix("eventlog_v2_").split(".", 1)[0]
 
 
 def seed_journal(journal: Journal, work_dir, runs_out, plan_name: str) -> int:
