@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from jobgauge.errors import GaugeError, StoreError
+from jobgauge.runtable import config_json
 
 DEFAULT_PATH = Path.home() / ".local" / "share" / "jobgauge" / "jobgauge.db"
 RUN_STATUSES = ("succeeded", "failed", "timed_out")
@@ -491,8 +492,6 @@ class Store:
     def run_frame(self, **filters):
         """All runs (optionally filtered by column equality) as a run-table DataFrame."""
         import pandas as pd
-
-        from jobgauge.runtable import config_json
 
         sa = self._sa
         query = sa.select(self.runs)

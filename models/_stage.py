@@ -501,9 +501,9 @@ def reference_runs(frame, has_profile) -> dict:
     sizes = frame["input_bytes"].astype(float).fillna(np.inf).to_numpy() \
         if "input_bytes" in columns else np.full(len(frame), np.inf)
     settings = [len(config) for config in row_configs(frame)]
-    busy = [(isinstance(value, (bool, np.bool_)) and not value) or value == "False"
-            for value in (frame["quiet_start"] if "quiet_start" in columns
-                          else [None] * len(frame))]
+    # the guard's column reads as True, False or None (a table without it: never busy)
+    busy = frame["quiet_start"].map(lambda value: value is False or value is np.False_) \
+        .to_numpy(dtype=bool) if "quiet_start" in columns else np.zeros(len(frame), bool)
     run_ids = frame["run_id"].astype(str).tolist() if "run_id" in columns else [""] * len(frame)
     jobs = list(zip(frame["workload"].astype(str), frame["framework"].astype(str)))
     best = {}
