@@ -255,6 +255,24 @@ class MeasuredRange:
             out.append(answers[key])
         return out
 
+    def input_bytes(self, X) -> list[float | None]:
+        """Per row of ``X``: its input bytes, as given or else from its size label and
+        its workload's measured sizes (:meth:`WorkloadRange.asked_bytes`; an unseen
+        workload from every measured run's); None where neither tells."""
+        import pandas as pd
+
+        sizes = pd.to_numeric(X["input_bytes"], errors="coerce").tolist() \
+            if "input_bytes" in X.columns else [None] * len(X)
+        labels = X["datasize"].tolist() if "datasize" in X.columns else [""] * len(X)
+        frameworks = X["framework"].tolist() if "framework" in X.columns \
+            else ["spark"] * len(X)
+        out = []
+        for workload, framework, label, size in zip(X["workload"], frameworks, labels, sizes):
+            measured = self.workloads.get((str(workload), str(framework)), self.everything)
+            label = "" if not isinstance(label, str) else label.strip()
+            out.append(measured.asked_bytes(label, None if size is None else float(size)))
+        return out
+
     def _note(self, workload, framework, label, input_bytes, instance_type, count,
               vcpus) -> str | None:
         workload, framework = str(workload), str(framework)

@@ -15,9 +15,12 @@ a model file runs code when loaded: load only files you trust.
 from __future__ import annotations
 
 import json
+import math
 import os
 import pickle
 from pathlib import Path
+
+import numpy as np
 
 from jobgauge.errors import ModelError, UsageError
 from jobgauge.models._base import RuntimeModel
@@ -173,12 +176,15 @@ def load_model(path) -> RuntimeModel:
         raise ModelError(f"{path}: {exc}") from None
 
 
-def predict_frame(model, X, *, coverage=0.8):
+def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     """Predictions for every row of a run table, as a DataFrame aligned with ``X``:
     ``predicted_runtime_s``, ``predicted_low_s``, ``predicted_high_s`` (seconds), and
     ``outside_measured`` (bool) with ``measured_note`` (why, naming the nearest measured
     size; None when inside) from the model's ``measured_range_``
-    (:mod:`jobgauge.models._coverage`)."""
+    (:mod:`jobgauge.models._coverage`).  ``factor``: every answer times it (a job's
+    own measured runs calibrate the model's answers by it).  ``read_floor_s``: the least
+    time the row's nodes take to read its input (:func:`read_floors`; NaN where
+    unknown); no prediction or bound is below it."""
     import pandas as pd
 
     from jobgauge.models._coverage import outside_measured
@@ -189,11 +195,32 @@ def predict_frame(model, X, *, coverage=0.8):
     else:
         runtime = model.predict(X)
         low, high = model.predict_interval(X, coverage=coverage)
+    floors = read_floors(model, X)
+    runtime = np.fmax(np.asarray(runtime, dtype=float) * factor, floors)
+    low = np.fmax(np.asarray(low, dtype=float) * factor, floors)
+    high = np.fmax(np.asarray(high, dtype=float) * factor, runtime)
     outside, notes = outside_measured(model, X)
     return pd.DataFrame({"predicted_runtime_s": runtime, "predicted_low_s": low,
                          "predicted_high_s": high, "outside_measured": outside,
-                         "measured_note": pd.Series(notes, index=X.index, dtype=object)},
+                         "measured_note": pd.Series(notes, index=X.index, dtype=object),
+                         "read_floor_s": floors},
                         index=X.index)
+
+
+def read_floors(model, X) -> np.ndarray:
+    """Per row of ``X``, :func:`jobgauge.job.read_floor_s` of its input on its nodes:
+    its input bytes as given, else as the model's ``measured_range_`` sizes its label;
+    its nodes' ``network_gbps`` (a catalog column; NaN where unknown)."""
+    from jobgauge.job import read_floor_s
+    from jobgauge.models._coverage import MeasuredRange
+
+    measured = getattr(model, "measured_range_", None)
+    if "network_gbps" not in X.columns or not isinstance(measured, MeasuredRange):
+        return np.full(len(X), np.nan)
+    floors = [read_floor_s(size, count, memory, network) for size, count, memory, network
+              in zip(measured.input_bytes(X), X["instance_count"], X["memory_gib"],
+                     X["network_gbps"])]
+    return np.array([np.nan if floor is None else floor for floor in floors])
 
 
 def _job(index, raw):
@@ -227,17 +254,20 @@ def configuration_frame(configurations):
     return jobs_frame([_job(index, raw) for index, raw in enumerate(configurations)])
 
 
-def predict_job(model, job, *, coverage=0.8) -> dict:
+def predict_job(model, job, *, coverage=0.8, factor=1.0) -> dict:
     """Predicted runtime of a :class:`jobgauge.job.Job`: ``{"runtime_s", "low_s",
-    "high_s", "outside_measured", "note"}``; seconds, low/high bound the ``coverage``
-    interval; ``note`` says why the job is far outside what the model was trained on
-    (None when it is not)."""
-    result = predict_frame(model, job.frame(), coverage=coverage).iloc[0]
+    "high_s", "outside_measured", "note", "read_floor_s"}``; seconds, low/high bound the
+    ``coverage`` interval; ``note`` says why the job is far outside what the model was
+    trained on (None when it is not); ``read_floor_s``: the least time its nodes take to
+    read its input (None where unknown or 0; :func:`predict_frame`, as ``factor``)."""
+    result = predict_frame(model, job.frame(), coverage=coverage, factor=factor).iloc[0]
+    floor = float(result["read_floor_s"])
     return {"runtime_s": float(result["predicted_runtime_s"]),
             "low_s": float(result["predicted_low_s"]),
             "high_s": float(result["predicted_high_s"]),
             "outside_measured": bool(result["outside_measured"]),
-            "note": result["measured_note"]}
+            "note": result["measured_note"],
+            "read_floor_s": floor if math.isfinite(floor) and floor > 0 else None}
 
 
 def predict_one(model, *, workload, datasize, config=None, framework="spark",

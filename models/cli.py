@@ -14,6 +14,7 @@ This module stays light to import: scikit-learn and torch load inside the handle
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 from jobgauge.cli_options import (add_command, add_conf_option, add_datasize_option,
@@ -254,16 +255,18 @@ def predict_command(args) -> int:
     job = Job(args.workload, datasize, cluster, config, framework=args.framework,
               input_bytes=input_bytes, profile=profile)   # a bad question fails before training
     model = load_chosen_model(args)
-    result = predict_job(model, job, coverage=args.coverage)
     factor, calibrated = _calibration(args, model, job)
-    for key in ("runtime_s", "low_s", "high_s"):
-        result[key] *= factor
+    result = predict_job(model, job, coverage=args.coverage, factor=factor)
     size = datasize if datasize or input_bytes is None else f"{human_size(input_bytes)} of input"
     lines = [f"{args.workload} ({size}) on {args.instance_count} x {instance_type}: "
              f"{result['runtime_s']:.1f} s ({int(args.coverage * 100)} % interval "
              f"{result['low_s']:.1f} .. {result['high_s']:.1f} s)"]
     if result["note"]:
         lines.append(result["note"])
+    if result["read_floor_s"] and result["low_s"] <= result["read_floor_s"] * (1 + 1e-9):
+        lines.append(f"never below {result['read_floor_s']:.1f} s: the time its nodes take "
+                     f"to read the input that does not fit in their memory at their "
+                     f"network's top speed")
     if calibrated:
         lines.append(f"calibrated to the {calibrated} measured run"
                      f"{'s' if calibrated != 1 else ''} of {args.workload} in the store: "
@@ -318,8 +321,10 @@ def _predict_table(model, args) -> int:
     rows = []
     for record, values in zip(frame.to_dict("records"), predicted.to_dict("records")):
         record.update({k: f"{v:.3f}" for k, v in values.items() if k.startswith("predicted_")})
+        floor = values["read_floor_s"]
         record.update(outside_measured=bool(values["outside_measured"]),
-                      measured_note=values["measured_note"])
+                      measured_note=values["measured_note"],
+                      read_floor_s=f"{floor:.3f}" if math.isfinite(floor) else None)
         rows.append(record)
     if args.out:
         count = write_run_table(rows, args.out, extra_columns=extra)

@@ -263,3 +263,40 @@ def test_a_size_its_workload_can_have_is_taken(workload, label, input_bytes):
 def test_measured_runs_keep_what_they_recorded():
     job = Job("tpch-q3", "sf1", settings={"spark.sql.shuffle.partitions": "0"}, source="local")
     assert job.settings["spark.sql.shuffle.partitions"] == "0"
+
+
+def test_the_read_floor_counts_only_the_input_beyond_the_nodes_memory():
+    """Terasort's 500 GB on 2 m5.xlarge (16 GiB, "up to 10 Gigabit" each): the 466 GB
+    that do not fit come in at 1.25 GB/s per node at best.  Input that fits costs
+    nothing; a type without a network figure has no floor."""
+    from jobgauge.job import read_floor_s
+
+    cluster = Cluster.from_catalog("m5.xlarge", 2)
+    assert cluster.network_gbps == 10
+    assert cluster.read_floor_s(500e9) == pytest.approx((500e9 - 32 * 2 ** 30) / 2.5e9)
+    assert cluster.with_count(8).read_floor_s(500e9) < cluster.read_floor_s(500e9) / 4
+    assert cluster.read_floor_s(30e9) == 0.0
+    assert Cluster("my.big", 64, 512, instance_count=2).read_floor_s(5e12) is None
+    assert read_floor_s(float("nan"), 2, 16, 10) is None
+    with pytest.raises(UsageError, match="network_gbps must be a positive number"):
+        Cluster("my.big", 64, 512, network_gbps=0)
+
+
+def test_the_read_floor_is_below_every_measured_cloud_run(datasets_dir):
+    """Checked against measurement: no finished run of Scout (input up to 188 GB) or
+    C3O on the catalog's types was faster than its nodes could read the part of its
+    input beyond their memory (109 Scout runs have such a part; the floor is at most
+    5 % of their measured time)."""
+    from jobgauge.tuner import load_catalog
+
+    catalog = load_catalog()
+    beyond = checked = 0
+    for name in ("scout_multinode.csv", "c3o_emr.csv"):
+        frame = read_run_tables([datasets_dir / name])
+        for row in frame[frame["completed"]].itertuples():
+            floor = Cluster.from_catalog(row.instance_type, int(row.instance_count),
+                                         catalog=catalog).read_floor_s(row.input_bytes)
+            checked += floor is not None            # None: a run without input bytes
+            assert floor is None or floor <= row.runtime_s, row
+            beyond += bool(floor)
+    assert checked > 5000 and beyond >= 100

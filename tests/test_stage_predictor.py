@@ -539,6 +539,9 @@ def test_the_growth_of_the_error_with_the_distance_is_learned():
         reach ** model.scale_growth_ * 4)
     row = frame[(frame["workload"] == "tpch-q3") & (frame["datasize"] == "sf1")].iloc[[0]].drop(
         columns=["dag", "profile", "profile_reference"]).reset_index(drop=True)
+    # a setting never measured: at SF 1 the measured job's interval
+    row = row.assign(config_json='{"spark.master": "local[2]", '
+                                 '"spark.sql.shuffle.partitions": "123"}')
     widths = {}
     for factor in (1, 3, 10, 100, 1000, 10000):
         asked = row.assign(datasize=f"sf{factor}", input_bytes=row["input_bytes"] * factor)
@@ -591,6 +594,8 @@ def test_intervals_are_kept_per_framework():
         rows = frame[(frame["framework"] == framework) & frame["completed"]]
         row = rows.iloc[[0]].drop(columns=["dag", "profile", "profile_reference"],
                                   errors="ignore").reset_index(drop=True)
+        # near a measured size, not at it (that is a measured configuration's question)
+        row = row.assign(input_bytes=row["input_bytes"] * 1.2)
         group = model._interval_groups(row)[0]
         benchmark = "HiBench" if framework == "hadoop" else "TPC-H"
         assert group == f"measured job|{framework}|{benchmark}"
@@ -629,6 +634,7 @@ def test_intervals_are_kept_per_benchmark():
                            ("my-nightly-scan", "measured job|spark")):
         row = frame[(frame["workload"] == workload) & frame["completed"]].iloc[[0]].drop(
             columns=["dag", "profile", "profile_reference"], errors="ignore")
+        row = row.assign(input_bytes=row["input_bytes"] * 1.2)     # near a measured size
         center, low, high = model.predict_with_interval(row.reset_index(drop=True))
         offsets = (np.log(low[0] / center[0]), np.log(high[0] / center[0]))
         assert offsets == pytest.approx(conformal_offsets(pools[pool], 0.8))
@@ -1089,3 +1095,51 @@ def test_the_reference_profile_is_a_run_that_started_on_a_quiet_machine():
     # a table without the guard's columns (a user's own runs) keeps the old order
     assert reference_runs(q3.drop(columns=["quiet_start"]), np.ones(3, bool)) == \
         {("tpch-q3", "spark"): defaults}
+
+
+@pytest.fixture(scope="module")
+def quiet_up_to_sf3():
+    """The quiet TPC-H runs at SF 0.1, 0.3, 1 and 3, with reference profiles: Spark's
+    defaults on local[2] measured at all four sizes (each query), other settings at one
+    or two."""
+    from jobgauge.models.evaluation import attach_reference_profiles
+    from jobgauge.runtable import read_profile_records, read_run_tables
+
+    names = ("quiet-tpch-sf0.1", "quiet-tpch-sf0.3", "tpch-sf1", "tpch-sf3")
+    runs = [REPO / "data" / "runs" / f"{n}.csv.gz" for n in names]
+    profiles = [REPO / "data" / "profiles" / f"{n}.jsonl.gz" for n in names]
+    return attach_reference_profiles(read_run_tables(runs), read_profile_records(profiles))
+
+
+def test_a_measured_configuration_gets_the_interval_of_its_unseen_sizes(quiet_up_to_sf3):
+    """The web form's usual question, Spark's defaults at or between measured scale
+    factors, is answered with the residuals of sizes of measured configurations held out
+    between their smallest and largest (the model saw the configuration at the others):
+    narrower than another setting's interval, which comes from held-out configurations,
+    and its bounds still grow with the data into the interval beyond the measured
+    sizes."""
+    from jobgauge.models._base import conformal_offsets
+
+    model = make_model("stage").fit(quiet_up_to_sf3)
+    pools = model.interval_pools_
+    assert len(pools["measured configuration|spark|TPC-H"]) >= 30
+    own = conformal_offsets(pools["measured configuration|spark|TPC-H"], 0.8)
+    held_out = conformal_offsets(pools["measured job|spark|TPC-H"], 0.8)
+    assert own[1] - own[0] < held_out[1] - held_out[0]
+    frame = quiet_up_to_sf3
+    row = frame[(frame["workload"] == "tpch-q3") & (frame["datasize"] == "sf1")
+                & (frame["config_json"] == '{"spark.master": "local[2]"}')].iloc[[0]].drop(
+        columns=["dag", "profile", "profile_reference"]).reset_index(drop=True)
+    sf3 = frame.loc[frame["datasize"] == "sf3", "input_bytes"].iat[0]
+    sizes = [row["input_bytes"].iat[0] * f for f in (0.1, 1, 2)] + [sf3 * f for f in
+                                                                     (1, 1.4, 2, 5)]
+    asked = pd.concat([row.assign(input_bytes=size) for size in sizes], ignore_index=True)
+    groups = model._interval_groups(asked)
+    assert list(groups) == ["measured configuration|spark|TPC-H"] * 5 + ["", ""]
+    other = row.assign(config_json='{"spark.master": "local[2]", '
+                                   '"spark.sql.shuffle.partitions": "123"}')
+    assert model._interval_groups(other)[0] == "measured job|spark|TPC-H"
+    center, low, high = model.predict_with_interval(asked)
+    assert np.log(high[1] / center[1]) == pytest.approx(own[1])
+    assert np.log(low[1] / center[1]) == pytest.approx(own[0])
+    assert (np.diff(low) >= 0).all() and (np.diff(high) >= 0).all(), (low, high)

@@ -99,6 +99,20 @@ def test_every_route_answers(client, method, path, body, status, kind):
     assert response.mimetype == kind
 
 
+def test_no_answer_is_faster_than_the_nodes_can_read_the_input(client):
+    """Terasort's 500 GB on 2 m4.large (8 GiB, network at most 10 Gbit/s each): the
+    input beyond their memory takes 193 s to come in at best, far beyond the 32 KB to
+    187 GB the model learned from; no bound of the answer is below that."""
+    body = client.post("/api/v1/estimate", json={
+        "workload": "terasort", "input_gb": 500, "instance_types": ["m4.large"],
+        "nodes_min": 2, "nodes_max": 2}).get_json()
+    option = body["options"][0]
+    assert option["read_floor_s"] == pytest.approx((500e9 - 16 * 2 ** 30) / 2.5e9)
+    assert option["read_floor_s"] <= option["low_s"] <= option["runtime_s"] <= option["high_s"]
+    local = client.post("/api/v1/estimate", json={**ESTIMATE, "instance_types": ["local[2]"]})
+    assert local.get_json()["options"][0]["read_floor_s"] is None   # no network figure
+
+
 def test_estimate_api_answers_per_option(client):
     body = client.post("/api/v1/estimate", json={**ESTIMATE, "deadline_s": 1e6}).get_json()
     assert body["workload"] == "tpch-q3" and body["datasize"] == "sf1"

@@ -10,6 +10,13 @@ overrides packaged ones::
     m6i.xlarge,4,16,0.192
 
 JSON may be a list of such objects or an object keyed by instance type.
+
+An optional ``network_gbps`` column gives the most a node's network carries, in
+Gbit/s: the answers then never fall below the time the nodes take to read the
+input that does not fit in their memory (``jobgauge.job.read_floor_s``).  The
+packaged types all have 10: AWS lists the c5, m5 and r5 sizes here and the r4
+ones as "up to 10 Gigabit", and c4 and m4 below the 10 Gigabit of their largest
+size ("Moderate" or "High").  A type without it gets no such floor.
 """
 
 from __future__ import annotations
@@ -29,13 +36,15 @@ _FIELDS = ("instance_type", "vcpus", "memory_gib", "hourly_price_usd")
 
 @dataclass(frozen=True)
 class InstanceType:
-    """One node type: ``vcpus`` and ``memory_gib`` per node, on-demand ``hourly_price_usd``."""
+    """One node type: ``vcpus`` and ``memory_gib`` per node, on-demand ``hourly_price_usd``,
+    and the most its network carries (``network_gbps``, Gbit/s; None: unknown)."""
 
     instance_type: str
     vcpus: float
     memory_gib: float
     hourly_price_usd: float
     source: str = ""
+    network_gbps: float | None = None
 
     @property
     def memory_mb(self) -> int:
@@ -108,6 +117,8 @@ def _entry(raw: dict, *, path, line, entry=None) -> InstanceType:
         hourly_price_usd=_number(raw.get("hourly_price_usd"), path=path, line=line,
                                  column=column("hourly_price_usd")),
         source=str(raw.get("source") or path),
+        network_gbps=None if str(raw.get("network_gbps") or "").strip() == "" else _number(
+            raw.get("network_gbps"), path=path, line=line, column=column("network_gbps")),
     )
 
 

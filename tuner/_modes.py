@@ -146,21 +146,27 @@ def _first(values) -> float:
     return value
 
 
-def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8):
+def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8, factor: float = 1.0):
     """``evaluate(config) -> Measurement`` from a model's prediction and interval
-    for ``config`` on ``job`` (a Job, or a run-table row describing it)."""
+    for ``config`` on ``job`` (a Job, or a run-table row describing it), times
+    ``factor`` (a job's own runs against the model, ``models._default.history_factor``)
+    and never below the nodes' read floor (``models.predict_frame``)."""
+    from jobgauge.models import predict_frame
+
     if not callable(getattr(model, "predict", None)):
         raise ModelError(f"{type(model).__name__} has no predict(frame) method")
-    interval = getattr(model, "predict_interval", None)
+    bounded = callable(getattr(model, "predict_interval", None))
     job = as_job(job)
 
     def evaluate(config):
         frame = model_frame(job, config, catalog)
-        runtime = max(_first(model.predict(frame)), 0.0)
-        bounds = None
-        if callable(interval):
-            low, high = interval(frame, coverage=coverage)
-            bounds = (max(_first(low), 0.0), max(_first(high), 0.0))
+        if bounded:      # one pass, never below the nodes' read floor (predict_frame)
+            answer = predict_frame(model, frame, coverage=coverage, factor=factor)
+            runtime = max(_first(answer["predicted_runtime_s"].to_numpy()), 0.0)
+            bounds = tuple(max(_first(answer[column].to_numpy()), 0.0)
+                           for column in ("predicted_low_s", "predicted_high_s"))
+        else:
+            runtime, bounds = max(_first(model.predict(frame)), 0.0) * factor, None
         row = frame.iloc[0]
         price = row["hourly_price_usd"]
         count = row["instance_count"]
@@ -170,22 +176,6 @@ def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8):
                            (isinstance(price, float) and math.isnan(price)) else float(price),
                            runtime_interval=bounds)
     return evaluate
-
-
-def calibrated_evaluator(evaluate, factor: float):
-    """``evaluate`` with its runtime and interval times ``factor`` (a job's own runs
-    against the model, ``models._default.history_factor``); ``evaluate`` when 1."""
-    if factor == 1.0:
-        return evaluate
-    from dataclasses import replace
-
-    def scaled(config):
-        found = evaluate(config)
-        bounds = found.runtime_interval
-        return replace(found, runtime_s=found.runtime_s * factor,
-                       runtime_interval=None if bounds is None
-                       else (bounds[0] * factor, bounds[1] * factor))
-    return scaled
 
 
 def config_check(base_row: Mapping, catalog=None):

@@ -297,13 +297,13 @@ def _tune_model(args) -> int:
     if goal.objective != "both" and result.best is not None:
         from jobgauge.models._default import history_factor
         from jobgauge.store import open_store
-        from jobgauge.tuner._modes import calibrated_evaluator, model_evaluator
+        from jobgauge.tuner._modes import model_evaluator
         from jobgauge.tuner._recommend import recommend, store_trust_region
 
         store = open_store(args.store)
         factor, calibrated = history_factor(store, model, job)
-        answer = recommend(result, space, calibrated_evaluator(
-            model_evaluator(model, job, catalog=catalog), factor),
+        answer = recommend(result, space,
+                           model_evaluator(model, job, catalog=catalog, factor=factor),
             metrics=meta.get("metrics"), region=store_trust_region(store, job, space))
         answer.history_runs = history["runs"]
         answer.reason += (f"; learned from {history['runs']} runs of {job.workload} in the "

@@ -208,7 +208,7 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     ``history_runs`` says how many runs of the job key the store holds."""
     from jobgauge.models._default import history_factor, store_model
     from jobgauge.tuner import Goal, job_space, tune_with_model
-    from jobgauge.tuner._modes import calibrated_evaluator, model_evaluator
+    from jobgauge.tuner._modes import model_evaluator
     from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
 
     model, meta = store_model(store, progress=progress)
@@ -221,7 +221,7 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     result = tune_with_model(model, space, job, goal=Goal(own["objective"]),
                              n_trials=trials, seed=0, importance=False)
     factor, calibrated = history_factor(store, model, job)
-    answer = recommend(result, space, calibrated_evaluator(model_evaluator(model, job), factor),
+    answer = recommend(result, space, model_evaluator(model, job, factor=factor),
                        metrics=meta.get("metrics"), region=store_trust_region(store, job, space))
     answer.settings = {k: v for k, v in answer.settings.items() if k.startswith("spark.")}
     answer.history_runs = history["runs"]

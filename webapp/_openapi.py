@@ -133,6 +133,10 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
             "measured_note": _nullable({"type": "string", "description":
                                         "why it is far outside, naming the nearest measured "
                                         "size"}),
+            "read_floor_s": _nullable({**NUMBER, "description":
+                                       "the least time its nodes take to read the input "
+                                       "that does not fit in their memory at their "
+                                       "catalog network_gbps; no answer is below it"}),
         },
     }
     dag = {"type": "object", "description": "node-link JSON of the query DAG (QueryDag.to_dict)",

@@ -373,23 +373,20 @@ class Service:
         jobs = [self.job(request, options[name], count, dag=dag)
                 for name in request.instance_types
                 for count in ([1] if options[name].local else request.node_counts())]
+        factor, calibrated = self.history_factor(model, jobs[0])
         try:
-            predicted = predict_frame(model, jobs_frame(jobs))
+            predicted = predict_frame(model, jobs_frame(jobs), factor=factor)
         except ModelError as exc:
             raise ModelError(f"the model cannot answer this question: {exc}") from None
-        factor, calibrated = self.history_factor(model, jobs[0])
-        if calibrated:
-            for column in ("predicted_runtime_s", "predicted_low_s", "predicted_high_s"):
-                predicted[column] = predicted[column] * factor
         metrics = meta.get("metrics") or {}
         seen = _listed(metrics.get("instance_types"))
         rows = []
         for job, note, *values in zip(jobs, predicted["measured_note"],
                                       *(predicted[column].to_numpy(dtype=float) for column in
                                         ("predicted_runtime_s", "predicted_low_s",
-                                         "predicted_high_s"))):
+                                         "predicted_high_s", "read_floor_s"))):
             cluster = job.cluster
-            runtime, low, high = map(float, values)
+            runtime, low, high, floor = map(float, values)
             cost = cluster.cost_usd(runtime)
             rows.append({
                 "instance_type": cluster.instance_type, "instance_count": cluster.instance_count,
@@ -403,6 +400,8 @@ class Service:
                 else (cost or 0.0) <= request.budget_usd,
                 "seen_in_training": (cluster.instance_type in seen) if seen else None,
                 "outside_measured": note is not None, "measured_note": note,
+                # the least time its nodes take to read the input beyond their memory
+                "read_floor_s": floor if math.isfinite(floor) and floor > 0 else None,
             })
         recommended, reason = recommend(rows, request)
         return {
@@ -458,7 +457,7 @@ class Service:
         reason.  The tuner's closing fANOVA importance is skipped: the page does not
         show it and it costs a forest fit per request."""
         from jobgauge.tuner import Goal, job_space, tune_with_model
-        from jobgauge.tuner._modes import calibrated_evaluator, model_evaluator
+        from jobgauge.tuner._modes import model_evaluator
         from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
 
         model, meta = self.ensure_model()
@@ -476,7 +475,7 @@ class Service:
             result = tune_with_model(model, space, job, goal=Goal("time"), n_trials=n_trials,
                                      seed=seed, sampler="tpe", importance=False)
             factor = (estimate.get("history") or {}).get("factor", 1.0)
-            evaluate = calibrated_evaluator(model_evaluator(model, job), factor)
+            evaluate = model_evaluator(model, job, factor=factor)
             region = store_trust_region(self.store, job, space,
                                         prior=self.training_frame().drop(columns=["profile"]))
             answer = recommend(result, space, evaluate, metrics=meta.get("metrics"),
