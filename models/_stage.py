@@ -714,7 +714,6 @@ class StagePredictor(RuntimeModel):
             return split
         return np.flatnonzero(~held), np.flatnonzero(held)
 
-
     @staticmethod
     def _configurations(X) -> np.ndarray:
         """One key per row naming its configuration: the job, its cluster (type, count,
@@ -1071,7 +1070,14 @@ class StagePredictor(RuntimeModel):
         benchmark that jobgauge runs is of its benchmark's kind (``"measured
         job|spark|TPC-H"``, :meth:`_job_kinds`): the short HiBench runs missed by x6.3
         high/low where TPC-H's missed by x1.9, and pooled they widened the web form's
-        TPC-H answers to x4.0.  A job of the user's takes its framework's pool."""
+        TPC-H answers to x4.0.  A job of the user's takes its framework's pool.
+
+        A measured job's question whose job, cluster and settings (its configuration,
+        :meth:`_configurations`) finished training runs reaching the job's largest
+        measured size, asked within :data:`MEASURED_REACH` of that configuration's
+        measured sizes, is a ``"measured configuration"`` (the web form's Spark
+        defaults at SF 1 to 15), where that kind has a pool
+        (:meth:`_fit_configuration_pool`)."""
         measured = getattr(self, "measured_sizes_", None)
         if measured is None:
             return None
@@ -1087,10 +1093,13 @@ class StagePredictor(RuntimeModel):
                           np.where(new, "new job|" + kinds, "")).astype(object)
         configured = getattr(self, "measured_configurations_", None)
         if configured:
-            largest = np.array([configured.get(key, np.nan) for key in self._configurations(X)])
+            spans = np.array([configured.get(key, (np.nan, np.nan))
+                              for key in self._configurations(X)], dtype=float).reshape(-1, 2)
             mine = np.array([measured.get(job, np.inf) for job in jobs])
             with np.errstate(invalid="ignore"):
-                known = (largest >= mine * (1 - 1e-9)) & (sizes <= largest * MEASURED_REACH)
+                known = (spans[:, 1] >= mine * (1 - 1e-9)) \
+                    & (sizes <= spans[:, 1] * MEASURED_REACH) \
+                    & (sizes * MEASURED_REACH >= spans[:, 0])
             groups[known] = "measured configuration|" + kinds[known]
             pools = getattr(self, "interval_pools_", None)
             if pools is not None:    # no pool of that kind: the measured job's
@@ -1339,17 +1348,20 @@ class StagePredictor(RuntimeModel):
         between its smallest and its largest (drawn at random; never a reference run;
         a size at an end asks the model to extrapolate: the MapReduce jobs, measured at
         two sizes, answered their smaller one x1.0-x5.2 its time from the larger), fit
-        on the rest, and keep
-        the held-out log residuals as that kind's pools (``"measured
-        configuration|spark|TPC-H"``, :meth:`_interval_groups`), where there are
-        :data:`MIN_POOL_RESIDUALS` or more.  Its interval then says how far a
+        on the rest, and keep the held-out log residuals as that kind's pools
+        (``"measured configuration|spark|TPC-H"``, :meth:`_interval_groups`), where
+        there are :data:`MIN_POOL_RESIDUALS` or more.  Its interval then says how far a
         configuration's runs fall at a size the model did not see it at, from the model
         that saw it at the others, not how far held-out configurations of one random
-        draw fall.  The kind holds from the smallest size up to the measured job's
-        reach, so its bounds still grow with the data.  (One repeat held out beside the
-        configurations in the one calibration split took runs out of its fit: held-out
-        configurations at SF >= 1 covered 85.2 % against 84.0 %; bench/evaluate.py
-        --quiet-corpus.)"""
+        draw fall.  The kind holds from the configuration's smallest size up to the
+        measured job's reach (both within :data:`MEASURED_REACH`), so its bounds still
+        grow with the data into the interval beyond.  Below its smallest size the answer
+        is the measured job's: at SF 0.01, below every shipped table, Q3, Q6 and Q9 with
+        Spark's defaults fell inside this kind's interval in 5 of 9 runs
+        (bench/measure_now.py --queries 3 6 9 --scale 0.01).  (A fit of its own: one
+        repeat of each measured question held out beside the configurations of the one
+        calibration split took those runs out of its fit, and held-out configurations
+        at SF >= 1 covered 85.2 % against 84.0 %; bench/evaluate.py --quiet-corpus.)"""
         runtime, censored = targets(X, y)
         X = X.reset_index(drop=True)
         marked = X["profile_reference"].fillna(False).to_numpy(dtype=bool) \
@@ -1430,12 +1442,14 @@ class StagePredictor(RuntimeModel):
         self.benchmark_jobs_ = _benchmark_jobs(X)  # job -> its benchmark, jobgauge's runs only
         self.measured_sizes_ = {}                  # job -> largest input it finished with
         self.measured_runs_ = {}                   # job -> how many runs it finished
-        self.measured_configurations_ = {}         # configuration -> largest finished input
+        # configuration -> (smallest, largest) finished input
+        self.measured_configurations_ = {}
         for key, size, done in zip(self._configurations(X), sizes,
                                    ~np.asarray(censored, dtype=bool)):
             if done and np.isfinite(size):
-                self.measured_configurations_[key] = max(
-                    self.measured_configurations_.get(key, 0.0), float(size))
+                smallest, largest = self.measured_configurations_.get(key, (np.inf, 0.0))
+                self.measured_configurations_[key] = (min(smallest, float(size)),
+                                                      max(largest, float(size)))
         for job, size, done in zip(join_columns(X, ["workload", "framework"]), sizes,
                                    ~np.asarray(censored, dtype=bool)):
             if done:

@@ -179,6 +179,18 @@ def test_catalog_user_file_and_errors(tmp_path, catalog):
     as_json.write_text(json.dumps({"m6i.large": {"vcpus": 2, "memory_gib": 8,
                                                  "hourly_price_usd": 0.096}}))
     assert read_catalog(as_json).get("m6i.large").vcpus == 2
+    assert read_catalog(as_json).get("m6i.large").network_gbps is None   # no read floor
+    assert merged.get("m5.xlarge").network_gbps == 10
+    fast = tmp_path / "fast.json"
+    fast.write_text(json.dumps({"c5n.xlarge": {"vcpus": 4, "memory_gib": 10.5,
+                                               "hourly_price_usd": 0.216,
+                                               "network_gbps": 25}}))
+    assert read_catalog(fast).get("c5n.xlarge").network_gbps == 25
+    fast.write_text(json.dumps({"c5n.xlarge": {"vcpus": 4, "memory_gib": 10.5,
+                                               "hourly_price_usd": 0.216,
+                                               "network_gbps": 0}}))
+    with pytest.raises(ParseError, match="network_gbps: out of range"):
+        read_catalog(fast)
     bad = tmp_path / "bad.csv"
     bad.write_text("instance_type,vcpus,memory_gib,hourly_price_usd\nm6i.xlarge,four,16,0.2\n")
     with pytest.raises(ParseError, match="bad.csv, line 2, column vcpus: not a number"):

@@ -105,7 +105,7 @@ def _entry(raw: dict, *, path, line, entry=None) -> InstanceType:
     def column(name):
         return name if entry is None else f"entry {entry} {name}"
 
-    name = str(raw.get("instance_type") or "").strip()
+    name, network = str(raw.get("instance_type") or "").strip(), raw.get("network_gbps")
     if not name:
         raise ParseError("missing value", path=path, line=line, column=column("instance_type"),
                          expected="an instance type name")
@@ -117,8 +117,8 @@ def _entry(raw: dict, *, path, line, entry=None) -> InstanceType:
         hourly_price_usd=_number(raw.get("hourly_price_usd"), path=path, line=line,
                                  column=column("hourly_price_usd")),
         source=str(raw.get("source") or path),
-        network_gbps=None if str(raw.get("network_gbps") or "").strip() == "" else _number(
-            raw.get("network_gbps"), path=path, line=line, column=column("network_gbps")),
+        network_gbps=None if network is None or str(network).strip() == "" else _number(
+            network, path=path, line=line, column=column("network_gbps")),
     )
 
 
