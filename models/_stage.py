@@ -1237,15 +1237,21 @@ class StagePredictor(RuntimeModel):
                 held[level] |= out
         return held
 
-    def _held_out_residuals(self, X, log_y, censored, held, sizes, jobs):
-        """Fit a copy on the rows not ``held``; return the log residuals of the finished
-        held rows, their log distance from their job's largest size in that fit, and
-        their frameworks (the rows at a positive distance)."""
+    def _fitted_without(self, X, log_y, censored, held):
+        """A copy of this model fitted (its replay and corrector, no intervals) on the
+        rows of ``X`` not ``held``."""
         from sklearn.base import clone
 
         other = clone(self)
         train = np.flatnonzero(~held)
         other._fit_log(X.iloc[train].reset_index(drop=True), log_y[train], censored[train])
+        return other
+
+    def _held_out_residuals(self, X, log_y, censored, held, sizes, jobs):
+        """Fit a copy on the rows not ``held``; return the log residuals of the finished
+        held rows, their log distance from their job's largest size in that fit, and
+        their frameworks (the rows at a positive distance)."""
+        other = self._fitted_without(X, log_y, censored, held)
         asked = np.flatnonzero(held & ~censored & np.isfinite(sizes))
         predicted = other._predict_log(X.iloc[asked].reset_index(drop=True))
         measured = np.array([other.measured_sizes_.get(job, np.nan) for job in jobs[asked]])
@@ -1424,15 +1430,11 @@ class StagePredictor(RuntimeModel):
                 held |= (keys == key) & (sizes == size) & ~marked
         if (held & ~censored).sum() < MIN_POOL_RESIDUALS:
             return
-        from sklearn.base import clone
-
-        other = clone(self)
-        train = np.flatnonzero(~held)
         log_y = np.log(runtime)
-        other._fit_log(X.iloc[train].reset_index(drop=True), log_y[train], censored[train])
-        asked = np.flatnonzero(held & ~censored)
-        groups = other._interval_groups(X.iloc[asked].reset_index(drop=True))
-        residuals = log_y[asked] - other._predict_log(X.iloc[asked].reset_index(drop=True))
+        other = self._fitted_without(X, log_y, censored, held)
+        asked = X.iloc[np.flatnonzero(held & ~censored)].reset_index(drop=True)
+        groups = other._interval_groups(asked)
+        residuals = log_y[held & ~censored] - other._predict_log(asked)
         mine = np.array([str(g).startswith("measured configuration|") for g in groups])
         self.interval_pools_.update(_kind_pools(residuals[mine], groups[mine]))
 
