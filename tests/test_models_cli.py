@@ -64,6 +64,14 @@ def test_predict_one_configuration(tables, tmp_path, capsys):
     result = json.loads(capsys.readouterr().out)
     assert 0 < result["low_s"] <= result["runtime_s"] <= result["high_s"]
     assert result["coverage"] == 0.8
+    # 500 GB on 2 m4.xlarge (16 GiB, network at most 10 Gbit/s each): never under the
+    # 186 s its nodes take to read the input beyond their memory
+    assert main(["predict", "--model", str(out), "--workload", "terasort", "--input-bytes",
+                 "5e11", "--instance-type", "m4.xlarge", "--instance-count", "2",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["read_floor_s"] == pytest.approx((5e11 - 32 * 2 ** 30) / 2.5e9)
+    assert result["read_floor_s"] <= result["low_s"] <= result["runtime_s"]
     assert main(["predict", "--model", str(out), "--workload", "grep", "--datasize", "",
                  "--conf", "lines=150000000", "--conf", "p_occurrence=0.5",
                  "--instance-type", "r4.2xlarge", "--instance-count", "4", "--vcpus", "8"]) == 0
