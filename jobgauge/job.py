@@ -230,11 +230,6 @@ class Cluster:
                 else self.hourly_price_usd,
                 "network_gbps": math.nan if self.network_gbps is None else self.network_gbps}
 
-    def read_floor_s(self, input_bytes) -> float | None:
-        """:func:`read_floor_s` of ``input_bytes`` on this cluster."""
-        return read_floor_s(input_bytes, self.instance_count, self.memory_gib,
-                            self.network_gbps)
-
 
 def read_floor_s(input_bytes, instance_count, memory_gib, network_gbps) -> float | None:
     """The least time ``instance_count`` nodes, each with ``memory_gib`` of memory and a

@@ -236,16 +236,10 @@ class MeasuredRange:
     def notes(self, X) -> list[str | None]:
         """Per row of the run-table frame ``X``: why it is far outside what was
         measured (``"far outside what was measured: ..."``), or None when it is not."""
-        import pandas as pd
-
-        def column(name, default):
-            return X[name].tolist() if name in X.columns else [default] * len(X)
-
-        sizes = pd.to_numeric(X["input_bytes"], errors="coerce").tolist() \
-            if "input_bytes" in X.columns else [None] * len(X)
-        rows = zip(column("workload", ""), column("framework", "spark"),
-                   column("datasize", ""), sizes, column("instance_type", ""),
-                   column("instance_count", 1), column("vcpus", math.nan))
+        rows = zip(_column(X, "workload", ""), _column(X, "framework", "spark"),
+                   _column(X, "datasize", ""), _input_column(X),
+                   _column(X, "instance_type", ""), _column(X, "instance_count", 1),
+                   _column(X, "vcpus", math.nan))
         answers: dict = {}
         out = []
         for row in rows:
@@ -259,15 +253,10 @@ class MeasuredRange:
         """Per row of ``X``: its input bytes, as given or else from its size label and
         its workload's measured sizes (:meth:`WorkloadRange.asked_bytes`; an unseen
         workload from every measured run's); None where neither tells."""
-        import pandas as pd
-
-        sizes = pd.to_numeric(X["input_bytes"], errors="coerce").tolist() \
-            if "input_bytes" in X.columns else [None] * len(X)
-        labels = X["datasize"].tolist() if "datasize" in X.columns else [""] * len(X)
-        frameworks = X["framework"].tolist() if "framework" in X.columns \
-            else ["spark"] * len(X)
         out = []
-        for workload, framework, label, size in zip(X["workload"], frameworks, labels, sizes):
+        for workload, framework, label, size in zip(
+                _column(X, "workload", ""), _column(X, "framework", "spark"),
+                _column(X, "datasize", ""), _input_column(X)):
             measured = self.workloads.get((str(workload), str(framework)), self.everything)
             label = "" if not isinstance(label, str) else label.strip()
             out.append(measured.asked_bytes(label, None if size is None else float(size)))
@@ -316,6 +305,19 @@ class MeasuredRange:
                 span = f"{fewest:g}" if fewest == most else f"{fewest:g}-{most:g}"
                 reasons.append(f"{instance_type} was measured on {span} nodes, not {nodes:g}")
         return PREFIX + "; ".join(reasons) if reasons else None
+
+
+def _column(X, name, default) -> list:
+    """A column of the frame ``X`` as a list (``default`` in every row without it)."""
+    return X[name].tolist() if name in X.columns else [default] * len(X)
+
+
+def _input_column(X) -> list:
+    """The ``input_bytes`` of each row of ``X`` as numbers (NaN where not one)."""
+    import pandas as pd
+
+    return pd.to_numeric(X["input_bytes"], errors="coerce").tolist() \
+        if "input_bytes" in X.columns else [None] * len(X)
 
 
 def outside_measured(model, X) -> tuple[list[bool], list[str | None]]:

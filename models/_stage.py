@@ -1020,11 +1020,21 @@ class StagePredictor(RuntimeModel):
         slot speeds and the kind of question all read it).  Kept by identity, so a
         concurrent question with another frame only recomputes its own."""
         previous = getattr(self, "_asked", None)     # a question asked inside another
-        self._asked = (X, self.features_.transform(X))
+        self._asked = (X, self.features_.transform(X), {})
         try:
             yield
         finally:
             self._asked = previous
+
+    def _once(self, X, name, compute):
+        """``compute()``, computed once while ``X`` is asked (:meth:`_one_question`;
+        every time for another frame)."""
+        asked = getattr(self, "_asked", None)
+        if asked is None or asked[0] is not X:
+            return compute()
+        if name not in asked[2]:
+            asked[2][name] = compute()
+        return asked[2][name]
 
     def _matrix(self, X):
         """The feature matrix of ``X`` (the one of :meth:`_one_question` when asked in it)."""
@@ -1101,32 +1111,44 @@ class StagePredictor(RuntimeModel):
             groups[unseen] = clusters[unseen]
         return groups
 
+    def _configuration_spans(self, X):
+        """(spans, reaching) per row of ``X``: its configuration's (smallest, largest)
+        finished training input (:meth:`_configurations`; NaN where it has none), and
+        whether that configuration reaches its job's largest measured size where the
+        measured configuration's kind has a pool (:meth:`_fit_configuration_pool`;
+        while that pool is fitted, before any pool, wherever it reaches).  Once per
+        asked frame (:meth:`_once`): the kinds, the floor beyond the measured sizes and
+        the high bound below them all read it."""
+        def compute():
+            configured = getattr(self, "measured_configurations_", None) or {}
+            measured = getattr(self, "measured_sizes_", None) or {}
+            spans = np.array([configured.get(key, (np.nan, np.nan))
+                              for key in self._configurations(X)],
+                             dtype=float).reshape(-1, 2)
+            mine = np.array([measured.get(job, np.inf)
+                             for job in join_columns(X, ["workload", "framework"])])
+            with np.errstate(invalid="ignore"):
+                reaching = spans[:, 1] >= mine * (1 - 1e-9)
+            pools = getattr(self, "interval_pools_", None)
+            if pools is not None:        # no pool of that kind: the measured job's
+                reaching &= np.array([pool_of(pools, f"measured configuration|{kind}")
+                                      is not None for kind in self._job_kinds(X)])
+            return spans, reaching
+
+        return self._once(X, "configuration spans", compute)
+
     def _configured(self, X, sizes=None) -> np.ndarray:
         """Per row, whether it asks a measured configuration's question: its
-        configuration (:meth:`_configurations`) finished training runs reaching its
-        job's largest measured size, the asked size lies within :data:`MEASURED_REACH`
-        of that configuration's measured sizes (any size, without ``sizes``), and the
-        kind has a pool (:meth:`_fit_configuration_pool`; while that pool is fitted,
-        before any pool, every such row)."""
-        configured = getattr(self, "measured_configurations_", None)
-        if not configured:
-            return np.zeros(len(X), dtype=bool)
-        measured = getattr(self, "measured_sizes_", None) or {}
-        jobs = join_columns(X, ["workload", "framework"])
-        spans = np.array([configured.get(key, (np.nan, np.nan))
-                          for key in self._configurations(X)], dtype=float).reshape(-1, 2)
-        mine = np.array([measured.get(job, np.inf) for job in jobs])
+        configuration reaches its job's largest measured size, its kind has a pool
+        (:meth:`_configuration_spans`), and the asked size lies within
+        :data:`MEASURED_REACH` of that configuration's measured sizes (any size,
+        without ``sizes``)."""
+        spans, known = self._configuration_spans(X)
+        if sizes is None:
+            return known
         with np.errstate(invalid="ignore"):
-            known = spans[:, 1] >= mine * (1 - 1e-9)
-            if sizes is not None:
-                known &= (sizes <= spans[:, 1] * MEASURED_REACH) \
-                    & (sizes * MEASURED_REACH >= spans[:, 0])
-        pools = getattr(self, "interval_pools_", None)
-        if pools is not None:        # no pool of that kind: the measured job's
-            kinds = self._job_kinds(X)
-            known &= np.array([pool_of(pools, f"measured configuration|{kind}") is not None
-                               for kind in kinds])
-        return known
+            return known & (sizes <= spans[:, 1] * MEASURED_REACH) \
+                & (sizes * MEASURED_REACH >= spans[:, 0])
 
     def _fit_new_job_pool(self):
         """Give a new job's question (a job that finished at most one training run,
@@ -1332,14 +1354,11 @@ class StagePredictor(RuntimeModel):
         so the bound that holds there holds below it, and the high bound never falls as
         the data grows into the measured sizes."""
         center, low, high = super()._log_interval(X, coverage)
-        configured = getattr(self, "measured_configurations_", None)
-        if not configured:
-            return center, low, high
-        sizes = self._input_sizes(X)
-        smallest = np.array([configured.get(key, (np.nan, np.nan))[0]
-                             for key in self._configurations(X)], dtype=float)
+        spans, reaching = self._configuration_spans(X)
+        smallest = spans[:, 0]
         with np.errstate(invalid="ignore"):
-            below = np.flatnonzero(self._configured(X) & (sizes * MEASURED_REACH < smallest))
+            below = np.flatnonzero(reaching & (self._input_sizes(X) * MEASURED_REACH
+                                               < smallest))
         if not len(below):
             return center, low, high
         edge = X.iloc[below].reset_index(drop=True)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from jobgauge.errors import UsageError
-from jobgauge.job import Cluster, Job, cost_usd, executor_layout, jobs_frame, resources
+from jobgauge.job import (Cluster, Job, cost_usd, executor_layout, jobs_frame, read_floor_s,
+                          resources)
 from jobgauge.runtable import COLUMNS, read_run_tables
 
 REPO = Path(__file__).resolve().parent.parent
@@ -265,18 +266,23 @@ def test_measured_runs_keep_what_they_recorded():
     assert job.settings["spark.sql.shuffle.partitions"] == "0"
 
 
+def floor_of(cluster, input_bytes):
+    """read_floor_s of ``input_bytes`` on ``cluster`` (as a frame of its jobs carries it)."""
+    fields = cluster.fields()
+    return read_floor_s(input_bytes, fields["instance_count"], fields["memory_gib"],
+                        fields["network_gbps"])
+
+
 def test_the_read_floor_counts_only_the_input_beyond_the_nodes_memory():
     """Terasort's 500 GB on 2 m5.xlarge (16 GiB, "up to 10 Gigabit" each): the 466 GB
     that do not fit come in at 1.25 GB/s per node at best.  Input that fits costs
     nothing; a type without a network figure has no floor."""
-    from jobgauge.job import read_floor_s
-
     cluster = Cluster.from_catalog("m5.xlarge", 2)
     assert cluster.network_gbps == 10
-    assert cluster.read_floor_s(500e9) == pytest.approx((500e9 - 32 * 2 ** 30) / 2.5e9)
-    assert cluster.with_count(8).read_floor_s(500e9) < cluster.read_floor_s(500e9) / 4
-    assert cluster.read_floor_s(30e9) == 0.0
-    assert Cluster("my.big", 64, 512, instance_count=2).read_floor_s(5e12) is None
+    assert floor_of(cluster, 500e9) == pytest.approx((500e9 - 32 * 2 ** 30) / 2.5e9)
+    assert floor_of(cluster.with_count(8), 500e9) < floor_of(cluster, 500e9) / 4
+    assert floor_of(cluster, 30e9) == 0.0
+    assert floor_of(Cluster("my.big", 64, 512, instance_count=2), 5e12) is None
     assert read_floor_s(float("nan"), 2, 16, 10) is None
     with pytest.raises(UsageError, match="network_gbps must be a positive number"):
         Cluster("my.big", 64, 512, network_gbps=0)
@@ -294,8 +300,8 @@ def test_the_read_floor_is_below_every_measured_cloud_run(datasets_dir):
     for name in ("scout_multinode.csv", "c3o_emr.csv"):
         frame = read_run_tables([datasets_dir / name])
         for row in frame[frame["completed"]].itertuples():
-            floor = Cluster.from_catalog(row.instance_type, int(row.instance_count),
-                                         catalog=catalog).read_floor_s(row.input_bytes)
+            floor = floor_of(Cluster.from_catalog(row.instance_type, int(row.instance_count),
+                                                  catalog=catalog), row.input_bytes)
             checked += floor is not None            # None: a run without input bytes
             assert floor is None or floor <= row.runtime_s, row
             beyond += bool(floor)

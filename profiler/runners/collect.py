@@ -760,9 +760,9 @@ def attach_profiles(work_dir, journal: Journal) -> int:
     """Profile every journaled run that has none yet, reading each event log once.
 
     A run's profile is its measurement's: a run measured again (it started on a busy
-    machine) is profiled again from its new application's event log, whose name is
-    that application's id (the profile's ``summary.source``, :func:`_eventlog_app`),
-    and the newer profile wins (:func:`export_profiles`)."""
+    machine) is profiled again from its new application's event log (a profile names
+    its application, ``summary.app_id``), and the newer profile wins
+    (:func:`export_profiles`)."""
     from jobgauge.errors import GaugeError
     from jobgauge.profiler.readers.eventlog import read_eventlog
     from jobgauge.profiler.runners.runner import find_eventlog, query_profile
@@ -775,9 +775,8 @@ def attach_profiles(work_dir, journal: Journal) -> int:
             for line in handle:
                 try:
                     record = json.loads(line)
-                    source = (record.get("summary") or {}).get("source")
-                    # a profile that names no event log stands for its run's (as before)
-                    done[record["run_id"]].add(_eventlog_app(source) if source else None)
+                    # a profile that names no application stands for its run's
+                    done[record["run_id"]].add((record.get("summary") or {}).get("app_id"))
                 except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
                     continue
     by_app = defaultdict(list)
@@ -804,13 +803,6 @@ def attach_profiles(work_dir, journal: Journal) -> int:
                                       **compact_profile(profile)}, default=str) + "\n")
                 added += 1
     return added
-
-
-def _eventlog_app(source) -> str:
-    """The application id an event log's path names: Spark calls a log by its
-    application's id (``local-1795766185279``, ``app-20261127080203-0000``), a rolled
-    one ``eventlog_v2_<id>``, a compressed one with a codec suffix."""
-    return Path(str(source)).name.removeprefix("eventlog_v2_").split(".", 1)[0]
 
 
 def seed_journal(journal: Journal, work_dir, runs_out, plan_name: str) -> int:
