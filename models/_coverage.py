@@ -31,7 +31,9 @@ A row is far outside what was measured when any of these holds:
 
 A row whose size cannot be told (no input bytes, and a label that is neither
 measured nor a scale factor or HiBench size to compare) is not called outside for
-its size.  Why these factors: one step of the TPC-H scales (sf0.3 to sf1, 3.3x)
+its size.  A HiBench size that was not measured for the workload, asked without
+input bytes, is not answered at all: :func:`size_refusals` says why, and
+``models.predict_frame`` raises :class:`UnknownSize` with it.  Why these factors: one step of the TPC-H scales (sf0.3 to sf1, 3.3x)
 already leaves what was measured, and that is where the models went wrong (issue
 13: SF 1 predicted 1.3 s, measured 8.5 s, from runs up to SF 0.3); half a step does
 too: TPC-H Q9 at SF 20, twice the largest size measured, was answered 61.6 s [34.2,
@@ -48,6 +50,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from jobgauge.errors import UsageError
 from jobgauge.units import human_size
 
 #: An input more than this many times above the largest (or below 1/x of the smallest)
@@ -59,6 +62,10 @@ SLOTS_FACTOR = 2.0
 #: How many measured instance types a note lists before "and N more".
 LISTED_TYPES = 5
 PREFIX = "far outside what was measured: "
+
+
+class UnknownSize(UsageError):
+    """A question whose input size the model cannot tell (:func:`size_refusals`)."""
 
 
 @dataclass
@@ -262,6 +269,36 @@ class MeasuredRange:
             out.append(measured.asked_bytes(label, None if size is None else float(size)))
         return out
 
+    def size_refusals(self, X) -> list[str]:
+        """Why rows of ``X`` cannot be answered, one message per question: a HiBench
+        size label (``huge``) that was not measured for the row's workload, on a row
+        without input bytes.  Its input is then not known, and the models would size it
+        from their other runs (kmeans at huge was once answered as faster than at
+        medium).  Empty when every row can be sized."""
+        from jobgauge.models.features import size_scale
+
+        refusals = []
+        for workload, framework, label, size in zip(
+                _column(X, "workload", ""), _column(X, "framework", "spark"),
+                _column(X, "datasize", ""), self.input_bytes(X)):
+            label = "" if not isinstance(label, str) else label.strip()
+            if size is not None or not math.isfinite(size_scale(label)[1]):
+                continue
+            measured = self.workloads.get((str(workload), str(framework)))
+            sizes = [f"{name} ({human_size(size)})" for name, size in measured.sizes
+                     if name] if measured is not None else []
+            others = sorted(f for w, f in self.workloads if w == str(workload))
+            known = (f"measured: {', '.join(sizes)}" if sizes else "no size of it was measured "
+                     "with its input" if measured is not None else
+                     f"{workload} was measured only with {', '.join(others)}, not {framework}"
+                     if others else f"{workload} was never measured")
+            message = (f"{workload} at {label}: its input size is not known to the model "
+                       f"({known}); ask by its input size instead (input_gb in the web form "
+                       f"and API, --input-bytes in jobgauge predict)")
+            if message not in refusals:
+                refusals.append(message)
+        return refusals
+
     def _note(self, workload, framework, label, input_bytes, instance_type, count,
               vcpus) -> str | None:
         workload, framework = str(workload), str(framework)
@@ -320,6 +357,13 @@ def _input_column(X) -> list:
         if "input_bytes" in X.columns else [None] * len(X)
 
 
+def size_refusals(model, X) -> list[str]:
+    """:meth:`MeasuredRange.size_refusals` of a fitted ``model``'s ``measured_range_``
+    (none for a model without one)."""
+    measured = getattr(model, "measured_range_", None)
+    return measured.size_refusals(X) if isinstance(measured, MeasuredRange) else []
+
+
 def outside_measured(model, X) -> tuple[list[bool], list[str | None]]:
     """(far outside?, note) per row of ``X`` for a fitted ``model``: its
     ``measured_range_`` (:meth:`MeasuredRange.notes`); a model without one (an older
@@ -332,4 +376,4 @@ def outside_measured(model, X) -> tuple[list[bool], list[str | None]]:
 
 
 __all__ = ["PREFIX", "SIZE_FACTOR", "SLOTS_FACTOR", "MeasuredRange", "WorkloadRange",
-           "outside_measured"]
+           "UnknownSize", "outside_measured", "size_refusals"]

@@ -184,11 +184,16 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     (:mod:`jobgauge.models._coverage`).  ``factor``: every answer times it (a job's
     own measured runs calibrate the model's answers by it).  ``read_floor_s``: the least
     time the row's nodes take to read its input (:func:`read_floors`; NaN where
-    unknown); no prediction or bound is below it."""
+    unknown); no prediction or bound is below it.  A row whose input size the model
+    cannot tell (a HiBench size never measured for its workload, without input bytes)
+    is refused: :class:`jobgauge.models._coverage.UnknownSize` names the measured sizes."""
     import pandas as pd
 
-    from jobgauge.models._coverage import outside_measured
+    from jobgauge.models._coverage import UnknownSize, outside_measured, size_refusals
 
+    refusals = size_refusals(model, X)
+    if refusals:
+        raise UnknownSize("; ".join(refusals))
     together = getattr(model, "predict_with_interval", None)
     if together is not None:  # one pass of the model instead of two
         runtime, low, high = together(X, coverage=coverage)

@@ -17,7 +17,7 @@ from jobgauge.models import (
     MeasuredRange, configuration_frame, dumps_model, loads_model, make_model, predict_frame,
     predict_one, save_model,
 )
-from jobgauge.models._coverage import PREFIX, WorkloadRange
+from jobgauge.models._coverage import PREFIX, UnknownSize, WorkloadRange
 from jobgauge.runtable import read_run_tables
 
 
@@ -76,10 +76,16 @@ def test_input_bytes_decide_over_the_label(tree, runs):
 
 
 def test_an_unseen_workload_says_so(tree):
-    answer = predict_one(tree, workload="brand-new-job", datasize="huge",
+    answer = predict_one(tree, workload="brand-new-job", datasize="huge", input_bytes=1e9,
                          instance_type="local[2]", vcpus=2)
     assert answer["outside_measured"] is True
     assert answer["note"] == PREFIX + "brand-new-job was never measured"
+    # without its input size, no measured run tells how much data "huge" is
+    with pytest.raises(UnknownSize, match=r"^brand-new-job at huge: its input size is not "
+                       r"known to the model \(brand-new-job was never measured\); "
+                       r"ask by its input size instead \(input_gb"):
+        predict_one(tree, workload="brand-new-job", datasize="huge", instance_type="local[2]",
+                    vcpus=2)
 
 
 def test_a_workload_measured_with_another_framework_only(tree, runs):
@@ -103,14 +109,25 @@ def test_many_nodes_of_an_unmeasured_type_are_far_outside(tree, runs):
 
 
 def test_hibench_labels_beyond_the_measured_ones(tree, runs):
-    measured = set(runs.loc[(runs["workload"] == "wordcount")
-                            & (runs["framework"] == "spark"), "datasize"])
+    wordcount = runs[(runs["workload"] == "wordcount") & (runs["framework"] == "spark")]
+    measured = set(wordcount["datasize"])
     assert "huge" not in measured and "tiny" in measured
-    answer = predict_one(tree, workload="wordcount", datasize="huge", instance_type="local[2]",
-                         vcpus=2)
+    # a label the runs never measured has no input size: refused, not sized as a middle
+    # one (kmeans at huge was answered faster than at medium), naming the measured sizes
+    with pytest.raises(UnknownSize) as refused:
+        predict_one(tree, workload="wordcount", datasize="huge", instance_type="local[2]",
+                    vcpus=2)
+    assert str(refused.value).startswith("wordcount at huge: its input size is not known to "
+                                         "the model (measured: tiny (")
+    for label in measured:
+        assert f"{label} (" in str(refused.value)
+    # asked by its input size, it is answered and marked far outside
+    largest = float(wordcount["input_bytes"].max())
+    answer = predict_one(tree, workload="wordcount", datasize="huge", input_bytes=10 * largest,
+                         instance_type="local[2]", vcpus=2)
     assert answer["outside_measured"] is True
-    largest = max(measured, key=lambda label: ("tiny", "small", "medium", "large").index(label))
-    assert answer["note"].endswith(f"not at huge; nearest measured size {largest}")
+    assert answer["note"].startswith(PREFIX + "wordcount was measured at tiny-")
+    assert "not at huge (about " in answer["note"]
 
 
 def test_predict_frame_has_the_columns_and_a_grid_costs_little(tree):
@@ -185,13 +202,20 @@ def test_the_estimate_api_says_when_it_is_far_outside(client):
 
 def test_the_form_shows_a_warning_line(client):
     # a HiBench job: no query plan to draw, so no Spark session starts
-    page = client.post("/", data={"workload": "wordcount", "size": "huge",
+    page = client.post("/", data={"workload": "wordcount", "size": "huge", "input_gb": "3.2",
                                   "instance_types": ["local[2]"]})
     assert page.status_code == 200, page.get_data(as_text=True)[:300]
     text = page.get_data(as_text=True)
     assert 'id="outside-measured"' in text
     assert ("This answer is far outside what was measured: wordcount was measured at "
-            "tiny-medium, not at huge; nearest measured size medium.") in text
+            "tiny-medium (largest input 31 MiB), not at huge (about 3.0 GiB of input); "
+            "nearest measured size medium.") in text
+    # without input_gb, huge has no input size: the size field says so
+    refused = client.post("/", data={"workload": "wordcount", "size": "huge",
+                                     "instance_types": ["local[2]"]})
+    assert refused.status_code == 400
+    assert "wordcount at huge: its input size is not known to the model (measured: tiny" \
+        in refused.get_data(as_text=True)
     inside = client.post("/", data={"workload": "wordcount", "size": "tiny",
                                     "instance_types": ["local[2]"]}).get_data(as_text=True)
     assert 'id="what-if"' in inside and 'id="outside-measured"' not in inside

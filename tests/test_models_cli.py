@@ -72,6 +72,18 @@ def test_predict_one_configuration(tables, tmp_path, capsys):
     result = json.loads(capsys.readouterr().out)
     assert result["read_floor_s"] == pytest.approx((5e11 - 32 * 2 ** 30) / 2.5e9)
     assert result["read_floor_s"] <= result["low_s"] <= result["runtime_s"]
+    # a HiBench size the training runs never measured for join: no input size to answer
+    # from, so refused with the measured ones, in one line
+    assert main(["predict", "--model", str(out), "--workload", "join", "--datasize",
+                 "gigantic", "--instance-type", "m4.xlarge", "--instance-count", "8"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("jobgauge: error: join at gigantic: its input size is not known "
+                          "to the model (measured: ") and "huge (" in err
+    assert "--input-bytes" in err and "Traceback" not in err
+    assert main(["predict", "--model", str(out), "--workload", "join", "--datasize",
+                 "gigantic", "--framework", "hadoop", "--instance-type", "m4.xlarge",
+                 "--instance-count", "8"]) == 1
+    assert "(join was measured only with spark, not hadoop)" in capsys.readouterr().err
     assert main(["predict", "--model", str(out), "--workload", "grep", "--datasize", "",
                  "--conf", "lines=150000000", "--conf", "p_occurrence=0.5",
                  "--instance-type", "r4.2xlarge", "--instance-count", "4", "--vcpus", "8"]) == 0

@@ -236,3 +236,35 @@ def test_doubling_the_nodes_is_never_much_slower(corpus, default_model):
     checked, bad = node_violations(default_model, corpus)
     assert checked >= 100
     assert not bad, bad[:5]
+
+
+def test_a_hibench_size_is_answered_only_where_its_input_is_known(corpus, default_model):
+    """A HiBench size label without input bytes is answered only where the runs measured
+    it for the workload, and then more data is never faster; any other label is refused
+    with the measured sizes (kmeans at huge, sized as a middle size, was answered 1.08 s
+    against 2.76 s at medium)."""
+    from jobgauge.job import Job, jobs_frame
+    from jobgauge.models import predict_frame
+    from jobgauge.models._coverage import UnknownSize
+    from jobgauge.units import HIBENCH_SIZES, size_scale
+
+    labelled = corpus[[math.isfinite(size_scale(label)[1]) for label in corpus["datasize"]]]
+    checked = refused = 0
+    for (workload, framework), part in labelled.groupby(["workload", "framework"]):
+        row = _default_run(part)
+        measured = part.groupby("datasize")["input_bytes"].median().sort_values()
+        answered = []
+        for label in sorted(set(HIBENCH_SIZES) | set(measured.index)):
+            frame = jobs_frame([Job(workload, label, _cluster(row), _settings(row), framework)])
+            checked += 1
+            if label not in measured.index:
+                with pytest.raises(UnknownSize, match=f"^{workload} at {label}: .*measured: "):
+                    predict_frame(default_model, frame)
+                refused += 1
+                continue
+            answer = predict_frame(default_model, frame).iloc[0]
+            assert 0 < answer["predicted_low_s"] <= answer["predicted_runtime_s"]
+            answered.append((measured[label], answer["predicted_runtime_s"]))
+        times = np.array([seconds for _, seconds in sorted(answered)])
+        assert len(times) >= 2 and not _falls(times, 1e-9), (workload, framework, answered)
+    assert checked >= 100 and refused >= 50

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from jobgauge.knobs import knob
 from jobgauge.webapp.requests import (
-    AQE_CHOICES, HIBENCH_SIZES, MAX_INSTANCE_TYPES, MAX_NODES, RUN_FILTERS, RUN_LIMITS,
-    SQL_WORKLOAD,
+    AQE_CHOICES, DEFAULT_SIZE, HIBENCH_SIZES, MAX_INSTANCE_TYPES, MAX_NODES, RUN_FILTERS,
+    RUN_LIMITS, SQL_WORKLOAD,
 )
 
 
@@ -78,9 +78,12 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                   "default": 1, "description": "TPC-H scale factor (about GB of raw data); "
                                              "TPC-H queries and pasted SQL only (400 for "
                                              "another workload)"},
-        "size": {"type": "string", "enum": list(HIBENCH_SIZES), "default": "large",
+        "size": {"type": "string", "enum": list(HIBENCH_SIZES), "default": DEFAULT_SIZE,
                  "description": "HiBench data size; HiBench workloads only (400 for a "
-                                "TPC-H query, pasted SQL or a job of the store)"},
+                                "TPC-H query, pasted SQL or a job of the store; 400 for "
+                                "a size the model has not measured for the workload: ask "
+                                "by input_gb instead). With input_gb and no size, the "
+                                "question is its input size"},
         "input_gb": {"type": "number", "exclusiveMinimum": True, "minimum": 0,
                      "maximum": 1e7, "description": "input data size in GB (optional)"},
         "instance_types": {"type": "array", "minItems": 1, "maxItems": MAX_INSTANCE_TYPES,

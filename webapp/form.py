@@ -10,14 +10,14 @@ from flask import Blueprint, current_app, render_template, request
 
 from jobgauge.errors import GaugeError
 from jobgauge.webapp.requests import (
-    AQE_CHOICES, HIBENCH_SIZES, SQL_WORKLOAD, InvalidField, parse_estimate,
+    AQE_CHOICES, DEFAULT_SIZE, HIBENCH_SIZES, SQL_WORKLOAD, InvalidField, parse_estimate,
 )
 
 form = Blueprint("form", __name__)
 
 FIELDS = ("workload", "sql", "scale", "size", "input_gb", "nodes_min", "nodes_max", "deadline_s",
           "budget_usd", "shuffle_partitions", "adaptive", "broadcast_threshold")
-DEFAULTS = {"workload": "tpch-q3", "sql": "", "scale": "1", "size": "large", "input_gb": "",
+DEFAULTS = {"workload": "tpch-q3", "sql": "", "scale": "1", "size": DEFAULT_SIZE, "input_gb": "",
             "nodes_min": "1", "nodes_max": "8", "deadline_s": "", "budget_usd": "",
             "shuffle_partitions": "", "adaptive": "default", "broadcast_threshold": ""}
 DEFAULT_TYPES = ("local[2]", "m5.xlarge", "r5.xlarge")

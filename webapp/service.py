@@ -359,6 +359,7 @@ class Service:
         and says why in ``plan_error``."""
         from jobgauge.job import jobs_frame
         from jobgauge.models import predict_frame
+        from jobgauge.models._coverage import UnknownSize
 
         model, meta = self.ensure_model()
         options = self.instance_options()
@@ -376,6 +377,8 @@ class Service:
         factor, calibrated = self.history_factor(model, jobs[0])
         try:
             predicted = predict_frame(model, jobs_frame(jobs), factor=factor)
+        except UnknownSize as exc:   # a HiBench size the model has no input size for
+            raise InvalidField("size", str(exc)) from None
         except ModelError as exc:
             raise ModelError(f"the model cannot answer this question: {exc}") from None
         metrics = meta.get("metrics") or {}
