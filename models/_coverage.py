@@ -31,14 +31,16 @@ A row is far outside what was measured when any of these holds:
 
 A row whose size cannot be told (no input bytes, and a label that is neither
 measured nor a scale factor or HiBench size to compare) is not called outside for
-its size.  A HiBench size that was not measured for the workload, asked without
-input bytes, is not answered at all: :func:`size_refusals` says why, and
-``models.predict_frame`` raises :class:`UnknownSize` with it.  Why these factors: one step of the TPC-H scales (sf0.3 to sf1, 3.3x)
-already leaves what was measured, and that is where the models went wrong (issue
-13: SF 1 predicted 1.3 s, measured 8.5 s, from runs up to SF 0.3); half a step does
-too: TPC-H Q9 at SF 20, twice the largest size measured, was answered 61.6 s [34.2,
-77.5] and measured 86.6 s (session 19), so the size factor is the stage predictor's
-own reach (``MEASURED_REACH``: beyond it a question is no longer about a measured
+its size.  Asked of ``models.predict_frame``, such a row is not answered at all, nor
+is a HiBench size the workload's runs never measured: :func:`size_refusals` says
+why, and ``predict_frame`` raises :class:`UnknownSize` with it.
+
+Why these factors: one step of the TPC-H scales (sf0.3 to sf1, 3.3x) already
+leaves what was measured, and that is where the models went wrong (issue 13: SF 1
+predicted 1.3 s, measured 8.5 s, from runs up to SF 0.3); half a step does too:
+TPC-H Q9 at SF 20, twice the largest size measured, was answered 61.6 s [34.2, 77.5]
+and measured 86.6 s (session 19), so the size factor is the stage predictor's own
+reach (``MEASURED_REACH``: beyond it a question is no longer about a measured
 size, and its interval widens with the distance).  Cores are the coarser knob
 (local[1] and local[2] measured: local[4] is near, local[8] is not).
 A model loaded from an older pickle has no ``measured_range_``:
@@ -270,19 +272,19 @@ class MeasuredRange:
         return out
 
     def size_refusals(self, X) -> list[str]:
-        """Why rows of ``X`` cannot be answered, one message per question: a HiBench
-        size label (``huge``) that was not measured for the row's workload, on a row
-        without input bytes.  Its input is then not known, and the models would size it
+        """Why rows of ``X`` cannot be answered, one message per question: a row without
+        input bytes whose size label its workload's runs never measured and that is not
+        a TPC-H scale factor (a HiBench size such as ``huge``; a name of the user's,
+        such as ``biggest``).  Its input is then not known, and the models would size it
         from their other runs (kmeans at huge was once answered as faster than at
         medium).  Empty when every row can be sized."""
-        from jobgauge.models.features import size_scale
-
         refusals = []
         for workload, framework, label, size in zip(
                 _column(X, "workload", ""), _column(X, "framework", "spark"),
                 _column(X, "datasize", ""), self.input_bytes(X)):
             label = "" if not isinstance(label, str) else label.strip()
-            if size is not None or not math.isfinite(size_scale(label)[1]):
+            runs = self.workloads.get((str(workload), str(framework)), self.everything)
+            if size is not None or not label or label in runs.labels:
                 continue
             measured = self.workloads.get((str(workload), str(framework)))
             sizes = [f"{name} ({human_size(size)})" for name, size in measured.sizes

@@ -185,8 +185,9 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     own measured runs calibrate the model's answers by it).  ``read_floor_s``: the least
     time the row's nodes take to read its input (:func:`read_floors`; NaN where
     unknown); no prediction or bound is below it.  A row whose input size the model
-    cannot tell (a HiBench size never measured for its workload, without input bytes)
-    is refused: :class:`jobgauge.models._coverage.UnknownSize` names the measured sizes."""
+    cannot tell (no input bytes, and a size label its workload's runs never measured
+    that is not a TPC-H scale factor: ``huge``, ``biggest``) is refused:
+    :class:`jobgauge.models._coverage.UnknownSize` names the measured sizes."""
     import pandas as pd
 
     from jobgauge.models._coverage import UnknownSize, outside_measured, size_refusals

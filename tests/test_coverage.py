@@ -130,6 +130,26 @@ def test_hibench_labels_beyond_the_measured_ones(tree, runs):
     assert "not at huge (about " in answer["note"]
 
 
+def test_a_size_name_of_the_users_own_job_it_never_measured_is_refused(runs):
+    """A job of the user's measured as "daily": that name is answered from its runs'
+    size; another name, without input bytes, was answered as the job's usual size."""
+    import pandas as pd
+
+    own = runs[runs["workload"] == "tpch-q3"].assign(workload="etl-daily", datasize="daily")
+    model = make_model("tree", random_state=0).fit(pd.concat([runs, own], ignore_index=True))
+    answer = predict_one(model, workload="etl-daily", datasize="daily",
+                         instance_type="local[2]", vcpus=2)
+    assert answer["outside_measured"] is False and answer["runtime_s"] > 0
+    largest = float(own["input_bytes"].max())
+    with pytest.raises(UnknownSize, match=r"^etl-daily at biggest: its input size is not known "
+                       r"to the model \(measured: daily \(\d+ MiB\)\); ask by its input size"):
+        predict_one(model, workload="etl-daily", datasize="biggest", instance_type="local[2]",
+                    vcpus=2)
+    bigger = predict_one(model, workload="etl-daily", datasize="biggest",
+                         input_bytes=10 * largest, instance_type="local[2]", vcpus=2)
+    assert bigger["outside_measured"] is True and "not at biggest (about " in bigger["note"]
+
+
 def test_predict_frame_has_the_columns_and_a_grid_costs_little(tree):
     asked = configuration_frame(
         [{"workload": "tpch-q3", "datasize": size, "instance_type": "local[2]", "vcpus": 2}
