@@ -1188,12 +1188,20 @@ class StagePredictor(RuntimeModel):
         :data:`MEASURED_REACH` of it, where the job also finished smaller runs), fit on
         the rest, and keep each held-out log residual over its log distance ``d`` from
         the job's largest size in that fit raised to the power ``scale_growth_``
-        (``scale_residuals_``: framework -> those errors, ``""`` -> all of them; a
-        framework with fewer than :data:`MIN_POOL_RESIDUALS` such runs takes ``""``, and
-        none is kept with fewer in all; one pool per benchmark of a framework was
-        tried: the web form's TPC-H answers from SF <= 1 got wider, x4.5 against x4.1
-        high/low at SF 3).  :meth:`_extrapolated` widens an interval as
-        ``distance ** scale_growth_``.
+        (``scale_residuals_``: key -> those errors, the keys of :func:`_scale_keys`:
+        ``"several sizes|spark"`` for the runs of jobs that kept two sizes or more in
+        that fit, ``"one size|spark"`` for those that kept one, ``"several sizes"``,
+        ``"one size"``, the framework, and ``""`` for all of them; a key with fewer
+        than :data:`MIN_POOL_RESIDUALS` runs is not kept, and none is with fewer in
+        all).  A question takes the first of its keys kept: a job measured at several
+        sizes, the errors of jobs extrapolated from several.  (On the shipped runs the
+        ones from one size are HiBench medium from tiny, whose fixed cost is most of the
+        time: answered up to 80x too slow, log 10 % / 90 % -1.43 / -0.52 per unit, where
+        TPC-H SF 10 from SF <= 3 missed by -0.35 / +0.09; pooled, wordcount at 320 MB
+        was answered 4.09 s [1.05, 5.23] and measured 3.02-3.24 s; data/checks.  One
+        pool per benchmark of a framework was tried: the web form's TPC-H answers from
+        SF <= 1 got wider, x4.5 against x4.1 high/low at SF 3.)  :meth:`_extrapolated`
+        widens an interval as ``distance ** scale_growth_``.
 
         A scale exponent off by ``delta`` misses by ``delta x d`` (growth 1); a run's
         noise does not grow at all (growth 0).  The growth is learned where jobs have
@@ -1221,14 +1229,16 @@ class StagePredictor(RuntimeModel):
             self.scale_reach_ = float(distance.max()) if len(distance) else 0.0
         if (held[0] & done).sum() < MIN_POOL_RESIDUALS or censored[~held[0]].all():
             return
-        residual, distance, frameworks = self._held_out_residuals(X, log_y, censored,
-                                                                  held[0], sizes, jobs)
+        residual, distance, keys = self._held_out_residuals(X, log_y, censored, held[0],
+                                                            sizes, jobs)
         per_unit = residual / self._growth_at(distance)
         self.scale_residuals_ = {"": np.sort(per_unit)} \
             if len(per_unit) >= MIN_POOL_RESIDUALS else {}
-        for framework in np.unique(frameworks):
-            if (frameworks == framework).sum() >= MIN_POOL_RESIDUALS:
-                self.scale_residuals_[str(framework)] = np.sort(per_unit[frameworks == framework])
+        for column in range(keys.shape[1] - 1):     # every key but "" (the first column)
+            for key in np.unique(keys[:, column]):
+                mine = keys[:, column] == key
+                if mine.sum() >= MIN_POOL_RESIDUALS:
+                    self.scale_residuals_[str(key)] = np.sort(per_unit[mine])
 
     def _growth_at(self, distance):
         """How much wider than at log distance 1 an error is at ``distance``:
@@ -1271,16 +1281,18 @@ class StagePredictor(RuntimeModel):
 
     def _held_out_residuals(self, X, log_y, censored, held, sizes, jobs):
         """Fit a copy on the rows not ``held``; return the log residuals of the finished
-        held rows, their log distance from their job's largest size in that fit, and
-        their frameworks (the rows at a positive distance)."""
+        held rows, their log distance from their job's largest size in that fit, their
+        scale pools' keys (:func:`_scale_keys`: framework, and how many sizes the job
+        kept in that fit) (the rows at a positive distance)."""
         other = self._fitted_without(X, log_y, censored, held)
         asked = np.flatnonzero(held & ~censored & np.isfinite(sizes))
         predicted = other._predict_log(X.iloc[asked].reset_index(drop=True))
         measured = np.array([other.measured_sizes_.get(job, np.nan) for job in jobs[asked]])
         distance = np.log(sizes[asked] / measured)
         keep = np.isfinite(distance) & (distance > 0)
+        levels = np.array([other.measured_levels_.get(job, 0) for job in jobs[asked]])
         return ((log_y[asked] - predicted)[keep], distance[keep],
-                _frameworks(X.iloc[asked])[keep])
+                _scale_keys(_frameworks(X.iloc[asked]), levels)[keep])
 
     def _input_sizes(self, X):
         """The input bytes of each row as the model reads them (NaN where unknown)."""
@@ -1301,8 +1313,9 @@ class StagePredictor(RuntimeModel):
         return np.where(np.isfinite(distance) & (sizes > base * MEASURED_REACH), distance, 0.0)
 
     def _extrapolated(self, X, groups, low, high, coverage):
-        """The interval of a row asked beyond its job's measured sizes, from the scale
-        pool (:meth:`_fit_scale_pool`) at its distance: for a measured job (the pooled
+        """The interval of a row asked beyond its job's measured sizes, from its scale
+        pool (:meth:`_fit_scale_pool`: jobs measured at as many sizes as its own, one or
+        several) at its distance: for a measured job (the pooled
         kind, ``""``) that pool's offsets, never narrower than the same question's at
         the edge of the measured sizes (each bound the wider of the two): a measured
         configuration's where its configuration reaches the job's largest measured size
@@ -1332,9 +1345,14 @@ class StagePredictor(RuntimeModel):
                                              else pool, coverage)
         floor_low = np.array([floors[edge][0] for edge in edges])
         floor_high = np.array([floors[edge][1] for edge in edges])
-        for framework in np.unique(frameworks):
-            pool = scale.get(str(framework), scale[""])
-            mine = (frameworks == framework) & (distance > 0)
+        levels = np.array([(getattr(self, "measured_levels_", None) or {}).get(job, 0)
+                           for job in join_columns(X, ["workload", "framework"])])
+        keys = _scale_keys(frameworks, levels)
+        chosen = np.array([next(str(k) for k in row if str(k) in scale) for row in keys],
+                          dtype=object)          # the first of a row's keys with a pool
+        for key in np.unique(chosen):
+            pool = scale[key]
+            mine = (chosen == key) & (distance > 0)
             for value in np.unique(distance[mine]):
                 rows = mine & (distance == value)
                 far_low, far_high = conformal_offsets(pool * self._growth_at(value), coverage)
@@ -1518,12 +1536,14 @@ class StagePredictor(RuntimeModel):
                 smallest, largest = self.measured_configurations_.get(key, (np.inf, 0.0))
                 self.measured_configurations_[key] = (min(smallest, float(size)),
                                                       max(largest, float(size)))
-        for job, size, done in zip(join_columns(X, ["workload", "framework"]), sizes,
-                                   ~np.asarray(censored, dtype=bool)):
+        jobs = join_columns(X, ["workload", "framework"])
+        for job, size, done in zip(jobs, sizes, ~np.asarray(censored, dtype=bool)):
             if done:
                 self.measured_runs_[job] = self.measured_runs_.get(job, 0) + 1
             if done and np.isfinite(size):
                 self.measured_sizes_[job] = max(self.measured_sizes_.get(job, 0.0), float(size))
+        # job -> how many sizes it finished at (sizes within MEASURED_REACH are one)
+        self.measured_levels_ = _size_levels(jobs, sizes, ~np.asarray(censored, dtype=bool))
         rows, matrix = self._rows(X)
         self._fit_fallback(X, matrix, log_y, censored)
         staged = np.array([r["stages"] is not None for r in rows])
@@ -2001,6 +2021,34 @@ def _frameworks(X) -> np.ndarray:
     if "framework" not in X.columns:
         return np.full(len(X), "spark", dtype=object)
     return X["framework"].fillna("spark").astype(str).to_numpy().astype(object)
+
+
+def _size_levels(jobs, sizes, done) -> dict:
+    """{job: how many sizes it finished at}: its finished inputs counted from the
+    largest down, a size within :data:`MEASURED_REACH` of the last one counted being
+    the same size (as :meth:`StagePredictor._held_sizes` holds them out)."""
+    levels = {}
+    keep = np.asarray(done, dtype=bool) & np.isfinite(sizes)
+    for job in np.unique(jobs[keep]):
+        count, edge = 0, np.inf
+        for size in sorted(sizes[keep & (jobs == job)], reverse=True):
+            if size * MEASURED_REACH < edge:
+                count, edge = count + 1, size
+        levels[str(job)] = count
+    return levels
+
+
+def _scale_keys(frameworks, levels) -> np.ndarray:
+    """Per row, the keys of the scale pools it takes, first choice first: its job's
+    kind of measurement (``several sizes``: finished at two sizes or more, ``one
+    size``: at one; none for a job never measured) with its framework, that kind alone,
+    its framework, and ``""`` (every held-out run).  A (rows, 4) array of text."""
+    keys = []
+    for framework, count in zip(frameworks, levels):
+        kind = "several sizes" if count >= 2 else "one size" if count == 1 else None
+        keys.append([f"{kind}|{framework}", kind, str(framework), ""] if kind
+                    else [str(framework), str(framework), str(framework), ""])
+    return np.array(keys, dtype=object).reshape(-1, 4)
 
 
 def _growth(residual, distance) -> float:

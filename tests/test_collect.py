@@ -12,6 +12,7 @@ from jobgauge import knobs
 from jobgauge.cli import main
 from jobgauge.errors import ParseError, UsageError
 from jobgauge.models._stage import profile_stages
+from jobgauge.runtable import read_run_tables
 from jobgauge.models.evaluation import _record_dag
 from jobgauge.profiler.runners.collect import (STANDALONE, Journal, _store_row, cluster_of,
                                                load_plan, planned_runs, seed_journal)
@@ -349,10 +350,11 @@ def test_listed_sessions_and_cluster_plans_are_checked(tmp_path):
         load_plan(path)
 
 
-def _dying_run_batch(dies_on, calls):
+def _dying_run_batch(dies_on, calls, ran_for=1.5):
     """A stand-in for runner.run_batch whose application dies (as a JVM out of memory
     does) when it reaches an item of a workload in ``dies_on`` (workload, warm-up?);
-    it reports that item as failed, as run_batch does, and never runs the rest."""
+    it reports that item as failed, as run_batch does, with the time it ran before the
+    death (``ran_for``; None: it died before the item began), and never runs the rest."""
     def run_batch(items, *, on_start=None, on_record=None, **_):
         calls.append([(i["workload"], bool(i.get("warmup"))) for i in items])
         on_start({"app_id": f"app-{len(calls)}", "spark_version": "4.3.0"})
@@ -363,7 +365,7 @@ def _dying_run_batch(dies_on, calls):
                       "warmup": bool(item.get("warmup")),
                       "status": "failed" if dies else "succeeded",
                       "error": "application exited with code 52\nOutOfMemoryError" if dies
-                      else None, "runtime_s": None if dies else 0.5, "job_ids": [],
+                      else None, "runtime_s": ran_for if dies else 0.5, "job_ids": [],
                       "started_at": None, "ended_at": None}
             records.append(record)
             on_record(record)
@@ -391,7 +393,11 @@ def test_a_dead_application_loses_only_its_run(tmp_path, tpch_data_root, monkeyp
     assert summary["done"] == summary["planned"] == 8 and len(runs) == 8
     assert {r["status"] for r in runs if r["workload"] == "tpch-q14"} == {"failed"}
     assert {r["status"] for r in runs if r["workload"] == "tpch-q6"} == {"succeeded"}
-    assert all("OutOfMemoryError" in r["error"] for r in runs if r["status"] == "failed")
+    assert all("OutOfMemoryError" in r["error"] and r["runtime_s"] == 1.5
+               for r in runs if r["status"] == "failed")
+    # the table it wrote reads back, failures and all (a failure without a time did not)
+    table = read_run_tables([tmp_path / "runs" / "tiny.csv.gz"])
+    assert len(table) == 8 and (~table["completed"]).sum() == 4
     # Each of the 4 q14 runs killed its application; the rest went on in a new one, and
     # no run was measured twice.
     ran = []
@@ -400,6 +406,27 @@ def test_a_dead_application_loses_only_its_run(tmp_path, tpch_data_root, monkeyp
         ran += measured[:measured.index("tpch-q14") + 1] if "tpch-q14" in measured else measured
     assert len(calls) in (4, 5) and len(ran) == 8
     assert all(sum(warm for _, warm in call) == 2 for call in calls)   # each warmed up again
+
+
+def test_a_run_whose_application_died_before_it_began_is_run_again(tmp_path, tpch_data_root,
+                                                                    monkeypatch):
+    """The JVM that died of the run before it (kmeans at HiBench small, out of memory)
+    took the next runs down before they began: no time, so no measurement; they were
+    journaled with none, and the run table the collector wrote could not be read."""
+    from jobgauge.profiler.runners import collect as collect_module, runner
+
+    calls = []
+    monkeypatch.setattr(runner, "run_batch", _dying_run_batch({("tpch-q14", False)}, calls,
+                                                               ran_for=None))
+    summary = collect_module.collect(_plan(tmp_path), work_dir=tmp_path / "work",
+                                     data_root=tpch_data_root, progress=False)
+    assert summary["done"] < summary["planned"]
+    assert {r["workload"] for r in _journal(tmp_path / "work")} == {"tpch-q6"}
+    monkeypatch.setattr(runner, "run_batch", _dying_run_batch(set(), calls))
+    summary = collect_module.collect(_plan(tmp_path), work_dir=tmp_path / "work",
+                                     data_root=tpch_data_root, progress=False)
+    assert summary["done"] == summary["planned"]
+    assert len(read_run_tables([tmp_path / "runs" / "tiny.csv.gz"])) == summary["planned"]
 
 
 def test_an_application_dying_while_warming_up_warms_up_on_another(tmp_path, tpch_data_root,

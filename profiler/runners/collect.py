@@ -502,6 +502,11 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
             if record.get("warmup") or record["key"] not in by_key:
                 return
             run = by_key[record["key"]]
+            if record.get("runtime_s") is None:   # the application died before it began
+                bar.write(f"{run['workload']} {size}: {record['status']} before it began "
+                          f"(not recorded; the next collect runs it): "
+                          f"{(record.get('error') or '').splitlines()[0][:160]}")
+                return
             item = items_by_key[record["key"]]
             config = {"spark.master": master, **run["static"], **run["session"]}
             workload = get_workload(run["workload"])

@@ -334,6 +334,8 @@ class _Application:
                 self.set_keys.add(key)
             workload = get_workload(item["workload"])
             context.setJobGroup(group, item["workload"], interruptOnCancel=True)
+            # the runner times a run the JVM's death cuts short from here
+            _emit(self.results, {"event": "begin", "key": item["key"], "at": time.time()})
             begin = time.perf_counter()
             cpu_before = process_group_cpu_s() if self.guard else None
             timer.start()

@@ -100,7 +100,7 @@ def run_batch(items: list[dict], *, master: str = "local[2]", spark_conf: dict |
 
     with open(stderr_path, "wb") as stderr:
         child = start_driver(spec_path, log=stderr)  # dies with this process, JVM included
-        app, records, offset, killed = {}, [], 0, False
+        app, records, offset, killed, begun = {}, [], 0, False, {}
         deadline = time.monotonic() + limit
         try:
             while True:
@@ -111,6 +111,8 @@ def run_batch(items: list[dict], *, master: str = "local[2]", spark_conf: dict |
                         app = record
                         if on_start:
                             on_start(app)
+                    elif record.get("event") == "begin":
+                        begun[record["key"]] = float(record["at"])
                     elif record.get("event") == "item":
                         records.append(record)
                         if on_record:
@@ -135,11 +137,15 @@ def run_batch(items: list[dict], *, master: str = "local[2]", spark_conf: dict |
         tail = stderr_path.read_text(errors="replace")[-3000:].strip()
         reason = ("application killed after its time limit" if killed
                   else f"application exited with code {child.returncode}")
+        # how long it ran before the application died: a failed run's time, a lower
+        # bound as for any failure (None when it had not begun: not a measurement)
+        began = begun.get(pending[0]["key"])
         record = {"event": "item", "key": pending[0]["key"], "workload": pending[0]["workload"],
                   "warmup": bool(pending[0].get("warmup")),
                   "status": "timed_out" if killed else "failed",
                   "error": f"{reason}\n{_last_error_lines(tail)}".strip(),
-                  "runtime_s": None, "job_ids": [], "started_at": None, "ended_at": None}
+                  "runtime_s": None if began is None else round(time.time() - began, 4),
+                  "job_ids": [], "started_at": None, "ended_at": None}
         records.append(record)
         if on_record:
             on_record(record)
