@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from jobgauge.errors import UsageError
+from jobgauge.errors import GaugeError, UsageError
 from jobgauge.units import human_size
 
 #: An input more than this many times above the largest (or below 1/x of the smallest)
@@ -207,12 +207,15 @@ class MeasuredRange:
 
     ``workloads``: (workload, framework) -> :class:`WorkloadRange`; ``everything``:
     the range of all runs (for a workload never measured); ``instance_types``:
-    instance type -> (fewest, most) nodes measured on it.
+    instance type -> (fewest, most) nodes measured on it; ``failures``: configuration
+    (:func:`_configuration`) -> (failed runs, runs) of the configurations with a failed
+    run.
     """
 
     workloads: dict = field(default_factory=dict)
     everything: WorkloadRange = field(default_factory=WorkloadRange)
     instance_types: dict = field(default_factory=dict)
+    failures: dict = field(default_factory=dict)
 
     @classmethod
     def from_frame(cls, frame) -> "MeasuredRange":
@@ -226,9 +229,16 @@ class MeasuredRange:
                      for (workload, framework), rows in frame.groupby(keys, sort=True)}
         count = pd.to_numeric(frame["instance_count"], errors="coerce").fillna(1)
         nodes = count.groupby(frame["instance_type"].astype(str)).agg(["min", "max"])
+        tally: dict = {}
+        if "completed" in frame.columns:
+            for key, completed in zip(_configurations(frame), frame["completed"]):
+                if key is not None:
+                    failed, runs = tally.get(key, (0, 0))
+                    tally[key] = (failed + (not bool(completed)), runs + 1)
         return cls(workloads=workloads, everything=WorkloadRange.from_frame(frame),
                    instance_types={str(t): (float(r["min"]), float(r["max"]))
-                                   for t, r in nodes.iterrows()})
+                                   for t, r in nodes.iterrows()},
+                   failures={key: counts for key, counts in tally.items() if counts[0]})
 
     def workload_names(self) -> list[str]:
         """The measured workloads, sorted."""
@@ -256,6 +266,25 @@ class MeasuredRange:
             if key not in answers:  # a what-if grid asks the same size many times
                 answers[key] = self._note(*row)
             out.append(answers[key])
+        return out
+
+    def failure_notes(self, X) -> list[str | None]:
+        """Per row of ``X``: that its configuration (the job at its size label, on its
+        cluster, with its settings) failed in measured runs, how often (``"2 of the 2
+        measured runs ... failed"``), or None.  TPC-H Q3 at SF 1 with a 100 MiB
+        broadcast threshold failed in both its runs and was answered 1.73 s, unmarked."""
+        failures = getattr(self, "failures", None) or {}   # none in older pickles
+        out = []
+        for key in _configurations(X) if failures else [None] * len(X):
+            if key not in failures:
+                out.append(None)
+                continue
+            failed, runs = failures[key]
+            workload, _, label, instance_type, count, _ = key
+            where = instance_type if count == "1" else f"{count} x {instance_type}"
+            out.append(f"{failed} of the {runs} measured runs of {workload} at {label} with "
+                       f"these settings on {where} failed: this is how long it would take "
+                       f"if it finished")
         return out
 
     def input_bytes(self, X) -> list[float | None]:
@@ -344,6 +373,38 @@ class MeasuredRange:
                 span = f"{fewest:g}" if fewest == most else f"{fewest:g}-{most:g}"
                 reasons.append(f"{instance_type} was measured on {span} nodes, not {nodes:g}")
         return PREFIX + "; ".join(reasons) if reasons else None
+
+
+def _configurations(X) -> list:
+    """Per row of ``X``: its configuration as a key, (workload, framework, size label,
+    instance type, node count, settings), each setting as the knob table reads it
+    (``100m`` and ``104857600`` are one) and a standalone master without its port
+    (:func:`jobgauge.runtable.config_json`); None for a row without a size label,
+    whose size the key cannot name."""
+    from jobgauge import knobs
+    from jobgauge.runtable import config_json
+
+    def read(name, value):
+        item = knobs.find(name)
+        try:
+            return item.validate(value) if item is not None else value
+        except GaugeError:
+            return value
+
+    out = []
+    for workload, framework, label, instance_type, count, config in zip(
+            _column(X, "workload", ""), _column(X, "framework", "spark"),
+            _column(X, "datasize", ""), _column(X, "instance_type", ""),
+            _column(X, "instance_count", 1), _column(X, "config", None)):
+        label = label.strip() if isinstance(label, str) else ""
+        if not label:
+            out.append(None)
+            continue
+        settings = {str(k): read(str(k), v) for k, v in (config or {}).items()}
+        nodes = f"{float(count):g}" if count is not None else "1"
+        out.append((str(workload), str(framework), label, str(instance_type), nodes,
+                    config_json(settings)))
+    return out
 
 
 def _column(X, name, default) -> list:

@@ -184,13 +184,17 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     (:mod:`jobgauge.models._coverage`).  ``factor``: every answer times it (a job's
     own measured runs calibrate the model's answers by it).  ``read_floor_s``: the least
     time the row's nodes take to read its input (:func:`read_floors`; NaN where
-    unknown); no prediction or bound is below it.  A row whose input size the model
-    cannot tell (no input bytes, and a size label its workload's runs never measured
-    that is not a TPC-H scale factor: ``huge``, ``biggest``) is refused:
-    :class:`jobgauge.models._coverage.UnknownSize` names the measured sizes."""
+    unknown); no prediction or bound is below it.  ``failure_note``: that the row's
+    configuration failed in measured runs, how often (None where it did not;
+    :meth:`jobgauge.models._coverage.MeasuredRange.failure_notes`).  A row whose input
+    size the model cannot tell (no input bytes, and a size label its workload's runs
+    never measured that is not a TPC-H scale factor: ``huge``, ``biggest``) is
+    refused: :class:`jobgauge.models._coverage.UnknownSize` names the measured sizes."""
     import pandas as pd
 
-    from jobgauge.models._coverage import UnknownSize, outside_measured, size_refusals
+    from jobgauge.models._coverage import (
+        MeasuredRange, UnknownSize, outside_measured, size_refusals,
+    )
 
     refusals = size_refusals(model, X)
     if refusals:
@@ -206,10 +210,14 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     low = np.fmax(np.asarray(low, dtype=float) * factor, floors)
     high = np.fmax(np.asarray(high, dtype=float) * factor, runtime)
     outside, notes = outside_measured(model, X)
+    measured = getattr(model, "measured_range_", None)
+    failures = measured.failure_notes(X) if isinstance(measured, MeasuredRange) \
+        else [None] * len(X)
     return pd.DataFrame({"predicted_runtime_s": runtime, "predicted_low_s": low,
                          "predicted_high_s": high, "outside_measured": outside,
                          "measured_note": pd.Series(notes, index=X.index, dtype=object),
-                         "read_floor_s": floors},
+                         "read_floor_s": floors,
+                         "failure_note": pd.Series(failures, index=X.index, dtype=object)},
                         index=X.index)
 
 
@@ -262,9 +270,10 @@ def configuration_frame(configurations):
 
 def predict_job(model, job, *, coverage=0.8, factor=1.0) -> dict:
     """Predicted runtime of a :class:`jobgauge.job.Job`: ``{"runtime_s", "low_s",
-    "high_s", "outside_measured", "note", "read_floor_s"}``; seconds, low/high bound the
-    ``coverage`` interval; ``note`` says why the job is far outside what the model was
-    trained on (None when it is not); ``read_floor_s``: the least time its nodes take to
+    "high_s", "outside_measured", "note", "failures", "read_floor_s"}``; seconds,
+    low/high bound the ``coverage`` interval; ``note`` says why the job is far outside
+    what the model was trained on (None when it is not); ``failures``, that its
+    configuration failed in measured runs (None when it did not); ``read_floor_s``: the least time its nodes take to
     read its input (None where unknown or 0; :func:`predict_frame`, as ``factor``)."""
     result = predict_frame(model, job.frame(), coverage=coverage, factor=factor).iloc[0]
     floor = float(result["read_floor_s"])
@@ -272,7 +281,7 @@ def predict_job(model, job, *, coverage=0.8, factor=1.0) -> dict:
             "low_s": float(result["predicted_low_s"]),
             "high_s": float(result["predicted_high_s"]),
             "outside_measured": bool(result["outside_measured"]),
-            "note": result["measured_note"],
+            "note": result["measured_note"], "failures": result["failure_note"],
             "read_floor_s": floor if math.isfinite(floor) and floor > 0 else None}
 
 

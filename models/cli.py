@@ -263,6 +263,8 @@ def predict_command(args) -> int:
              f"{result['low_s']:.1f} .. {result['high_s']:.1f} s)"]
     if result["note"]:
         lines.append(result["note"])
+    if result["failures"]:
+        lines.append(f"measured: {result['failures']}")
     if result["read_floor_s"] and result["low_s"] <= result["read_floor_s"] * (1 + 1e-9):
         lines.append(f"never below {result['read_floor_s']:.1f} s: the time its nodes take "
                      f"to read the input that does not fit in their memory at their "
@@ -324,6 +326,7 @@ def _predict_table(model, args) -> int:
         floor = values["read_floor_s"]
         record.update(outside_measured=bool(values["outside_measured"]),
                       measured_note=values["measured_note"],
+                      failure_note=values["failure_note"],
                       read_floor_s=f"{floor:.3f}" if math.isfinite(floor) else None)
         rows.append(record)
     if args.out:

@@ -220,6 +220,34 @@ def test_the_estimate_api_says_when_it_is_far_outside(client):
     assert many and "not 256 (64 x m5.xlarge)" in many[0]["measured_note"]
 
 
+def test_a_configuration_that_failed_in_measured_runs_says_so(tree, runs, client):
+    """TPC-H Q3 at SF 1 with a 100 MiB broadcast threshold failed in both its measured
+    runs and was answered 1.73 s [1.22, 3.19], unmarked."""
+    q3 = runs[(runs["workload"] == "tpch-q3") & (runs["datasize"] == "sf1")]
+    threshold = q3["config"].map(lambda c: c.get("spark.sql.autoBroadcastJoinThreshold"))
+    failing = q3[threshold == "104857600"]
+    assert len(failing) == 2 and not failing["completed"].any()
+    settings = {"spark.master": "local[2]", "spark.sql.autoBroadcastJoinThreshold": "100m"}
+    answer = predict_one(tree, workload="tpch-q3", datasize="sf1", config=settings,
+                         instance_type="local[2]", vcpus=2)
+    assert answer["failures"] == ("2 of the 2 measured runs of tpch-q3 at sf1 with these "
+                                  "settings on local[2] failed: this is how long it would "
+                                  "take if it finished")
+    assert answer["runtime_s"] > 0
+    # the defaults finished at SF 1, and these settings at SF 3
+    for label, config in (("sf1", {"spark.master": "local[2]"}), ("sf3", settings)):
+        assert predict_one(tree, workload="tpch-q3", datasize=label, config=config,
+                           instance_type="local[2]", vcpus=2)["failures"] is None
+    body = client.post("/api/v1/estimate", json={
+        "workload": "tpch-q3", "scale": 1, "instance_types": ["local[2]"],
+        "broadcast_threshold": "100m"}).get_json()
+    assert body["measured_failures"] == body["options"][0]["measured_failures"]
+    assert body["measured_failures"].startswith("2 of the 2 measured runs of tpch-q3 at sf1")
+    assert client.post("/api/v1/estimate", json={
+        "workload": "tpch-q3", "scale": 1, "instance_types": ["local[2]"]}).get_json()[
+            "measured_failures"] is None
+
+
 def test_the_form_shows_a_warning_line(client):
     # a HiBench job: no query plan to draw, so no Spark session starts
     page = client.post("/", data={"workload": "wordcount", "size": "huge", "input_gb": "3.2",

@@ -136,6 +136,10 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
             "measured_note": _nullable({"type": "string", "description":
                                         "why it is far outside, naming the nearest measured "
                                         "size"}),
+            "measured_failures": _nullable({"type": "string", "description":
+                                            "this configuration failed in measured runs: how "
+                                            "often (the runtime is how long it would take if "
+                                            "it finished)"}),
             "read_floor_s": _nullable({**NUMBER, "description":
                                        "the least time its nodes take to read the input "
                                        "that does not fit in their memory at their "
@@ -173,6 +177,10 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                                 "the model was trained on"},
             "measured_note": _nullable({"type": "string",
                                         "description": "why, naming the nearest measured size"}),
+            "measured_failures": _nullable({"type": "string",
+                                            "description": "the recommended option's "
+                                                           "configuration failed in measured "
+                                                           "runs: how often"}),
             "dag": dag,
             "plan_error": _nullable({"type": "string",
                                      "description": "why no DAG could be drawn, when asked for"}),

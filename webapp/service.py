@@ -384,8 +384,10 @@ class Service:
         metrics = meta.get("metrics") or {}
         seen = _listed(metrics.get("instance_types"))
         rows = []
-        for job, note, *values in zip(jobs, predicted["measured_note"],
-                                      *(predicted[column].to_numpy(dtype=float) for column in
+        for job, note, failures, *values in zip(jobs, predicted["measured_note"],
+                                                predicted["failure_note"],
+                                                *(predicted[column].to_numpy(dtype=float)
+                                                  for column in
                                         ("predicted_runtime_s", "predicted_low_s",
                                          "predicted_high_s", "read_floor_s"))):
             cluster = job.cluster
@@ -403,6 +405,7 @@ class Service:
                 else (cost or 0.0) <= request.budget_usd,
                 "seen_in_training": (cluster.instance_type in seen) if seen else None,
                 "outside_measured": note is not None, "measured_note": note,
+                "measured_failures": failures,   # this configuration failed in measured runs
                 # the least time its nodes take to read the input beyond their memory
                 "read_floor_s": floor if math.isfinite(floor) and floor > 0 else None,
             })
@@ -422,6 +425,7 @@ class Service:
             # the headline answer is the recommended option's: is it far outside the runs?
             "outside_measured": recommended["outside_measured"],
             "measured_note": recommended["measured_note"],
+            "measured_failures": recommended["measured_failures"],
             "dag": dag, "plan_error": plan_error,
             "history": {"runs": calibrated, "factor": factor},
         }
