@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from jobgauge import units
-from jobgauge.errors import UsageError
+from jobgauge.errors import GaugeError, UsageError
 
 KINDS = ("int", "float", "bool", "choice", "size", "duration", "text")
 RESTART_LEVELS = ("session", "application", "cluster")
@@ -610,6 +610,22 @@ def _typed(name, value):
     return _BY_NAME[name].parse(value) if name in _BY_NAME else value
 
 
+_AS_GIVEN = object()
+
+
+def read_setting(name: str, value, unreadable=_AS_GIVEN):
+    """A setting's value as the knob table reads it (``100m`` and ``104857600`` of
+    a size knob are one value); for a setting the table does not list, or a value it
+    cannot read, the value as given (or ``unreadable(value)`` where that is given)."""
+    item = _BY_NAME.get(name)
+    try:
+        if item is not None:
+            return item.parse(value)
+    except (GaugeError, TypeError, ValueError):
+        pass
+    return value if unreadable is _AS_GIVEN else unreadable(value)
+
+
 def _to_spark(config: Mapping) -> dict:
     out = {}
     switch = config.get("hive.auto.convert.join")
@@ -658,4 +674,4 @@ def _to_hive(config: Mapping) -> dict:
 __all__ = ["DEFAULT_MASTER", "ENGINES", "EQUIVALENTS", "KINDS", "Knob", "RESTART_LEVELS",
            "SPARK_TO_HIVE", "TABLE", "default_config", "defaults_as_text", "find",
            "format_value", "is_default_config", "knob", "knobs", "needs_restart", "parse_value",
-           "restart_level", "translate", "validate"]
+           "read_setting", "restart_level", "translate", "validate"]

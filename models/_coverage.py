@@ -32,8 +32,9 @@ A row is far outside what was measured when any of these holds:
 A row whose size cannot be told (no input bytes, and a label that is neither
 measured nor a scale factor or HiBench size to compare) is not called outside for
 its size.  Asked of ``models.predict_frame``, such a row is not answered at all, nor
-is a HiBench size the workload's runs never measured: :func:`size_refusals` says
-why, and ``predict_frame`` raises :class:`UnknownSize` with it.
+is a HiBench size the workload's runs never measured:
+:meth:`MeasuredRange.size_refusals` says why, and ``predict_frame`` raises
+:class:`UnknownSize` with it.
 
 Why these factors: one step of the TPC-H scales (sf0.3 to sf1, 3.3x) already
 leaves what was measured, and that is where the models went wrong (issue 13: SF 1
@@ -52,7 +53,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from jobgauge.errors import GaugeError, UsageError
+from jobgauge.errors import UsageError
 from jobgauge.units import human_size
 
 #: An input more than this many times above the largest (or below 1/x of the smallest)
@@ -67,7 +68,8 @@ PREFIX = "far outside what was measured: "
 
 
 class UnknownSize(UsageError):
-    """A question whose input size the model cannot tell (:func:`size_refusals`)."""
+    """A question whose input size the model cannot tell
+    (:meth:`MeasuredRange.size_refusals`)."""
 
 
 @dataclass
@@ -208,7 +210,7 @@ class MeasuredRange:
     ``workloads``: (workload, framework) -> :class:`WorkloadRange`; ``everything``:
     the range of all runs (for a workload never measured); ``instance_types``:
     instance type -> (fewest, most) nodes measured on it; ``failures``: configuration
-    (:func:`_configuration`) -> (failed runs, runs) of the configurations with a failed
+    (:func:`_configurations`) -> (failed runs, runs) of the configurations with a failed
     run.
     """
 
@@ -300,22 +302,22 @@ class MeasuredRange:
             out.append(measured.asked_bytes(label, None if size is None else float(size)))
         return out
 
-    def size_refusals(self, X) -> list[str]:
+    def size_refusals(self, X, sizes=None) -> list[str]:
         """Why rows of ``X`` cannot be answered, one message per question: a row without
         input bytes whose size label its workload's runs never measured and that is not
         a TPC-H scale factor (a HiBench size such as ``huge``; a name of the user's,
         such as ``biggest``).  Its input is then not known, and the models would size it
         from their other runs (kmeans at huge was once answered as faster than at
-        medium).  Empty when every row can be sized."""
+        medium).  Empty when every row can be sized.  ``sizes``: :meth:`input_bytes`
+        of ``X``, where the caller has them already."""
         refusals = []
         for workload, framework, label, size in zip(
                 _column(X, "workload", ""), _column(X, "framework", "spark"),
-                _column(X, "datasize", ""), self.input_bytes(X)):
+                _column(X, "datasize", ""), self.input_bytes(X) if sizes is None else sizes):
             label = "" if not isinstance(label, str) else label.strip()
-            runs = self.workloads.get((str(workload), str(framework)), self.everything)
-            if size is not None or not label or label in runs.labels:
-                continue
             measured = self.workloads.get((str(workload), str(framework)))
+            if size is not None or not label or label in (measured or self.everything).labels:
+                continue
             sizes = [f"{name} ({human_size(size)})" for name, size in measured.sizes
                      if name] if measured is not None else []
             others = sorted(f for w, f in self.workloads if w == str(workload))
@@ -381,15 +383,8 @@ def _configurations(X) -> list:
     (``100m`` and ``104857600`` are one) and a standalone master without its port
     (:func:`jobgauge.runtable.config_json`); None for a row without a size label,
     whose size the key cannot name."""
-    from jobgauge import knobs
+    from jobgauge.knobs import read_setting
     from jobgauge.runtable import config_json
-
-    def read(name, value):
-        item = knobs.find(name)
-        try:
-            return item.validate(value) if item is not None else value
-        except GaugeError:
-            return value
 
     out = []
     for workload, framework, label, instance_type, count, config in zip(
@@ -400,7 +395,7 @@ def _configurations(X) -> list:
         if not label:
             out.append(None)
             continue
-        settings = {str(k): read(str(k), v) for k, v in (config or {}).items()}
+        settings = {str(k): read_setting(str(k), v) for k, v in (config or {}).items()}
         nodes = f"{float(count):g}" if count is not None else "1"
         out.append((str(workload), str(framework), label, str(instance_type), nodes,
                     config_json(settings)))
@@ -420,13 +415,6 @@ def _input_column(X) -> list:
         if "input_bytes" in X.columns else [None] * len(X)
 
 
-def size_refusals(model, X) -> list[str]:
-    """:meth:`MeasuredRange.size_refusals` of a fitted ``model``'s ``measured_range_``
-    (none for a model without one)."""
-    measured = getattr(model, "measured_range_", None)
-    return measured.size_refusals(X) if isinstance(measured, MeasuredRange) else []
-
-
 def outside_measured(model, X) -> tuple[list[bool], list[str | None]]:
     """(far outside?, note) per row of ``X`` for a fitted ``model``: its
     ``measured_range_`` (:meth:`MeasuredRange.notes`); a model without one (an older
@@ -439,4 +427,4 @@ def outside_measured(model, X) -> tuple[list[bool], list[str | None]]:
 
 
 __all__ = ["PREFIX", "SIZE_FACTOR", "SLOTS_FACTOR", "MeasuredRange", "WorkloadRange",
-           "UnknownSize", "outside_measured", "size_refusals"]
+           "UnknownSize", "outside_measured"]

@@ -192,11 +192,12 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     refused: :class:`jobgauge.models._coverage.UnknownSize` names the measured sizes."""
     import pandas as pd
 
-    from jobgauge.models._coverage import (
-        MeasuredRange, UnknownSize, outside_measured, size_refusals,
-    )
+    from jobgauge.models._coverage import MeasuredRange, UnknownSize, outside_measured
 
-    refusals = size_refusals(model, X)
+    measured = getattr(model, "measured_range_", None)
+    known = isinstance(measured, MeasuredRange)
+    sizes = measured.input_bytes(X) if known else None   # refusals and floors read them
+    refusals = measured.size_refusals(X, sizes) if known else []
     if refusals:
         raise UnknownSize("; ".join(refusals))
     together = getattr(model, "predict_with_interval", None)
@@ -205,14 +206,12 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     else:
         runtime = model.predict(X)
         low, high = model.predict_interval(X, coverage=coverage)
-    floors = read_floors(model, X)
+    floors = read_floors(model, X, sizes)
     runtime = np.fmax(np.asarray(runtime, dtype=float) * factor, floors)
     low = np.fmax(np.asarray(low, dtype=float) * factor, floors)
     high = np.fmax(np.asarray(high, dtype=float) * factor, runtime)
     outside, notes = outside_measured(model, X)
-    measured = getattr(model, "measured_range_", None)
-    failures = measured.failure_notes(X) if isinstance(measured, MeasuredRange) \
-        else [None] * len(X)
+    failures = measured.failure_notes(X) if known else [None] * len(X)
     return pd.DataFrame({"predicted_runtime_s": runtime, "predicted_low_s": low,
                          "predicted_high_s": high, "outside_measured": outside,
                          "measured_note": pd.Series(notes, index=X.index, dtype=object),
@@ -221,10 +220,11 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
                         index=X.index)
 
 
-def read_floors(model, X) -> np.ndarray:
+def read_floors(model, X, sizes=None) -> np.ndarray:
     """Per row of ``X``, :func:`jobgauge.job.read_floor_s` of its input on its nodes:
-    its input bytes as given, else as the model's ``measured_range_`` sizes its label;
-    its nodes' ``network_gbps`` (a catalog column; NaN where unknown)."""
+    its input bytes as given, else as the model's ``measured_range_`` sizes its label
+    (``sizes``, where the caller has them already); its nodes' ``network_gbps`` (a
+    catalog column; NaN where unknown)."""
     from jobgauge.job import read_floor_s
     from jobgauge.models._coverage import MeasuredRange
 
@@ -232,8 +232,8 @@ def read_floors(model, X) -> np.ndarray:
     if "network_gbps" not in X.columns or not isinstance(measured, MeasuredRange):
         return np.full(len(X), np.nan)
     floors = [read_floor_s(size, count, memory, network) for size, count, memory, network
-              in zip(measured.input_bytes(X), X["instance_count"], X["memory_gib"],
-                     X["network_gbps"])]
+              in zip(measured.input_bytes(X) if sizes is None else sizes,
+                     X["instance_count"], X["memory_gib"], X["network_gbps"])]
     return np.array([np.nan if floor is None else floor for floor in floors])
 
 

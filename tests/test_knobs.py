@@ -300,3 +300,17 @@ def test_the_default_configuration_bench_reads():
                                         "spark.sql.shuffle.partitions": "64"})
     with pytest.raises(UsageError, match="unknown engine 'flink'"):
         knobs.default_config("flink")
+
+
+def test_read_setting_reads_a_value_as_the_table_does():
+    """One reading of a setting for every caller that compares them (the measured
+    failures of a configuration, the tuner's trust region)."""
+    from jobgauge.knobs import read_setting
+
+    threshold = "spark.sql.autoBroadcastJoinThreshold"
+    assert read_setting(threshold, "100m") == read_setting(threshold, "104857600") == 104857600
+    assert read_setting("spark.sql.adaptive.enabled", "false") is False
+    assert read_setting(threshold, "lots") == "lots"              # unreadable: as given
+    assert read_setting(threshold, 7, unreadable=str) == 7        # readable: read
+    assert read_setting("spark.sql.shuffle.partitions", "x1", unreadable=str) == "x1"
+    assert read_setting("my.own.setting", "3") == "3"             # not in the table

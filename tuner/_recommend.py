@@ -123,16 +123,11 @@ class Recommendation:
 def _typed(name: str, value):
     """``value`` in the type of knob ``name`` (text as it is for a setting the knob
     table does not list, or a value it cannot read)."""
-    from jobgauge.errors import GaugeError
-    from jobgauge.knobs import find
+    from jobgauge.knobs import find, read_setting
 
-    item = find(name)
-    if item is None:
+    if find(name) is None:
         return format_setting(name, value)
-    try:
-        return item.parse(value)
-    except (GaugeError, TypeError, ValueError):
-        return str(value)
+    return read_setting(name, value, unreadable=str)
 
 
 def _is_number(value) -> bool:
