@@ -284,17 +284,23 @@ class WarmRunner:
                poll_s: float):
         """Wait for the first result line ``wanted(line)`` accepts: ``(line, None)``, or
         ``(None, failure record)`` when the application exits (``exited`` names its exit
-        code as ``{code}``) or ``limit_s`` passes (the application is killed; ``late`` is
-        the record's (status, error))."""
-        deadline = time.monotonic() + limit_s
+        code as ``{code}``; its ``runtime_s`` the time from the run's ``begin`` line to
+        the death, None before it) or ``limit_s`` passes (the application is killed;
+        ``late`` is the record's (status, error))."""
+        deadline, began = time.monotonic() + limit_s, None
         while True:
             for line in self._new_lines(app):
                 if wanted(line):
                     return line, None
+                if line.get("event") == "begin":     # the run's timed part started
+                    began = float(line["at"])
             if app.process.poll() is not None:
                 app.dead = True
                 error = exited.format(code=app.process.returncode)
-                return None, {"status": "failed", "runtime_s": None, "job_ids": [],
+                # how long the run ran before the application died (None: not begun)
+                return None, {"status": "failed", "job_ids": [],
+                              "runtime_s": None if began is None
+                              else round(time.time() - began, 4),
                               "error": f"{error}\n{app.log_tail()}".strip()}
             if time.monotonic() > deadline:
                 self._kill(app)
