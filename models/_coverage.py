@@ -210,8 +210,8 @@ class MeasuredRange:
     ``workloads``: (workload, framework) -> :class:`WorkloadRange`; ``everything``:
     the range of all runs (for a workload never measured); ``instance_types``:
     instance type -> (fewest, most) nodes measured on it; ``failures``: configuration
-    (:func:`_configurations`) -> (failed runs, runs) of the configurations with a failed
-    run.
+    at a size (:func:`_sized_configurations`) -> (failed runs, runs) of those with a
+    failed run.
     """
 
     workloads: dict = field(default_factory=dict)
@@ -233,7 +233,7 @@ class MeasuredRange:
         nodes = count.groupby(frame["instance_type"].astype(str)).agg(["min", "max"])
         tally: dict = {}
         if "completed" in frame.columns:
-            for key, completed in zip(_configurations(frame), frame["completed"]):
+            for key, completed in zip(_sized_configurations(frame), frame["completed"]):
                 if key is not None:
                     failed, runs = tally.get(key, (0, 0))
                     tally[key] = (failed + (not bool(completed)), runs + 1)
@@ -277,7 +277,7 @@ class MeasuredRange:
         broadcast threshold failed in both its runs and was answered 1.73 s, unmarked."""
         failures = getattr(self, "failures", None) or {}   # none in older pickles
         out = []
-        for key in _configurations(X) if failures else [None] * len(X):
+        for key in _sized_configurations(X) if failures else [None] * len(X):
             if key not in failures:
                 out.append(None)
                 continue
@@ -377,7 +377,7 @@ class MeasuredRange:
         return PREFIX + "; ".join(reasons) if reasons else None
 
 
-def _configurations(X) -> list:
+def _sized_configurations(X) -> list:
     """Per row of ``X``: its configuration as a key, (workload, framework, size label,
     instance type, node count, settings), each setting as the knob table reads it
     (``100m`` and ``104857600`` are one) and a standalone master without its port

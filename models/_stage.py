@@ -1234,7 +1234,7 @@ class StagePredictor(RuntimeModel):
         per_unit = residual / self._growth_at(distance)
         self.scale_residuals_ = {"": np.sort(per_unit)} \
             if len(per_unit) >= MIN_POOL_RESIDUALS else {}
-        for column in range(keys.shape[1] - 1):     # every key but "" (the first column)
+        for column in range(keys.shape[1] - 1):     # every key but "" (the last column)
             for key in np.unique(keys[:, column]):
                 mine = keys[:, column] == key
                 if mine.sum() >= MIN_POOL_RESIDUALS:
