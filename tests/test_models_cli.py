@@ -182,3 +182,23 @@ def test_train_with_reference_profiles(tmp_path, capsys):
     assert main(["train", "--runs", *map(str, runs), "--profiles", str(tmp_path / "none.jsonl"),
                  "--out", str(out)]) == 1
     assert "cannot read profiles" in capsys.readouterr().err
+
+
+def test_predict_says_when_the_settings_failed_in_measured_runs(tmp_path, capsys):
+    """TPC-H Q3 at SF 1 with a 100 MiB broadcast threshold failed in both its measured
+    runs (data/runs/tpch-sf1.csv.gz); the answer says so, in a line and in JSON."""
+    from jobgauge.data import runs_dir
+
+    q3 = [r for r in read_run_table(runs_dir() / "tpch-sf1.csv.gz") if r["workload"] == "tpch-q3"]
+    write_run_table(q3, tmp_path / "q3.csv")
+    out = tmp_path / "model.jgm"
+    assert main(["train", "--runs", str(tmp_path / "q3.csv"), "--kind", "tree",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    ask = ["--store", str(tmp_path / "store.db"), "predict", "--model", str(out),
+           "--workload", "tpch-q3", "--datasize", "sf1"]
+    assert main([*ask, "--conf", "spark.sql.autoBroadcastJoinThreshold=100m"]) == 0
+    assert ("measured: 2 of the 2 measured runs of tpch-q3 at sf1 with these settings on "
+            "local[2] failed") in capsys.readouterr().out
+    assert main([*ask, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["failures"] is None
