@@ -45,7 +45,7 @@ reach (``MEASURED_REACH``: beyond it a question is no longer about a measured
 size, and its interval widens with the distance).  Cores are the coarser knob
 (local[1] and local[2] measured: local[4] is near, local[8] is not).
 A model loaded from an older pickle has no ``measured_range_``:
-:func:`outside_measured` then says nothing (never an error).
+``models.predict_frame`` then says nothing of it (never an error).
 """
 
 from __future__ import annotations
@@ -415,16 +415,5 @@ def _input_column(X) -> list:
         if "input_bytes" in X.columns else [None] * len(X)
 
 
-def outside_measured(model, X) -> tuple[list[bool], list[str | None]]:
-    """(far outside?, note) per row of ``X`` for a fitted ``model``: its
-    ``measured_range_`` (:meth:`MeasuredRange.notes`); a model without one (an older
-    pickle, a model from elsewhere) says nothing."""
-    measured = getattr(model, "measured_range_", None)
-    if not isinstance(measured, MeasuredRange):
-        return [False] * len(X), [None] * len(X)
-    notes = measured.notes(X)
-    return [note is not None for note in notes], notes
-
-
 __all__ = ["PREFIX", "SIZE_FACTOR", "SLOTS_FACTOR", "MeasuredRange", "WorkloadRange",
-           "UnknownSize", "outside_measured"]
+           "UnknownSize"]

@@ -3,7 +3,8 @@
 >>> model = make_model("gbm", random_state=0).fit(frame)              # doctest: +SKIP
 >>> predict_one(model, workload="tpch-q3", datasize="sf1",
 ...             config={"spark.sql.shuffle.partitions": "64"})        # doctest: +SKIP
-{'runtime_s': 41.2, 'low_s': 36.0, 'high_s': 47.9, 'outside_measured': False, 'note': None}
+{'runtime_s': 41.2, 'low_s': 36.0, 'high_s': 47.9, 'outside_measured': False, 'note': None,
+ 'failures': None, 'read_floor_s': None}
 
 Saved models are bytes: the line ``JOBGAUGE-MODEL``, one JSON header line
 (``format_version``, model name, versions) and a pickle of the fitted model.
@@ -192,8 +193,10 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     refused: :class:`jobgauge.models._coverage.UnknownSize` names the measured sizes."""
     import pandas as pd
 
-    from jobgauge.models._coverage import MeasuredRange, UnknownSize, outside_measured
+    from jobgauge.models._coverage import MeasuredRange, UnknownSize
 
+    # what the model measured: a model without it (an older pickle, a model from
+    # elsewhere) refuses nothing, has no floor and says nothing
     measured = getattr(model, "measured_range_", None)
     known = isinstance(measured, MeasuredRange)
     sizes = measured.input_bytes(X) if known else None   # refusals and floors read them
@@ -206,34 +209,32 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     else:
         runtime = model.predict(X)
         low, high = model.predict_interval(X, coverage=coverage)
-    floors = read_floors(model, X, sizes)
+    floors = read_floors(X, sizes) if known else np.full(len(X), np.nan)
     runtime = np.fmax(np.asarray(runtime, dtype=float) * factor, floors)
     low = np.fmax(np.asarray(low, dtype=float) * factor, floors)
     high = np.fmax(np.asarray(high, dtype=float) * factor, runtime)
-    outside, notes = outside_measured(model, X)
+    notes = measured.notes(X) if known else [None] * len(X)
     failures = measured.failure_notes(X) if known else [None] * len(X)
     return pd.DataFrame({"predicted_runtime_s": runtime, "predicted_low_s": low,
-                         "predicted_high_s": high, "outside_measured": outside,
+                         "predicted_high_s": high,
+                         "outside_measured": [note is not None for note in notes],
                          "measured_note": pd.Series(notes, index=X.index, dtype=object),
                          "read_floor_s": floors,
                          "failure_note": pd.Series(failures, index=X.index, dtype=object)},
                         index=X.index)
 
 
-def read_floors(model, X, sizes=None) -> np.ndarray:
-    """Per row of ``X``, :func:`jobgauge.job.read_floor_s` of its input on its nodes:
-    its input bytes as given, else as the model's ``measured_range_`` sizes its label
-    (``sizes``, where the caller has them already); its nodes' ``network_gbps`` (a
-    catalog column; NaN where unknown)."""
+def read_floors(X, sizes) -> np.ndarray:
+    """Per row of ``X``, :func:`jobgauge.job.read_floor_s` of its input (``sizes``: its
+    input bytes as given, else as the model's ``measured_range_`` sizes its label,
+    :meth:`jobgauge.models._coverage.MeasuredRange.input_bytes`) on its nodes, from
+    their ``network_gbps`` (a catalog column; NaN where unknown)."""
     from jobgauge.job import read_floor_s
-    from jobgauge.models._coverage import MeasuredRange
 
-    measured = getattr(model, "measured_range_", None)
-    if "network_gbps" not in X.columns or not isinstance(measured, MeasuredRange):
+    if "network_gbps" not in X.columns:
         return np.full(len(X), np.nan)
     floors = [read_floor_s(size, count, memory, network) for size, count, memory, network
-              in zip(measured.input_bytes(X) if sizes is None else sizes,
-                     X["instance_count"], X["memory_gib"], X["network_gbps"])]
+              in zip(sizes, X["instance_count"], X["memory_gib"], X["network_gbps"])]
     return np.array([np.nan if floor is None else floor for floor in floors])
 
 
@@ -289,8 +290,7 @@ def predict_one(model, *, workload, datasize, config=None, framework="spark",
                 instance_type="local", instance_count=1, vcpus=2, memory_gib=None,
                 input_bytes=None, hourly_price_usd=None, profile=None, dag=None,
                 coverage=0.8) -> dict:
-    """Predicted runtime of one configuration: :func:`predict_job`'s ``{"runtime_s",
-    "low_s", "high_s", "outside_measured", "note"}``."""
+    """Predicted runtime of one configuration: :func:`predict_job`'s dict."""
     job = _job(0, {"workload": workload, "datasize": datasize, "config": config,
                    "framework": framework, "instance_type": instance_type,
                    "instance_count": instance_count, "vcpus": vcpus, "memory_gib": memory_gib,

@@ -1526,7 +1526,6 @@ class StagePredictor(RuntimeModel):
         sizes = np.expm1(matrix[:, names.index("log_input_bytes")])
         self._fit_reference_profiles(X, sizes)
         self.benchmark_jobs_ = _benchmark_jobs(X)  # job -> its benchmark, jobgauge's runs only
-        self.measured_sizes_ = {}                  # job -> largest input it finished with
         self.measured_runs_ = {}                   # job -> how many runs it finished
         # configuration -> (smallest, largest) finished input
         self.measured_configurations_ = {}
@@ -1536,14 +1535,17 @@ class StagePredictor(RuntimeModel):
                 smallest, largest = self.measured_configurations_.get(key, (np.inf, 0.0))
                 self.measured_configurations_[key] = (min(smallest, float(size)),
                                                       max(largest, float(size)))
-        jobs = join_columns(X, ["workload", "framework"])
-        for job, size, done in zip(jobs, sizes, ~np.asarray(censored, dtype=bool)):
+        finished = collections.defaultdict(list)   # job -> the inputs it finished with
+        for job, size, done in zip(join_columns(X, ["workload", "framework"]), sizes,
+                                   ~np.asarray(censored, dtype=bool)):
             if done:
                 self.measured_runs_[job] = self.measured_runs_.get(job, 0) + 1
             if done and np.isfinite(size):
-                self.measured_sizes_[job] = max(self.measured_sizes_.get(job, 0.0), float(size))
+                finished[job].append(float(size))
+        # job -> the largest input it finished with
+        self.measured_sizes_ = {job: max(inputs) for job, inputs in finished.items()}
         # job -> how many sizes it finished at (sizes within MEASURED_REACH are one)
-        self.measured_levels_ = _size_levels(jobs, sizes, ~np.asarray(censored, dtype=bool))
+        self.measured_levels_ = {job: _size_levels(inputs) for job, inputs in finished.items()}
         rows, matrix = self._rows(X)
         self._fit_fallback(X, matrix, log_y, censored)
         staged = np.array([r["stages"] is not None for r in rows])
@@ -2023,19 +2025,15 @@ def _frameworks(X) -> np.ndarray:
     return X["framework"].fillna("spark").astype(str).to_numpy().astype(object)
 
 
-def _size_levels(jobs, sizes, done) -> dict:
-    """{job: how many sizes it finished at}: its finished inputs counted from the
-    largest down, a size within :data:`MEASURED_REACH` of the last one counted being
+def _size_levels(inputs) -> int:
+    """How many sizes a job finished at: its finished ``inputs`` counted from the
+    largest down, an input within :data:`MEASURED_REACH` of the last one counted being
     the same size (as :meth:`StagePredictor._held_sizes` holds them out)."""
-    levels = {}
-    keep = np.asarray(done, dtype=bool) & np.isfinite(sizes)
-    for job in np.unique(jobs[keep]):
-        count, edge = 0, np.inf
-        for size in sorted(sizes[keep & (jobs == job)], reverse=True):
-            if size * MEASURED_REACH < edge:
-                count, edge = count + 1, size
-        levels[str(job)] = count
-    return levels
+    count, edge = 0, np.inf
+    for size in sorted(inputs, reverse=True):
+        if size * MEASURED_REACH < edge:
+            count, edge = count + 1, size
+    return count
 
 
 def _scale_keys(frameworks, levels) -> np.ndarray:
