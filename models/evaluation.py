@@ -159,10 +159,7 @@ def _record_dag(record):
             for node in parts[0][1]["nodes"]:
                 if node["id"] in shares:
                     node["broadcast_share"] = shares[node["id"]]
-                if node.get("location") in files:
-                    node["file_bytes"] = files[node["location"]]
-                    if node["location"] in growth:
-                        node["file_growth"] = growth[node["location"]]
+            size_scans(parts[0][1]["nodes"], files, growth)
     if record.get("stages"):
         try:
             parts.append(("stage", QueryDag.from_stages(_stage_growth(record)).to_dict()))
@@ -178,6 +175,28 @@ def _record_dag(record):
         edges += [{**edge, "source": f"{prefix}:{edge['source']}",
                    "target": f"{prefix}:{edge['target']}"} for edge in dag["edges"]]
     return {"directed": True, "multigraph": False, "graph": {}, "nodes": nodes, "edges": edges}
+
+
+def size_scans(nodes, files: dict, growth: dict) -> None:
+    """Give each scan node (a dict of a DAG's nodes) whose ``location`` is in ``files``
+    ({location: bytes}) its files' bytes (``file_bytes``) and, where ``growth`` knows
+    the location, how they grow with the data set (``file_growth``)."""
+    for node in nodes:
+        if node.get("location") in files:
+            node["file_bytes"] = files[node["location"]]
+            if node["location"] in growth:
+                node["file_growth"] = growth[node["location"]]
+
+
+def table_growth_by_name() -> dict:
+    """{file name: exponent} of :func:`jobgauge.models._stage.table_growth` over the
+    shipped scan files, by the table's file name (``lineitem.parquet``: 1.0,
+    ``nation.parquet``: 0.0): how the tables of a copy of the same data set elsewhere
+    grow (the median over the shipped locations of that name)."""
+    names = {}
+    for location, exponent in _shipped_growth().items():
+        names.setdefault(str(location).rstrip("/").rpartition("/")[2], []).append(exponent)
+    return {name: float(np.median(values)) for name, values in names.items()}
 
 
 def _stage_growth(record) -> list:

@@ -401,7 +401,8 @@ def test_a_measured_job_gets_intervals_of_its_own(quiet_sf1):
 
     model = make_model("stage").fit(quiet_sf1)
     assert set(model.interval_pools_) == {"measured job|spark", "measured job|spark|TPC-H",
-                                          "new job|spark", "new job|spark|TPC-H"}
+                                          "new job|spark", "new job|spark|TPC-H",
+                                          "pasted query|spark"}
     assert np.array_equal(model.interval_pools_["measured job|spark"],
                           model.interval_pools_["measured job|spark|TPC-H"])
     own = conformal_offsets(model.interval_pools_["measured job|spark|TPC-H"], 0.8)

@@ -124,6 +124,7 @@ class LocalSparkPlans:
         self._session = None
         self._lock = threading.Lock()
         self._empty_dir = None
+        self._dataset_bytes = None      # the plan data set's bytes, read once
 
     def _spark(self):
         if self._session is not None:
@@ -244,9 +245,34 @@ class LocalSparkPlans:
         return plan
 
     def dag(self, sql: str, *, scale: float = 1.0, config: dict | None = None):
+        """The query's plan DAG; each scan of the TPC-H tables knows its files' bytes
+        here and how its table grows (``file_bytes``, ``file_growth``), and the DAG the
+        bytes of the data set they are of (``dataset_bytes``), so the stage model can
+        size the query by what it reads (``models._stage.plan_reads``)."""
         from jobgauge.dag import QueryDag
 
-        return QueryDag.from_spark_plan(self.explain(sql, scale=scale, config=config))
+        dag = QueryDag.from_spark_plan(self.explain(sql, scale=scale, config=config))
+        self._size_scans(dag)
+        return dag
+
+    def _size_scans(self, dag) -> None:
+        from jobgauge.models.evaluation import size_scans, table_growth_by_name
+        from jobgauge.profiler.runners.collect import scan_files
+        from jobgauge.profiler.workloads.base import directory_bytes
+        from jobgauge.profiler.workloads.tpch import scale_label
+
+        folder = self.data_root / "tpch" / scale_label(PLAN_SCALE)
+        if self._dataset_bytes is None:
+            self._dataset_bytes = directory_bytes(folder)
+        scans = [attrs for _, attrs in dag.nodes(data=True) if attrs.get("location")]
+        files = scan_files(locations=[attrs["location"] for attrs in scans])
+        names = table_growth_by_name()
+        growth = {location: names[location.rstrip("/").rpartition("/")[2]]
+                  for location in files
+                  if location.rstrip("/").rpartition("/")[2] in names}
+        size_scans(scans, files, growth)
+        if self._dataset_bytes:
+            dag.graph["dataset_bytes"] = self._dataset_bytes
 
 
 class HivePlans:

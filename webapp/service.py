@@ -371,7 +371,8 @@ class Service:
                 raise
             except GaugeError as exc:  # the plan source is down: the estimate still stands
                 plan_error = f"no query plan: {exc}"
-        jobs = [self.job(request, options[name], count, dag=dag)
+        drawn = dag.to_dict() if hasattr(dag, "to_dict") else dag   # once, not per option
+        jobs = [self.job(request, options[name], count, dag=drawn)
                 for name in request.instance_types
                 for count in ([1] if options[name].local else request.node_counts())]
         factor, calibrated = self.history_factor(model, jobs[0])
