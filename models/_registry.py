@@ -225,16 +225,23 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
 
 
 def read_floors(X, sizes) -> np.ndarray:
-    """Per row of ``X``, :func:`jobgauge.job.read_floor_s` of its input (``sizes``: its
+    """Per row of ``X``, :func:`jobgauge.job.read_floor_s` of what it reads on its nodes,
+    from their ``network_gbps`` (a catalog column; NaN where unknown).  What it reads:
+    the bytes its plan's scans read at its input size where the plan says
+    (:func:`jobgauge.models._stage.plan_read_bytes`: a count over the region table at
+    SF 1000 reads 2 KiB, not the data set's 345 GB), else its input (``sizes``: its
     input bytes as given, else as the model's ``measured_range_`` sizes its label,
-    :meth:`jobgauge.models._coverage.MeasuredRange.input_bytes`) on its nodes, from
-    their ``network_gbps`` (a catalog column; NaN where unknown)."""
+    :meth:`jobgauge.models._coverage.MeasuredRange.input_bytes`)."""
     from jobgauge.job import read_floor_s
+    from jobgauge.models._stage import plan_read_bytes
 
     if "network_gbps" not in X.columns:
         return np.full(len(X), np.nan)
-    floors = [read_floor_s(size, count, memory, network) for size, count, memory, network
-              in zip(sizes, X["instance_count"], X["memory_gib"], X["network_gbps"])]
+    dags = X["dag"].tolist() if "dag" in X.columns else [None] * len(X)
+    reads = [plan_read_bytes(dag, size) for dag, size in zip(dags, sizes)]
+    floors = [read_floor_s(size if read is None else read, count, memory, network)
+              for read, size, count, memory, network in
+              zip(reads, sizes, X["instance_count"], X["memory_gib"], X["network_gbps"])]
     return np.array([np.nan if floor is None else floor for floor in floors])
 
 

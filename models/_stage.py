@@ -445,6 +445,17 @@ def plan_reads(dag) -> dict | None:
             "dataset_bytes": float(dataset) if _positive(dataset) else None}
 
 
+def plan_read_bytes(dag, asked) -> float | None:
+    """The bytes the scans of a plan read at a data set of ``asked`` bytes, where the
+    plan says (:func:`plan_reads`, with its data set's bytes); else None."""
+    if dag is None or (isinstance(dag, float) and math.isnan(dag)) or not asked > 0:
+        return None
+    reads = plan_reads(dag)
+    if reads is None or reads["dataset_bytes"] is None:
+        return None
+    return float(sum(_reads_at(reads["scans"], reads["dataset_bytes"], asked).values()))
+
+
 def _reads_dag(reads, dataset_bytes) -> dict:
     """A plan DAG that reads what ``reads`` (:func:`plan_reads`) says, over a data set
     of ``dataset_bytes``: a measured query asked as if never measured."""
