@@ -193,9 +193,11 @@ def table_growth_by_name() -> dict:
     shipped scan files, by the table's file name (``lineitem.parquet``: 1.0,
     ``nation.parquet``: 0.0): how the tables of a copy of the same data set elsewhere
     grow (the median over the shipped locations of that name)."""
+    from jobgauge.models._stage import scan_table
+
     names = {}
     for location, exponent in _shipped_growth().items():
-        names.setdefault(str(location).rstrip("/").rpartition("/")[2], []).append(exponent)
+        names.setdefault(scan_table(location), []).append(exponent)
     return {name: float(np.median(values)) for name, values in names.items()}
 
 

@@ -256,6 +256,7 @@ class LocalSparkPlans:
         return dag
 
     def _size_scans(self, dag) -> None:
+        from jobgauge.models._stage import scan_table
         from jobgauge.models.evaluation import size_scans, table_growth_by_name
         from jobgauge.profiler.runners.collect import scan_files
         from jobgauge.profiler.workloads.base import directory_bytes
@@ -267,9 +268,8 @@ class LocalSparkPlans:
         scans = [attrs for _, attrs in dag.nodes(data=True) if attrs.get("location")]
         files = scan_files(locations=[attrs["location"] for attrs in scans])
         names = table_growth_by_name()
-        growth = {location: names[location.rstrip("/").rpartition("/")[2]]
-                  for location in files
-                  if location.rstrip("/").rpartition("/")[2] in names}
+        growth = {location: names[scan_table(location)] for location in files
+                  if scan_table(location) in names}
         size_scans(scans, files, growth)
         if self._dataset_bytes:
             dag.graph["dataset_bytes"] = self._dataset_bytes
