@@ -454,7 +454,7 @@ def plan_reads(dag) -> dict | None:
 def plan_read_bytes(dag, asked) -> float | None:
     """The bytes the scans of a plan read at a data set of ``asked`` bytes, where the
     plan says (:func:`plan_reads`, with its data set's bytes); else None."""
-    if _missing(dag) or not asked > 0:
+    if _missing(dag) or _missing(asked) or not asked > 0:   # a size not known: None
         return None
     reads = plan_reads(dag)
     if reads is None or reads["dataset_bytes"] is None:
