@@ -84,8 +84,9 @@ and ``explain`` say which).  A query never measured whose plan knows the bytes o
 files it scans (a query pasted in the web form, planned over jobgauge's TPC-H tables)
 is answered by the median of the replays of the reference profiles of the measured
 queries whose plans read most alike (:func:`plan_reads`, :meth:`StagePredictor._alike`),
-each scaled by the bytes the two read at the asked size.  A question on an instance family no training run ran on
-takes the interval learned by predicting each trained family from the others.
+each scaled by the bytes the two read at the asked size.  A question on an instance
+family no training run ran on takes the interval learned by predicting each trained
+family from the others.
 
 What the corpora limit: the first TPC-H runs (data/loaded) were measured under heavy
 load (issue 13), so they teach that fixed costs dominate; the event logs' input byte
