@@ -110,7 +110,7 @@ def as_if_pasted(n_folds: int, report_dir: Path) -> int:
         asked["dag"] = [plans[w] for w in test["workload"]]
         answer = predict_frame(model, asked)
         before = predict_frame(model, asked.assign(dag=None))
-        methods = model.prediction_method(asked.reset_index(drop=True))
+        alike = model._alike_rows(asked.reset_index(drop=True))
         rows["y"] += test["runtime_s"].astype(float).tolist()
         rows["workload"] += test["workload"].astype(str).tolist()
         rows["datasize"] += test["datasize"].astype(str).tolist()
@@ -120,7 +120,7 @@ def as_if_pasted(n_folds: int, report_dir: Path) -> int:
         rows["before"] += before["predicted_runtime_s"].tolist()
         rows["before_low"] += before["predicted_low_s"].tolist()
         rows["before_high"] += before["predicted_high_s"].tolist()
-        rows["from"] += [_borrowed_from(m) for m in methods]
+        rows["from"] += [_borrowed_from(jobs) for jobs in alike]
         print(f"fold {number}/{len(folds)}: {len(test)} runs of {', '.join(sorted(out))} "
               f"({time.perf_counter() - started:.0f} s)", flush=True)
     y = np.array(rows["y"])
@@ -143,8 +143,9 @@ def as_if_pasted(n_folds: int, report_dir: Path) -> int:
             lines.append(f"| {name} | {label} | {row['n']} | {100 * row['mdape']:.1f} % | "
                          f"{100 * row['coverage80']:.1f} % | x{row['width80']:.2f} |")
     lines += ["", "Per query (median over its runs at SF >= 1; the queries whose profiles it "
-              "borrowed, most alike first):", "", "| query | borrowed from | runs | median error now | "
-              "median error before |", "|---|---|---|---|---|"]
+              "borrowed, most alike first):", "",
+              "| query | borrowed from | runs | median error now | median error before |",
+              "|---|---|---|---|---|"]
     workloads = np.array(rows["workload"])
     for workload in sorted(set(workloads), key=lambda w: int(w.split("q")[1])):
         keep = workloads == workload
@@ -161,12 +162,10 @@ def as_if_pasted(n_folds: int, report_dir: Path) -> int:
     return 0
 
 
-def _borrowed_from(method: str) -> str:
-    """The jobs a prediction method names as the profiles it borrowed ("" for none)."""
-    if "never measured" not in method or "read most alike" not in method:
-        return ""
-    named = method.rsplit(": ", 1)[1].split(", ")
-    return " ".join(name.split(" (", 1)[0] for name in named)
+def _borrowed_from(alike) -> str:
+    """The workloads whose profiles a row borrowed, most alike first
+    (``StagePredictor._alike_rows``: [((workload, framework), share), ...])."""
+    return " ".join(workload for (workload, _), _ in alike)
 
 
 # ------------------------------------------------------------ measured
@@ -237,8 +236,10 @@ def _answers(scale: float, folder: Path) -> dict:
         dag = service.dag(request)
         estimate = service.estimate(request, dag=dag)
         job = service.job(request, options["local[2]"], dag=dag)
-        method = model.prediction_method(jobs_frame([job]))[0]
-        out[name] = {**estimate["recommended"], "from": _borrowed_from(method)}
+        asked = jobs_frame([job])
+        method = model.prediction_method(asked)[0]
+        out[name] = {**estimate["recommended"],
+                     "from": _borrowed_from(model._alike_rows(asked)[0])}
         print(f"  asked {name}: {out[name]['runtime_s']:.2f} s ({method})", flush=True)
     return out
 

@@ -455,7 +455,7 @@ def plan_reads(dag) -> dict | None:
 def plan_read_bytes(dag, asked) -> float | None:
     """The bytes the scans of a plan read at a data set of ``asked`` bytes, where the
     plan says (:func:`plan_reads`, with its data set's bytes); else None."""
-    if _missing(dag) or _missing(asked) or not asked > 0:   # a size not known: None
+    if _missing(asked) or not asked > 0:        # a size not known: None
         return None
     reads = plan_reads(dag)
     if reads is None or reads["dataset_bytes"] is None:
@@ -961,8 +961,7 @@ class StagePredictor(RuntimeModel):
                                                  if "datasize" in X.columns else "",
                                                  # what its plan reads, for a query
                                                  # never measured (:meth:`_alike`)
-                                                 "reads": None if _missing(dags[i])
-                                                 else plan_reads(dags[i])}
+                                                 "reads": plan_reads(dags[i])}
                 fractions[key] = read / float(size[i])
         self.read_fractions_ = fractions
         self.read_fraction_ = float(np.median(list(fractions.values()))) if fractions else 1.0

@@ -188,11 +188,13 @@ def size_scans(nodes, files: dict, growth: dict) -> None:
                 node["file_growth"] = growth[node["location"]]
 
 
+@functools.lru_cache(maxsize=1)
 def table_growth_by_name() -> dict:
     """{file name: exponent} of :func:`jobgauge.models._stage.table_growth` over the
     shipped scan files, by the table's file name (``lineitem.parquet``: 1.0,
     ``nation.parquet``: 0.0): how the tables of a copy of the same data set elsewhere
-    grow (the median over the shipped locations of that name)."""
+    grow (the median over the shipped locations of that name).  Read once per process
+    (the web planner asks it for every pasted query); callers do not change it."""
     from jobgauge.models._stage import scan_table
 
     names = {}

@@ -202,3 +202,6 @@ def test_predict_says_when_the_settings_failed_in_measured_runs(tmp_path, capsys
             "local[2] failed") in capsys.readouterr().out
     assert main([*ask, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["failures"] is None
+    assert main([*ask, "--conf", "spark.sql.autoBroadcastJoinThreshold=104857600",
+                 "--json"]) == 0          # the same threshold in bytes is the same setting
+    assert "2 of the 2 measured runs" in json.loads(capsys.readouterr().out)["failures"]
