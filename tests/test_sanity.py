@@ -378,6 +378,17 @@ def test_a_query_never_measured_is_sized_by_what_its_plan_reads(default_model,
     region_floor, lineitem_floor = floors.values()
     assert not (region_floor > 0).any()          # 0: nothing to read beyond memory
     assert lineitem_floor[1] > 60
+    # on an instance family never measured, such a query is no surer than a pasted
+    # query on the measured ones (it took the new cluster's interval alone: x2.3)
+    from jobgauge.models._base import conformal_offsets
+
+    sql = list(PASTED_AT_SF10)[0]
+    _, low, high = default_model.predict_with_interval(jobs_frame(
+        [Job(query_workload(sql), "sf10", Cluster.from_catalog("m5.xlarge", 4), {},
+             dag=plans.dag(sql, scale=10))]))
+    own_low, own_high = conformal_offsets(default_model.interval_pools_["pasted query|spark"],
+                                          0.8)
+    assert math.log(high[0] / low[0]) >= own_high - own_low - 1e-9, (low, high)
 
 
 def test_a_query_never_measured_has_an_interval_of_its_own(default_model):
