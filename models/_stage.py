@@ -106,6 +106,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import math
 from typing import ClassVar
 
@@ -645,15 +646,30 @@ def measure_stage_exponents(runs, records) -> dict:
 def _setting(config: dict, key: str, fallback=None) -> float:
     """A knob's value as a float: the row's setting checked against the knob table
     (:mod:`jobgauge.knobs`: UsageError outside its valid range), else the engine's
-    default; a knob the table does not list is parsed with ``fallback`` as default."""
+    default; a knob the table does not list is parsed with ``fallback`` as default.
+    Each (knob, value) is read once (the replay asks a row's knobs once per stage)."""
+    raw = config.get(key, _UNSET)
+    if raw is _UNSET or isinstance(raw, (str, int, float, bool)):
+        return _knob_value(key, raw, fallback)
+    return _knob_value.__wrapped__(key, raw, fallback)
+
+
+#: A knob the row does not set (:func:`_setting`).
+_UNSET = object()
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _knob_value(key: str, raw, fallback) -> float:
+    """:func:`_setting` of one knob set to ``raw`` (:data:`_UNSET`: not set)."""
     from jobgauge import knobs
 
     item = knobs.find(key)
     if item is not None:
-        return float(item.validate(config[key]) if key in config else item.default)
-    value = parse_knob(config.get(key, KNOB_DEFAULTS.get(key, fallback)))
+        return float(item.validate(raw) if raw is not _UNSET else item.default)
+    value = parse_knob(KNOB_DEFAULTS.get(key, fallback) if raw is _UNSET else raw)
     if not isinstance(value, float) or not math.isfinite(value):
-        raise ModelError(f"setting {key} must be a number or size, got {config.get(key)!r}")
+        raise ModelError(f"setting {key} must be a number or size, got "
+                         f"{None if raw is _UNSET else raw!r}")
     return value
 
 
@@ -808,7 +824,7 @@ class StagePredictor(RuntimeModel):
                          in zip(jobs, cores, settings)], dtype=object)
 
     # ------------------------------------------------------------ rows
-    def _rows(self, X, pick: int = 0, alike=None):
+    def _rows(self, X):
         """One dict per row (``stages``: the stages it is replayed from, None without
         any; ``reference``: True when they are its workload's reference profile;
         ``config``, ``framework``, ``slots``, ``task_memory`` in bytes and ``ratio``:
@@ -817,11 +833,10 @@ class StagePredictor(RuntimeModel):
         A row's own stage DAG wins; a row without one (a question from the web form,
         the API, ``jobgauge predict``, the tuner) is replayed from the reference profile
         its workload had in training (:attr:`reference_profiles_`); a row of an unknown
-        workload whose plan knows what it reads, from the profile it borrows: the
-        ``pick``-th of its ``alike`` (:meth:`_alike_rows`, computed where not given;
-        ``borrowed``: (that profile's job, the share of its bytes the row's plan
-        reads); no stages where there is no ``pick``-th); a row of an unknown workload
-        with only a profile summary is one stage; else it has no stages."""
+        workload whose plan knows what it reads, from the first profile it borrows
+        (:meth:`_borrowing`; ``alike``: all it borrows, :meth:`_alike_rows`); a row of
+        an unknown workload with only a profile summary is one stage; else it has no
+        stages."""
         names = list(self.features_.get_feature_names_out())
         matrix = self._matrix(X)
         slots = np.exp(matrix[:, names.index("log_parallel_slots")])
@@ -833,7 +848,7 @@ class StagePredictor(RuntimeModel):
         dags = X["dag"].tolist() if "dag" in X.columns else [None] * len(X)
         summaries = X["profile"].tolist() if "profile" in X.columns else [None] * len(X)
         keys = list(zip(X["workload"].astype(str), X["framework"].astype(str)))
-        alike = self._alike_rows(X) if alike is None else alike
+        alike = self._alike_rows(X)
         rows = []
         for i in range(len(X)):
             dag = None if _missing(dags[i]) else dags[i]
@@ -847,8 +862,8 @@ class StagePredictor(RuntimeModel):
             elif reference is not None:
                 stages, from_reference = reference["stages"], True
                 ratio = max(size[i], 1.0) / reference["dataset_bytes"]
-            elif len(alike[i]) > pick:
-                borrowed = alike[i][pick]
+            elif alike[i]:
+                borrowed = alike[i][0]
                 reference = self.reference_profiles_[borrowed[0]]
                 stages, from_reference = reference["stages"], True
                 ratio = max(size[i], 1.0) / reference["dataset_bytes"] * borrowed[1]
@@ -866,8 +881,25 @@ class StagePredictor(RuntimeModel):
                          "read_bytes": read,
                          # a borrowed profile's bytes, as the query asked reads them
                          "asked_bytes": max(size[i], 1.0) * (borrowed[1] if borrowed else 1.0),
-                         "cores": sharing[i]})
+                         "size": max(size[i], 1.0), "cores": sharing[i]})
         return rows, matrix
+
+    def _borrowing(self, rows, pick: int) -> list:
+        """``rows`` (:meth:`_rows`) as replayed from the ``pick``-th profile each query
+        never measured borrows (``borrowed``: that profile's job and the share of its
+        bytes the row's plan reads); no stages for a row that borrows none or fewer."""
+        out = []
+        for row in rows:
+            if not row["borrowed"] or len(row["alike"]) <= pick:
+                out.append({**row, "stages": None, "borrowed": None})
+                continue
+            borrowed = row["alike"][pick]
+            reference = self.reference_profiles_[borrowed[0]]
+            out.append({**row, "stages": reference["stages"], "borrowed": borrowed,
+                        "ratio": row["size"] / reference["dataset_bytes"] * borrowed[1],
+                        "read_bytes": reference["read_bytes"],
+                        "asked_bytes": row["size"] * borrowed[1]})
+        return out
 
     def _alike_rows(self, X) -> list:
         """Per row of ``X``, the reference profiles it borrows as a query never measured
@@ -879,10 +911,13 @@ class StagePredictor(RuntimeModel):
             size = self._input_sizes(X)
             dags = X["dag"].tolist() if "dag" in X.columns else [None] * len(X)
             keys = list(zip(X["workload"].astype(str), X["framework"].astype(str)))
-            ranked, out = {}, []
+            ranked, read, out = {}, {}, []
             for i, dag in enumerate(dags):
-                reads = None if _missing(dag) or keys[i] in self.reference_profiles_ \
-                    or _has_stages(dag) else plan_reads(dag)
+                if _missing(dag) or keys[i] in self.reference_profiles_ or _has_stages(dag):
+                    reads = None
+                else:       # the what-if's rows share one plan: read it once
+                    reads = read[id(dag)] if id(dag) in read else \
+                        read.setdefault(id(dag), plan_reads(dag))
                 if reads is None or reads["dataset_bytes"] is None or not size[i] > 0:
                     out.append([])
                     continue
@@ -973,21 +1008,23 @@ class StagePredictor(RuntimeModel):
         task x spill factor), the share of the stage's work one slot does (waves x spill
         factor / tasks), profiled task time and task count, the profiled task time per
         profiled slot, log size ratio, kind index, whole task count, kind and stage id."""
-        table = {k: [] for k in ("row", "group", "waves", "slot_mib", "slot_work",
-                                 "slot_blocks", "pressure", "run_s",
-                                 "profiled_tasks", "fixed_slot", "log_ratio", "work_kind",
-                                 "tasks", "kind", "stage_id", "switched", "probe",
-                                 "relief_rank")}
+        stages, owners = [], []
         for index, row in enumerate(rows):
             if row["stages"] is None:
                 continue
-            start = len(table["row"])
+            start = len(stages)
             for stage in self._target_stages(row):
-                for key in table:
-                    table[key].append(index if key == "row" else stage[key])
                 if stage["probe"] >= 0:     # the probe's place in the whole table
-                    table["probe"][-1] = start + stage["probe"]
-        return {k: np.array(v) if k != "kind" else v for k, v in table.items()}
+                    stage["probe"] += start
+                stages.append(stage)
+                owners.append(index)
+        table = {key: np.array([stage[key] for stage in stages])
+                 for key in ("group", "waves", "slot_mib", "slot_work", "slot_blocks",
+                             "pressure", "run_s", "profiled_tasks", "fixed_slot",
+                             "log_ratio", "work_kind", "tasks", "stage_id", "switched",
+                             "probe", "relief_rank")}
+        table.update(row=np.array(owners), kind=[stage["kind"] for stage in stages])
+        return table
 
     def _target_stages(self, row):
         """The profiled stages at the asked size and settings, a shuffle join added
@@ -1195,6 +1232,10 @@ class StagePredictor(RuntimeModel):
             asked[2][name] = compute()
         return asked[2][name]
 
+    def _framework_of(self, X) -> np.ndarray:
+        """:func:`_frameworks` of ``X``, once while it is asked (:meth:`_once`)."""
+        return self._once(X, "frameworks", lambda: _frameworks(X))
+
     def _matrix(self, X):
         """The feature matrix of ``X`` (the one of :meth:`_one_question` when asked in it)."""
         asked = getattr(self, "_asked", None)
@@ -1213,7 +1254,7 @@ class StagePredictor(RuntimeModel):
         benchmark it is one of jobgauge's runs of (``spark|TPC-H``;
         :func:`_benchmark_jobs`), or its framework alone (a job of the user's, or of a
         public table)."""
-        frameworks = _frameworks(X)
+        frameworks = self._framework_of(X)
         known = getattr(self, "benchmark_jobs_", {})
         jobs = [f"{workload}|{framework}"
                 for workload, framework in zip(X["workload"].astype(str), frameworks)]
@@ -1266,13 +1307,13 @@ class StagePredictor(RuntimeModel):
         groups[known] = "measured configuration|" + kinds[known]
         pasted = self._pasted(X)
         if pasted.any():          # a query never measured: the pool of such questions
-            frameworks = _frameworks(X)
+            frameworks = self._framework_of(X)
             pools = getattr(self, "interval_pools_", None) or {}
             pasted &= np.array([f"pasted query|{f}" in pools for f in frameworks], dtype=bool)
             groups[pasted] = "pasted query|" + frameworks[pasted].astype(object)
         trained = set(getattr(self, "trained_families_", None) or ())
         if trained:          # "new cluster" where that pool exists, else the kinds above
-            clusters = np.array([f"new cluster|{f}" for f in _frameworks(X)], dtype=object)
+            clusters = np.array([f"new cluster|{f}" for f in self._framework_of(X)], dtype=object)
             unseen = np.array([instance_family(t) not in trained and c in self.interval_pools_
                                for t, c in zip(X["instance_type"], clusters)], dtype=bool)
             groups[unseen] = clusters[unseen]
@@ -1502,7 +1543,7 @@ class StagePredictor(RuntimeModel):
             return low, high
         distance = self._scale_distances(X)
         pools = getattr(self, "interval_pools_", None) or {}
-        frameworks, kinds = _frameworks(X), self._job_kinds(X)
+        frameworks, kinds = self._framework_of(X), self._job_kinds(X)
         edges = np.where(self._configured(X), "measured configuration|",
                          "measured job|").astype(object) + kinds
         floors = {}
@@ -1568,7 +1609,7 @@ class StagePredictor(RuntimeModel):
         if not pasted.any():
             return low, high
         low, high = low.copy(), high.copy()
-        frameworks = _frameworks(X)
+        frameworks = self._framework_of(X)
         for framework in np.unique(frameworks[pasted]):
             pool = pools.get(f"pasted query|{framework}")
             if pool is None:
@@ -2062,7 +2103,7 @@ class StagePredictor(RuntimeModel):
         speeds = self.instance_speeds_
         unseen = math.exp(np.mean(np.log(list(speeds.values())))) if speeds else 1.0
         spark = self.params_.get("contention", 0.0)
-        contention = np.where(_frameworks(X) == "hadoop",
+        contention = np.where(self._framework_of(X) == "hadoop",
                               self.params_.get("hadoop_contention", spark), spark)
         if contention.any():
             names = list(self.features_.get_feature_names_out())
@@ -2095,20 +2136,33 @@ class StagePredictor(RuntimeModel):
             out[staged] = self._replayed_log(X, rows)[staged] + correction[staged]
         borrowed = [i for i in staged if rows[i]["borrowed"]]
         if borrowed:        # a query never measured: the median of its alike queries'
-            asked = X.iloc[borrowed].reset_index(drop=True)
-            alike = [rows[i]["alike"] for i in borrowed]
-            picks = [out[borrowed] - correction[borrowed]]
-            with self._one_question(asked):
-                for pick in range(1, max(len(jobs) for jobs in alike)):
-                    others = self._rows(asked, pick, alike)[0]
-                    logs = self._replayed_log(asked, others)
-                    picks.append([logs[j] if others[j]["borrowed"] else np.nan
-                                  for j in range(len(borrowed))])
-            out[borrowed] = np.nanmedian(np.array(picks, dtype=float), axis=0) \
-                + correction[borrowed]
+            picks = self._borrowed_logs(X, rows, out - correction)[:, borrowed]
+            out[borrowed] = np.nanmedian(picks, axis=0) + correction[borrowed]
         rest = sorted(set(range(len(rows))) - set(staged))
         if rest:
             out[rest] = self._fallback_log(X, matrix, rest)[0][rest]
+        return out
+
+    def _borrowed_logs(self, X, rows, first):
+        """(picks, rows) log seconds of every replay of the rows that borrow profiles
+        (:meth:`_borrowing`; NaN elsewhere and where a row borrows fewer), before the
+        corrector's factor; the first pick's are ``first``.  The further picks are
+        replayed in one stage table (one slot speed and fixed share per row)."""
+        most = max((len(row["alike"]) for row in rows if row["borrowed"]), default=1)
+        out = np.full((most, len(rows)), np.nan)
+        out[0] = [value if row["borrowed"] else np.nan for value, row in zip(first, rows)]
+        if most <= 1:
+            return out
+        picked = [row for pick in range(1, most) for row in self._borrowing(rows, pick)]
+        staged = [i for i, row in enumerate(picked) if row["stages"] is not None]
+        if staged:
+            table = self._stage_table(picked)
+            seconds = self._row_seconds(table, self.params_, self._rates(),
+                                        np.tile(self._speeds(X), most - 1), len(picked),
+                                        fixed=np.tile(self._fixed_shares(X), most - 1))
+            flat = np.full(len(picked), np.nan)
+            flat[staged] = np.log(seconds[staged])
+            out[1:] = flat.reshape(most - 1, len(rows))
         return out
 
     def _replayed_log(self, X, rows):
@@ -2160,7 +2214,10 @@ class StagePredictor(RuntimeModel):
         """How one run's prediction is made: ``runtime_s``, ``method``, and for a profiled
         row ``driver_s``, ``stages`` (per stage: id, kind, tasks, waves, seconds),
         ``critical_path`` (stage ids of the stage DAG's longest path),
-        ``critical_path_s`` and ``dominating_stage``."""
+        ``critical_path_s`` and ``dominating_stage``.  A query never measured is
+        answered by the median of the replays of the profiles it borrows: its stages
+        are those of the replay nearest that median, scaled to it, and
+        ``replayed_from`` names that profile's workload."""
         import pandas as pd
 
         self._check_fitted()
@@ -2175,10 +2232,18 @@ class StagePredictor(RuntimeModel):
         rows, _ = self._rows(row)
         if rows[0]["stages"] is None:
             return result
+        shift = 0.0
+        if rows[0]["borrowed"]:     # the replay nearest the median answer, scaled to it
+            logs = self._borrowed_logs(row, rows, self._replayed_log(row, rows))[:, 0]
+            pick = int(np.nanargmin(np.abs(logs - np.nanmedian(logs))))
+            shift = float(np.nanmedian(logs) - logs[pick])
+            rows = self._borrowing(rows, pick)
+            result["replayed_from"] = rows[0]["borrowed"][0][0]
         table = self._stage_table(rows)
         seconds = self._stage_seconds(table, self.params_, self._rates(), self._speeds(row)[0],
                                       self._work_exponents(), self._fixed_shares(row)[0])
-        seconds = seconds * math.exp(self._correction(row, rows)[0])   # the corrector's factor
+        # the corrector's factor (and a borrowed replay's to the median of its picks)
+        seconds = seconds * math.exp(self._correction(row, rows)[0] + shift)
         stages = [{"stage_id": int(sid) if float(sid).is_integer() else float(sid),
                    "kind": kind, "tasks": int(tasks), "waves": int(waves),
                    "seconds": float(s)}

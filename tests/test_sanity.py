@@ -391,6 +391,30 @@ def test_a_query_never_measured_is_sized_by_what_its_plan_reads(default_model,
     assert math.log(high[0] / low[0]) >= own_high - own_low - 1e-9, (low, high)
 
 
+@pytest.mark.spark
+def test_a_query_never_measured_explains_the_replay_it_is_answered_from(default_model,
+                                                                        tpch_data_root):
+    """Such a query is answered by the median of five replays of borrowed profiles; its
+    explanation shows the stages of the replay nearest that median, scaled to the answer,
+    and names the profile.  (It showed the first replay's stages against the median
+    answer: the lineitem GROUP BY at SF 10 had a driver time of -25.7 s.)"""
+    from jobgauge.job import Cluster, Job, jobs_frame
+    from jobgauge.profiler.runners._hive_record import query_workload
+    from jobgauge.webapp._plans import plans_for
+
+    plans = plans_for(data_root=tpch_data_root)
+    for sql in PASTED_AT_SF10:
+        frame = jobs_frame([Job(query_workload(sql), "sf10", Cluster.local_mode("local[2]"),
+                                {}, dag=plans.dag(sql, scale=10))])
+        told = default_model.explain(frame)
+        assert told["runtime_s"] == pytest.approx(default_model.predict(frame)[0], rel=1e-9)
+        assert f"{told['replayed_from']} (" in told["method"], (sql, told["method"])
+        assert told["driver_s"] >= 0, (sql, told["driver_s"])
+        stages = sum(stage["seconds"] for stage in told["stages"])
+        assert stages + told["driver_s"] == pytest.approx(told["runtime_s"], rel=1e-9)
+        assert all(stage["seconds"] > 0 for stage in told["stages"])
+
+
 def test_a_query_never_measured_has_an_interval_of_its_own(default_model):
     """The shipped model's measured queries asked as if never measured (each borrowing
     the others' profiles) give such a query its interval, wider than a measured job's."""
