@@ -2,6 +2,7 @@
 
     nice -n 10 .venv/bin/python bench/pasted_queries.py [--folds 5] [--report-dir DIR]
     nice -n 10 .venv/bin/python bench/pasted_queries.py --measure --scale 10 [--repeats 3]
+    .venv/bin/python bench/pasted_queries.py --time [--scale 10]
 
 **As if pasted** (default): the quiet corpus's TPC-H queries in ``--folds`` groups; each
 group's queries leave training entirely (no run and no profile of theirs), and each of
@@ -23,6 +24,10 @@ defaults, 3 warm-up runs of each query, then ``--repeats`` interleaved runs each
 run started once the 1-minute load is below 0.7 (or after 20 s; each run prints its
 load).  The time is the query's own, inside the warm application, as the corpus and
 the form mean it.  Prints the answers beside the measured medians.
+
+**Timed** (``--time``): the web service's what-if (3 instance types x 8 node counts)
+for the first of those queries pasted at SF ``--scale`` and for TPC-H Q3 at SF 3,
+asked in turn on one warm service; prints each median in milliseconds.
 """
 
 from __future__ import annotations
@@ -55,9 +60,13 @@ def main(argv=None) -> int:
                         help="ask and run the queries of QUERIES for real at --scale")
     parser.add_argument("--scale", type=float, default=10.0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--time", action="store_true",
+                        help="time the what-if of a pasted query and of a measured one")
     args = parser.parse_args(argv)
     if args.measure:
         return measure(args.scale, args.repeats)
+    if args.time:
+        return time_what_if_answers(args.scale)
     return as_if_pasted(args.folds, args.report_dir)
 
 
@@ -110,7 +119,6 @@ def as_if_pasted(n_folds: int, report_dir: Path) -> int:
         asked["dag"] = [plans[w] for w in test["workload"]]
         answer = predict_frame(model, asked)
         before = predict_frame(model, asked.assign(dag=None))
-        alike = model._alike_rows(asked.reset_index(drop=True))
         rows["y"] += test["runtime_s"].astype(float).tolist()
         rows["workload"] += test["workload"].astype(str).tolist()
         rows["datasize"] += test["datasize"].astype(str).tolist()
@@ -120,7 +128,7 @@ def as_if_pasted(n_folds: int, report_dir: Path) -> int:
         rows["before"] += before["predicted_runtime_s"].tolist()
         rows["before_low"] += before["predicted_low_s"].tolist()
         rows["before_high"] += before["predicted_high_s"].tolist()
-        rows["from"] += [_borrowed_from(jobs) for jobs in alike]
+        rows["from"] += [" ".join(jobs or ()) for jobs in answer["answered_from"]]
         print(f"fold {number}/{len(folds)}: {len(test)} runs of {', '.join(sorted(out))} "
               f"({time.perf_counter() - started:.0f} s)", flush=True)
     y = np.array(rows["y"])
@@ -160,12 +168,6 @@ def as_if_pasted(n_folds: int, report_dir: Path) -> int:
     (report_dir / "pasted_queries.md").write_text(text, encoding="utf-8")
     print(f"wrote {report_dir / 'pasted_queries.md'}")
     return 0
-
-
-def _borrowed_from(alike) -> str:
-    """The workloads whose profiles a row borrowed, most alike first
-    (``StagePredictor._alike_rows``: [((workload, framework), share), ...])."""
-    return " ".join(workload for (workload, _), _ in alike)
 
 
 # ------------------------------------------------------------ measured
@@ -217,6 +219,52 @@ def measure(scale: float, repeats: int) -> int:
     return 0
 
 
+# ------------------------------------------------------------ timed
+#: How many times ``--time`` asks each what-if (after one untimed answer).
+TIME_REPEATS = 60
+
+
+def time_what_if_answers(scale: float) -> int:
+    """Median wall milliseconds of the web service's what-if (``Service.estimate``, 3
+    instance types x 8 node counts) for the first of QUERIES pasted at SF ``scale``
+    (its plan drawn once, as the form draws it) and for TPC-H Q3 at SF 3, alternating
+    on one warm service (the shipped model, trained on first need in a temporary
+    store)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from evaluate import WHAT_IF_QUESTION
+    from form_answers import service_for
+
+    from jobgauge.data import run_tables
+    from jobgauge.webapp.requests import parse_estimate
+
+    with tempfile.TemporaryDirectory(prefix="jobgauge-pasted-") as tmp:
+        service = service_for(run_tables(), Path(tmp))
+        names = list(service.instance_options())
+        sql = next(iter(QUERIES.values()))
+        pasted = parse_estimate({**{k: v for k, v in WHAT_IF_QUESTION.items() if k != "workload"},
+                                 "sql": sql, "scale": scale},
+                                known_workloads=service.known_workloads(),
+                                catalog_names=names, strict=True)
+        measured = parse_estimate(WHAT_IF_QUESTION, known_workloads=service.known_workloads(),
+                                  catalog_names=names, strict=True)
+        dag = service.dag(pasted)
+        questions = {f"pasted at SF {scale:g}: {sql}": lambda: service.estimate(pasted, dag=dag),
+                     "TPC-H Q3 at SF 3": lambda: service.estimate(measured, plan=False)}
+        times = {name: [] for name in questions}
+        for ask in questions.values():
+            ask()                            # untimed: the classifier, the catalog
+        for _ in range(TIME_REPEATS):
+            for name, ask in questions.items():
+                started = time.perf_counter()
+                ask()
+                times[name].append(1000 * (time.perf_counter() - started))
+    for name, values in times.items():
+        print(f"{name}: median {statistics.median(values):.1f} ms over {TIME_REPEATS} "
+              f"(quartiles {statistics.quantiles(values, n=4)[0]:.1f}-"
+              f"{statistics.quantiles(values, n=4)[2]:.1f} ms)")
+    return 0
+
+
 def _answers(scale: float, folder: Path) -> dict:
     """The web service's answer to each of QUERIES pasted at SF ``scale`` on local[2]."""
     from form_answers import service_for
@@ -236,10 +284,9 @@ def _answers(scale: float, folder: Path) -> dict:
         dag = service.dag(request)
         estimate = service.estimate(request, dag=dag)
         job = service.job(request, options["local[2]"], dag=dag)
-        asked = jobs_frame([job])
-        method = model.prediction_method(asked)[0]
+        method = model.prediction_method(jobs_frame([job]))[0]
         out[name] = {**estimate["recommended"],
-                     "from": _borrowed_from(model._alike_rows(asked)[0])}
+                     "from": " ".join(estimate["answered_from"] or ())}
         print(f"  asked {name}: {out[name]['runtime_s']:.2f} s ({method})", flush=True)
     return out
 

@@ -185,7 +185,9 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     (:mod:`jobgauge.models._coverage`).  ``factor``: every answer times it (a job's
     own measured runs calibrate the model's answers by it).  ``read_floor_s``: the least
     time the row's nodes take to read its input (:func:`read_floors`; NaN where
-    unknown); no prediction or bound is below it.  ``failure_note``: that the row's
+    unknown); no prediction or bound is below it.  ``answered_from``: for a query never
+    measured, the measured workloads whose profiles answer it (the model's
+    ``borrowed_queries``; None for any other row or model).  ``failure_note``: that the row's
     configuration failed in measured runs, how often (None where it did not;
     :meth:`jobgauge.models._coverage.MeasuredRange.failure_notes`).  A row whose input
     size the model cannot tell (no input bytes, and a size label its workload's runs
@@ -215,12 +217,15 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     high = np.fmax(np.asarray(high, dtype=float) * factor, runtime)
     notes = measured.notes(X) if known else [None] * len(X)
     failures = measured.failure_notes(X) if known else [None] * len(X)
+    borrowing = getattr(model, "borrowed_queries", None)
+    borrowed = [jobs or None for jobs in borrowing(X)] if borrowing else [None] * len(X)
     return pd.DataFrame({"predicted_runtime_s": runtime, "predicted_low_s": low,
                          "predicted_high_s": high,
                          "outside_measured": [note is not None for note in notes],
                          "measured_note": pd.Series(notes, index=X.index, dtype=object),
                          "read_floor_s": floors,
-                         "failure_note": pd.Series(failures, index=X.index, dtype=object)},
+                         "failure_note": pd.Series(failures, index=X.index, dtype=object),
+                         "answered_from": pd.Series(borrowed, index=X.index, dtype=object)},
                         index=X.index)
 
 

@@ -908,17 +908,23 @@ class StagePredictor(RuntimeModel):
         with a reference profile, or without a plan that says what it reads.  Once per
         asked frame (:meth:`_once`), and each plan ranked once."""
         def compute():
-            size = self._input_sizes(X)
             dags = X["dag"].tolist() if "dag" in X.columns else [None] * len(X)
             keys = list(zip(X["workload"].astype(str), X["framework"].astype(str)))
-            ranked, read, out = {}, {}, []
+            plans, read = [], {}
             for i, dag in enumerate(dags):
                 if _missing(dag) or keys[i] in self.reference_profiles_ or _has_stages(dag):
-                    reads = None
-                else:       # the what-if's rows share one plan: read it once
-                    reads = read[id(dag)] if id(dag) in read else \
-                        read.setdefault(id(dag), plan_reads(dag))
-                if reads is None or reads["dataset_bytes"] is None or not size[i] > 0:
+                    plans.append(None)
+                    continue
+                if id(dag) not in read:     # the what-if's rows share one plan: read once
+                    read[id(dag)] = plan_reads(dag)
+                reads = read[id(dag)]
+                plans.append(reads if reads and reads["dataset_bytes"] is not None else None)
+            if not any(plans):           # no question of a query never measured
+                return [[] for _ in plans]
+            size = self._input_sizes(X)
+            ranked, out = {}, []
+            for i, reads in enumerate(plans):
+                if reads is None or not size[i] > 0:
                     out.append([])
                     continue
                 memo = (tuple(reads["scans"]), reads["joins"], reads["aggregates"],
@@ -2099,33 +2105,37 @@ class StagePredictor(RuntimeModel):
         fixed 1 would let that trade set the answer.  (Slots protocol, train local[2]
         and predict the standalone cluster: 15.1 % against 17.2 % with 1, where the
         local speed had come out 1.21; bench/evaluate.py --quiet-corpus.)"""
-        factors = getattr(self, "work_factors_", {})
-        speeds = self.instance_speeds_
-        unseen = math.exp(np.mean(np.log(list(speeds.values())))) if speeds else 1.0
-        spark = self.params_.get("contention", 0.0)
-        contention = np.where(self._framework_of(X) == "hadoop",
-                              self.params_.get("hadoop_contention", spark), spark)
-        if contention.any():
-            names = list(self.features_.get_feature_names_out())
-            matrix = self._matrix(X)
-            cores = _host_cores(X, np.exp(matrix[:, names.index("log_parallel_slots")]),
-                                np.maximum(matrix[:, names.index("executor_cores")], 1.0))
-        else:
-            cores = np.ones(len(X))
-        return np.array([speeds.get(instance_family(t), unseen)
-                         / factors.get((w, f), 1.0)
-                         for t, w, f in zip(X["instance_type"].astype(str),
-                                            X["workload"].astype(str),
-                                            X["framework"].astype(str))]) \
-            * cores ** -contention
+        def compute():
+            factors = getattr(self, "work_factors_", {})
+            speeds = self.instance_speeds_
+            unseen = math.exp(np.mean(np.log(list(speeds.values())))) if speeds else 1.0
+            spark = self.params_.get("contention", 0.0)
+            contention = np.where(self._framework_of(X) == "hadoop",
+                                  self.params_.get("hadoop_contention", spark), spark)
+            if contention.any():
+                names = list(self.features_.get_feature_names_out())
+                matrix = self._matrix(X)
+                cores = _host_cores(X, np.exp(matrix[:, names.index("log_parallel_slots")]),
+                                    np.maximum(matrix[:, names.index("executor_cores")], 1.0))
+            else:
+                cores = np.ones(len(X))
+            return np.array([speeds.get(instance_family(t), unseen)
+                             / factors.get((w, f), 1.0)
+                             for t, w, f in zip(X["instance_type"].astype(str),
+                                                X["workload"].astype(str),
+                                                X["framework"].astype(str))]) \
+                * cores ** -contention
+
+        return self._once(X, "speeds", compute)
 
     def _fixed_shares(self, X):
-        """Per row, its workload's fixed share (the shared one for a workload not seen)."""
+        """Per row, its workload's fixed share (the shared one for a workload not seen);
+        once while ``X`` is asked (:meth:`_once`), as :meth:`_speeds`."""
         shares = getattr(self, "fixed_shares_", {}) or {}
         default = self.params_["fixed_share"]
-        return np.array([shares.get((w, f), default)
-                         for w, f in zip(X["workload"].astype(str),
-                                         X["framework"].astype(str))])
+        return self._once(X, "fixed shares", lambda: np.array(
+            [shares.get((w, f), default)
+             for w, f in zip(X["workload"].astype(str), X["framework"].astype(str))]))
 
     def _predict_log(self, X):
         rows, matrix = self._rows(X)
@@ -2176,6 +2186,14 @@ class StagePredictor(RuntimeModel):
                                         len(rows), fixed=self._fixed_shares(X))
             out[staged] = np.log(seconds[staged])
         return out
+
+    def borrowed_queries(self, X) -> list[list[str]]:
+        """Per row, the workloads whose reference profiles answer it as a query never
+        measured (:meth:`_alike`: the measured queries whose plans read most alike;
+        the answer is the median of their replays), ``[]`` for any other row."""
+        self._check_fitted()
+        return [[job[0] for job, _ in alike]
+                for alike in self._alike_rows(X.reset_index(drop=True))]
 
     def prediction_method(self, X) -> list[str]:
         """Per row, how it is predicted: ``"stages"`` (replay of its own profile),

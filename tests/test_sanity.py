@@ -50,15 +50,23 @@ def corpus():
 
 
 @pytest.fixture(scope="module")
-def default_model(tmp_path_factory):
-    """The model the web service answers with on a fresh store: trained on first need
-    from the shipped runs and profiles (``Service._train_from_shipped_runs``)."""
-    from jobgauge.models import DEFAULT_MODEL
+def default_app(tmp_path_factory, tpch_data_root):
+    """The web service on a fresh store, planning pasted queries over the test run's
+    TPC-H tables."""
     from jobgauge.webapp import create_app
 
     folder = tmp_path_factory.mktemp("sanity")
-    app = create_app({"TESTING": True, "STORE_URL": str(folder / "store.db")})
-    model, meta = app.extensions["jobgauge"].ensure_model()
+    return create_app({"TESTING": True, "STORE_URL": str(folder / "store.db"),
+                       "PLAN_DATA_ROOT": str(tpch_data_root)})
+
+
+@pytest.fixture(scope="module")
+def default_model(default_app):
+    """The model the web service answers with on a fresh store: trained on first need
+    from the shipped runs and profiles (``Service._train_from_shipped_runs``)."""
+    from jobgauge.models import DEFAULT_MODEL
+
+    model, meta = default_app.extensions["jobgauge"].ensure_model()
     assert meta["kind"] == DEFAULT_MODEL
     return model
 
@@ -413,6 +421,40 @@ def test_a_query_never_measured_explains_the_replay_it_is_answered_from(default_
         stages = sum(stage["seconds"] for stage in told["stages"])
         assert stages + told["driver_s"] == pytest.approx(told["runtime_s"], rel=1e-9)
         assert all(stage["seconds"] > 0 for stage in told["stages"])
+
+
+@pytest.mark.spark
+def test_the_form_and_the_api_name_the_measured_queries_a_pasted_query_borrows(default_app,
+                                                                               default_model):
+    """A pasted query's answer replays the profiles of the measured queries whose plans
+    read most alike: the API names them (``answered_from``) and so does the form; a
+    measured query's answer borrows nothing."""
+    from jobgauge.job import Cluster, Job, jobs_frame
+    from jobgauge.models._stage import BORROWED_QUERIES
+
+    client = default_app.test_client()
+    sql = list(PASTED_AT_SF10)[1]          # the GROUP BY over orders
+    body = client.post("/api/v1/estimate", json={"sql": sql, "scale": 10}).get_json()
+    assert body["workload_seen"] is False
+    borrowed = body["answered_from"]
+    assert len(borrowed) == BORROWED_QUERIES == len(set(borrowed))
+    assert all(name.startswith("tpch-q") for name in borrowed)
+    assert "tpch-q13" in borrowed           # it reads orders and customer
+    option = body["options"][0]
+    asked = jobs_frame([Job(body["workload"], body["datasize"],
+                            Cluster.local_mode(option["instance_type"]), {}, dag=body["dag"])])
+    assert default_model.borrowed_queries(asked) == [borrowed]
+    page = client.post("/", data={"workload": "sql", "sql": sql, "scale": "10",
+                                  "nodes_min": "1", "nodes_max": "2",
+                                  "instance_types": ["local[2]"]}).get_data(as_text=True)
+    assert 'id="answered-from"' in page and ", ".join(borrowed) in page
+    measured = client.post("/api/v1/estimate", json={"workload": "tpch-q3", "scale": 3}
+                           ).get_json()
+    assert measured["answered_from"] is None
+    page = client.post("/", data={"workload": "tpch-q3", "sql": "", "scale": "3",
+                                  "nodes_min": "1", "nodes_max": "2",
+                                  "instance_types": ["local[2]"]}).get_data(as_text=True)
+    assert 'id="answered-from"' not in page and "TPC-H Q3" in page
 
 
 def test_a_query_never_measured_has_an_interval_of_its_own(default_model):

@@ -181,6 +181,11 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                             "description": "the recommended option's "
                                                            "configuration failed in measured "
                                                            "runs: how often"}),
+            "answered_from": _nullable({
+                "type": "array", "items": {"type": "string"},
+                "description": "a query never measured: the measured queries whose plans "
+                               "read most alike; the answer is the median of the replays "
+                               "of their profiles, each scaled to what this plan reads"}),
             "dag": dag,
             "plan_error": _nullable({"type": "string",
                                      "description": "why no DAG could be drawn, when asked for"}),

@@ -427,6 +427,9 @@ class Service:
             "outside_measured": recommended["outside_measured"],
             "measured_note": recommended["measured_note"],
             "measured_failures": recommended["measured_failures"],
+            # a query never measured: the measured queries its answer replays (one plan,
+            # the same for every option)
+            "answered_from": predicted["answered_from"].iloc[0],
             "dag": dag, "plan_error": plan_error,
             "history": {"runs": calibrated, "factor": factor},
         }
