@@ -287,7 +287,9 @@ def predict_job(model, job, *, coverage=0.8, factor=1.0) -> dict:
     low/high bound the ``coverage`` interval; ``note`` says why the job is far outside
     what the model was trained on (None when it is not); ``failures``, that its
     configuration failed in measured runs (None when it did not); ``read_floor_s``: the least time its nodes take to
-    read its input (None where unknown or 0; :func:`predict_frame`, as ``factor``)."""
+    read its input (None where unknown or 0; :func:`predict_frame`, as ``factor``);
+    ``answered_from``: for a query never measured, the measured queries whose profiles
+    answer it (None otherwise)."""
     result = predict_frame(model, job.frame(), coverage=coverage, factor=factor).iloc[0]
     floor = float(result["read_floor_s"])
     return {"runtime_s": float(result["predicted_runtime_s"]),
@@ -295,7 +297,8 @@ def predict_job(model, job, *, coverage=0.8, factor=1.0) -> dict:
             "high_s": float(result["predicted_high_s"]),
             "outside_measured": bool(result["outside_measured"]),
             "note": result["measured_note"], "failures": result["failure_note"],
-            "read_floor_s": floor if math.isfinite(floor) and floor > 0 else None}
+            "read_floor_s": floor if math.isfinite(floor) and floor > 0 else None,
+            "answered_from": result["answered_from"]}
 
 
 def predict_one(model, *, workload, datasize, config=None, framework="spark",

@@ -188,6 +188,35 @@ def size_scans(nodes, files: dict, growth: dict) -> None:
                 node["file_growth"] = growth[node["location"]]
 
 
+def size_plan_scans(dag, dataset_bytes=None) -> None:
+    """Give the scans of a plan (a QueryDag) whose files this machine holds their
+    files' bytes and growth (:func:`size_scans`, with :func:`table_growth_by_name`),
+    and the DAG the bytes of the data set they are of (its ``dataset_bytes`` graph
+    attribute): ``dataset_bytes`` where given, else the bytes of the one directory that
+    holds every scanned table, else those of the tables it scans (each once).  So the
+    stage model can size a query it never measured by what its plan reads
+    (``models._stage.plan_reads``): the web service's planner and ``jobgauge hive
+    explain --predict`` on a server of this machine.  A plan none of whose scans this
+    machine holds keeps no bytes (and ``dataset_bytes``, where given)."""
+    from jobgauge.models._stage import scan_table
+    from jobgauge.profiler.runners.collect import scan_files
+    from jobgauge.profiler.workloads.base import directory_bytes
+
+    scans = [attrs for _, attrs in dag.nodes(data=True) if attrs.get("location")]
+    files = scan_files(locations=[attrs["location"] for attrs in scans])
+    names = table_growth_by_name()
+    growth = {location: names[scan_table(location)] for location in files
+              if scan_table(location) in names}
+    size_scans(scans, files, growth)
+    if dataset_bytes is None and files:
+        parents = {Path(str(location).removeprefix("file:")).parent for location in files}
+        folder = parents.pop() if len(parents) == 1 else None
+        dataset_bytes = (directory_bytes(folder) if folder and folder.is_dir() else None) \
+            or sum(files.values())
+    if dataset_bytes:
+        dag.graph["dataset_bytes"] = float(dataset_bytes)
+
+
 @functools.lru_cache(maxsize=1)
 def table_growth_by_name() -> dict:
     """{file name: exponent} of :func:`jobgauge.models._stage.table_growth` over the

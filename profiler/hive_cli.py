@@ -295,12 +295,17 @@ def explain_command(args) -> int:
     prediction = None
     if args.predict:
         from jobgauge.models._default import store_model
+        from jobgauge.models.evaluation import size_plan_scans
         from jobgauge.profiler.runners._hive_record import plan_prediction
         from jobgauge.store import open_store
 
         model, _meta = store_model(open_store(args.store), progress=sys.stderr)
+        # a server of this machine: its scans' files say what the query reads, and a
+        # query of your own is asked at the data its tables hold now
+        size_plan_scans(dag)
         prediction = plan_prediction(model, workload, dag, resources, engine=engine,
-                                     datasize=loaded["scale"])
+                                     datasize=loaded["scale"],
+                                     input_bytes=None if tpch else dag.graph.get("dataset_bytes"))
     if args.json:
         payload = dag.to_dict()
         payload["source_format"] = payload["graph"].get("format")
@@ -313,6 +318,9 @@ def explain_command(args) -> int:
         if prediction["note"]:   # far outside what the model was trained on; the answer last
             print(prediction["note"])
         where = f"{resources['instance_count']} x {resources['instance_type']}"
+        if prediction["answered_from"]:
+            print("never measured: answered from the measured queries whose plans read "
+                  "most alike, " + ", ".join(prediction["answered_from"]))
         print(f"predicted runtime of {workload} on {where}: {prediction['runtime_s']:.1f} s "
               f"({int(prediction['coverage'] * 100)} % interval {prediction['low_s']:.1f} .. "
               f"{prediction['high_s']:.1f} s; {dag.number_of_nodes()} plan operators)")

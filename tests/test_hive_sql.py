@@ -158,3 +158,34 @@ def test_a_query_names_the_same_job_however_it_is_written(tmp_path):
 
     pasted = parse_estimate({"sql": "SELECT  1"}, known_workloads=[], catalog_names=[])
     assert pasted.workload == query_workload("select 1")   # the web form's key for it
+
+
+@pytest.mark.spark
+def test_explain_predict_answers_your_own_query_from_what_its_plan_reads(hive, hive_server,
+                                                                        tmp_path, capsys,
+                                                                        monkeypatch):
+    """On a server of this machine the plan's scans name files it holds: each scan gets
+    its files' bytes (a table that does not grow with the data, region, keeps its size),
+    the query is asked at the data its tables hold, and the stage model answers it from
+    the measured queries whose plans read most alike, naming them.  (Before, such a
+    query was answered from the data set's size alone, with no size given.)"""
+    monkeypatch.delenv("JOBGAUGE_SHARED_DATASETS", raising=False)
+    path = tmp_path / "stage.db"
+    train_store_model(open_store(path), kind="stage")
+    argv = ["--store", str(path), "hive", "explain", "--sql", REVENUE, "--database",
+            DATABASE, "--predict", *_server(hive_server)]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    scans = [node for node in out["nodes"] if node.get("kind") == "scan"]
+    assert len(scans) == 4 and all(node["file_bytes"] > 0 for node in scans)
+    growth = {node["location"].rpartition("/")[2]: node["file_growth"] for node in scans}
+    assert growth["region.parquet"] == 0 and growth["orders.parquet"] > 0.9
+    assert out["graph"]["dataset_bytes"] > sum(node["file_bytes"] for node in scans)
+    prediction = out["prediction"]
+    borrowed = prediction["answered_from"]
+    assert len(borrowed) == 5 and all(name.startswith("tpch-q") for name in borrowed)
+    assert 0 < prediction["low_s"] < prediction["runtime_s"] < prediction["high_s"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-2] == ("never measured: answered from the measured queries whose plans "
+                         "read most alike, " + ", ".join(borrowed))

@@ -256,23 +256,14 @@ class LocalSparkPlans:
         return dag
 
     def _size_scans(self, dag) -> None:
-        from jobgauge.models._stage import scan_table
-        from jobgauge.models.evaluation import size_scans, table_growth_by_name
-        from jobgauge.profiler.runners.collect import scan_files
+        from jobgauge.models.evaluation import size_plan_scans
         from jobgauge.profiler.workloads.base import directory_bytes
         from jobgauge.profiler.workloads.tpch import scale_label
 
-        folder = self.data_root / "tpch" / scale_label(PLAN_SCALE)
         if self._dataset_bytes is None:
-            self._dataset_bytes = directory_bytes(folder)
-        scans = [attrs for _, attrs in dag.nodes(data=True) if attrs.get("location")]
-        files = scan_files(locations=[attrs["location"] for attrs in scans])
-        names = table_growth_by_name()
-        growth = {location: names[scan_table(location)] for location in files
-                  if scan_table(location) in names}
-        size_scans(scans, files, growth)
-        if self._dataset_bytes:
-            dag.graph["dataset_bytes"] = self._dataset_bytes
+            self._dataset_bytes = directory_bytes(
+                self.data_root / "tpch" / scale_label(PLAN_SCALE))
+        size_plan_scans(dag, self._dataset_bytes or None)
 
 
 class HivePlans:
