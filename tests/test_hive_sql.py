@@ -189,3 +189,21 @@ def test_explain_predict_answers_your_own_query_from_what_its_plan_reads(hive, h
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-2] == ("never measured: answered from the measured queries whose plans "
                          "read most alike, " + ", ".join(borrowed))
+
+
+@pytest.mark.spark
+def test_the_web_services_plans_from_a_server_of_this_machine_know_what_they_read(
+        hive, hive_server):
+    """The web service's HiveServer2 planner sizes a pasted query's scans as the CLI
+    does: each scan its files' bytes, the DAG the bytes of the data set they are of."""
+    from jobgauge.models._stage import plan_reads
+    from jobgauge.webapp._plans import HivePlans
+
+    sql = REVENUE.replace("FROM orders", f"FROM {DATABASE}.orders")
+    for table in ("customer", "nation", "region"):
+        sql = sql.replace(f"JOIN {table} ", f"JOIN {DATABASE}.{table} ")
+    reads = plan_reads(HivePlans(hive_server.host, hive_server.port).dag(sql).to_dict())
+    tables = sorted(table for table, _, _ in reads["scans"])
+    assert tables == ["customer.parquet", "nation.parquet", "orders.parquet", "region.parquet"]
+    assert all(size > 0 for _, size, _ in reads["scans"]) and reads["joins"] == 3
+    assert reads["dataset_bytes"] > sum(size for _, size, _ in reads["scans"])

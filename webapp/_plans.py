@@ -284,10 +284,16 @@ class HivePlans:
                 raise spark_error(str(exc), text) from None
 
     def dag(self, sql: str, *, scale: float = 1.0, config: dict | None = None):
+        """The plan's DAG; where the server's tables are files of this machine, its scans
+        know their bytes and the DAG its data set's (``size_plan_scans``), so a query
+        never measured is sized by what it reads, as :class:`LocalSparkPlans` sizes it."""
+        from jobgauge.models.evaluation import size_plan_scans
         from jobgauge.profiler.hive import plan_dag
 
         plan, engine = self.explain(sql, scale=scale, config=config)
-        return plan_dag(plan, engine)
+        dag = plan_dag(plan, engine)
+        size_plan_scans(dag)
+        return dag
 
 
 _ARROW_TO_SPARK = {"int64": "BIGINT", "int32": "INT", "int16": "SMALLINT", "int8": "TINYINT",
