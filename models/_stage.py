@@ -2164,26 +2164,21 @@ class StagePredictor(RuntimeModel):
         if most <= 1:
             return out
         picked = [row for pick in range(1, most) for row in self._borrowing(rows, pick)]
-        staged = [i for i, row in enumerate(picked) if row["stages"] is not None]
-        if staged:
-            table = self._stage_table(picked)
-            seconds = self._row_seconds(table, self.params_, self._rates(),
-                                        np.tile(self._speeds(X), most - 1), len(picked),
-                                        fixed=np.tile(self._fixed_shares(X), most - 1))
-            flat = np.full(len(picked), np.nan)
-            flat[staged] = np.log(seconds[staged])
-            out[1:] = flat.reshape(most - 1, len(rows))
+        out[1:] = self._replayed_log(X, picked, most - 1).reshape(most - 1, len(rows))
         return out
 
-    def _replayed_log(self, X, rows):
+    def _replayed_log(self, X, rows, copies: int = 1):
         """Log seconds of the replay of the rows with stages (NaN for the others),
-        before the corrector's factor (:meth:`_correction`)."""
+        before the corrector's factor (:meth:`_correction`).  ``rows``: ``copies``
+        lists of rows of ``X``, one after another (each at its row's slot speed and
+        fixed share), replayed in one stage table."""
         out = np.full(len(rows), np.nan)
         staged = [i for i, r in enumerate(rows) if r["stages"] is not None]
         if staged:
             table = self._stage_table(rows)
-            seconds = self._row_seconds(table, self.params_, self._rates(), self._speeds(X),
-                                        len(rows), fixed=self._fixed_shares(X))
+            seconds = self._row_seconds(table, self.params_, self._rates(),
+                                        np.tile(self._speeds(X), copies), len(rows),
+                                        fixed=np.tile(self._fixed_shares(X), copies))
             out[staged] = np.log(seconds[staged])
         return out
 
