@@ -327,7 +327,9 @@ def _predict_table(model, args) -> int:
         record.update(outside_measured=bool(values["outside_measured"]),
                       measured_note=values["measured_note"],
                       failure_note=values["failure_note"],
-                      read_floor_s=f"{floor:.3f}" if math.isfinite(floor) else None)
+                      read_floor_s=f"{floor:.3f}" if math.isfinite(floor) else None,
+                      # a query never measured: the measured queries it is answered from
+                      answered_from=" ".join(values["answered_from"] or ()) or None)
         rows.append(record)
     if args.out:
         count = write_run_table(rows, args.out, extra_columns=extra)

@@ -322,3 +322,4 @@ def test_jobgauge_predict_runs_marks_rows_far_outside(tree, tmp_path, capsys):
     assert [row["outside_measured"] for row in rows] == ["false", "true"]
     assert rows[0]["measured_note"] == ""
     assert "not at sf100" in rows[1]["measured_note"]
+    assert [row["answered_from"] for row in rows] == ["", ""]     # measured: borrows nothing
