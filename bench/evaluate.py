@@ -36,6 +36,22 @@ WHAT_IF_QUESTION = {"workload": "tpch-q3", "scale": 3, "nodes_min": 1, "nodes_ma
 WHAT_IF_REPEATS = 20
 
 
+def time_asks(asks: dict, repeats: int, *, warm: bool = True) -> dict:
+    """{name: [wall milliseconds]} of each zero-argument ``asks[name]()`` over
+    ``repeats`` rounds, each round asking every one in turn; ``warm``: one untimed call
+    of each first (it fits the job classifier and reads the catalog once)."""
+    if warm:
+        for ask in asks.values():
+            ask()
+    times = {name: [] for name in asks}
+    for _ in range(repeats):
+        for name, ask in asks.items():
+            started = time.perf_counter()
+            ask()
+            times[name].append(1000 * (time.perf_counter() - started))
+    return times
+
+
 def time_what_if(model, training_frame, *, kind, repeats=WHAT_IF_REPEATS,
                  question=None) -> dict:
     """Median wall milliseconds of ``Service.estimate`` (the web form's and the API's
@@ -60,11 +76,8 @@ def time_what_if(model, training_frame, *, kind, repeats=WHAT_IF_REPEATS,
         request = parse_estimate(question, known_workloads=service.known_workloads(),
                                  catalog_names=list(service.instance_options()))
         answer = service.estimate(request, plan=False)
-        times = []
-        for _ in range(repeats):
-            started = time.perf_counter()
-            service.estimate(request, plan=False)
-            times.append(1000 * (time.perf_counter() - started))
+        times = time_asks({"what-if": lambda: service.estimate(request, plan=False)},
+                          repeats, warm=False)["what-if"]
     types = len(request.instance_types)
     counts = len(request.node_counts())
     return {"median_ms": statistics.median(times), "repeats": repeats,

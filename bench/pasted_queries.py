@@ -231,7 +231,7 @@ def time_what_if_answers(scale: float) -> int:
     on one warm service (the shipped model, trained on first need in a temporary
     store)."""
     sys.path.insert(0, str(Path(__file__).parent))
-    from evaluate import WHAT_IF_QUESTION
+    from evaluate import WHAT_IF_QUESTION, time_asks
     from form_answers import service_for
 
     from jobgauge.data import run_tables
@@ -248,16 +248,9 @@ def time_what_if_answers(scale: float) -> int:
         measured = parse_estimate(WHAT_IF_QUESTION, known_workloads=service.known_workloads(),
                                   catalog_names=names, strict=True)
         dag = service.dag(pasted)
-        questions = {f"pasted at SF {scale:g}: {sql}": lambda: service.estimate(pasted, dag=dag),
-                     "TPC-H Q3 at SF 3": lambda: service.estimate(measured, plan=False)}
-        times = {name: [] for name in questions}
-        for ask in questions.values():
-            ask()                            # untimed: the classifier, the catalog
-        for _ in range(TIME_REPEATS):
-            for name, ask in questions.items():
-                started = time.perf_counter()
-                ask()
-                times[name].append(1000 * (time.perf_counter() - started))
+        times = time_asks({
+            f"pasted at SF {scale:g}: {sql}": lambda: service.estimate(pasted, dag=dag),
+            "TPC-H Q3 at SF 3": lambda: service.estimate(measured, plan=False)}, TIME_REPEATS)
     for name, values in times.items():
         print(f"{name}: median {statistics.median(values):.1f} ms over {TIME_REPEATS} "
               f"(quartiles {statistics.quantiles(values, n=4)[0]:.1f}-"
