@@ -2,6 +2,7 @@
 
     nice -n 10 .venv/bin/python bench/pasted_queries.py [--folds 5] [--report-dir DIR]
     nice -n 10 .venv/bin/python bench/pasted_queries.py --measure --scale 10 [--repeats 3]
+    nice -n 10 .venv/bin/python bench/pasted_queries.py --check [--profile-scale 0.1 ...]
     .venv/bin/python bench/pasted_queries.py --time [--scale 10]
 
 **As if pasted** (default): the quiet corpus's TPC-H queries in ``--folds`` groups; each
@@ -15,15 +16,21 @@ measured runs by the data set's size alone) is set beside it, with the 80 % inte
 coverage and width.  Prints a Markdown table and writes ``pasted_queries.md`` in
 ``--report-dir`` (default ``bench/reports``).
 
-**Measured** (``--measure``): a few queries that are not TPC-H's, asked at SF
-``--scale`` on local[2] with Spark's defaults through the web service's code (the
-shipped model, trained on first need in a temporary store; the query planned as the
-form plans it; asked after the runs, so that its planner's Spark application does not
-run beside them) and run for real: one warm local[2] application with Spark's
-defaults, 3 warm-up runs of each query, then ``--repeats`` interleaved runs each, every
-run started once the 1-minute load is below 0.7 (or after 20 s; each run prints its
-load).  The time is the query's own, inside the warm application, as the corpus and
-the form mean it.  Prints the answers beside the measured medians.
+**Measured** (``--measure``): queries that are not TPC-H's (``QUERIES``: over one
+table, joins of every size, a window, an anti join), run for real at SF ``--scale``: one
+warm local[2] application with Spark's defaults, 3 warm-up runs of each query, then
+``--repeats`` interleaved runs each, every run started once the 1-minute load is below
+0.7 (or after 20 s) and cancelled past 600 s.  The time is the query's own, inside the
+warm application, as the corpus and the form mean it.  Every run goes to the journal
+``bench/reports/pasted_measured.json`` as it ends (a failed or timed-out run too); a
+second ``--measure`` resumes from it.  Then, as ``--check`` does alone: each query at
+each measured scale is asked through the web service's code (the shipped model, trained
+on first need in a temporary store; the query planned as the form plans it; asked after
+the runs, so that its planner's Spark application does not run beside them), and the
+answers are set beside the measured medians in ``bench/reports/pasted_measured.md``.
+With ``--profile-scale S`` (repeatable), each query also runs once at SF S with an event
+log (3 warm-ups first), and a second service, whose model trains on the shipped runs and
+those profiled runs, answers the same questions: a job of a user's own, profiled once.
 
 **Timed** (``--time``): the web service's what-if (3 instance types x 8 node counts)
 for the first of those queries pasted at SF ``--scale`` and for TPC-H Q3 at SF 3,
@@ -39,7 +46,8 @@ import tempfile
 import time
 from pathlib import Path
 
-#: The queries ``--measure`` asks and runs: over one table, a join, one of a fixed size.
+#: The queries ``--measure`` asks and runs, none of them TPC-H's: over one table, joins
+#: of every size, a window, an anti join, a table of a fixed size.
 QUERIES = {
     "lineitem by return flag":
         "SELECT l_returnflag, count(*) AS n FROM lineitem GROUP BY l_returnflag",
@@ -49,7 +57,50 @@ QUERIES = {
         "SELECT o_orderpriority, sum(l_extendedprice) AS revenue FROM lineitem "
         "JOIN orders ON l_orderkey = o_orderkey GROUP BY o_orderpriority"),
     "regions": "SELECT count(*) AS n FROM region",
+    "top customers by spend": (
+        "SELECT c_name, sum(o_totalprice) AS spend FROM customer JOIN orders "
+        "ON c_custkey = o_custkey GROUP BY c_name ORDER BY spend DESC LIMIT 10"),
+    "parts by brand": (
+        "SELECT p_brand, count(*) AS n, avg(p_retailprice) AS price FROM part "
+        "GROUP BY p_brand"),
+    "suppliers by nation": (
+        "SELECT n_name, count(*) AS n FROM supplier JOIN nation ON s_nationkey = n_nationkey "
+        "GROUP BY n_name"),
+    "late lines by ship mode": (
+        "SELECT l_shipmode, count(*) AS n FROM lineitem WHERE l_receiptdate > l_commitdate "
+        "GROUP BY l_shipmode"),
+    "customers per order year": (
+        "SELECT year(o_orderdate) AS y, count(DISTINCT o_custkey) AS customers FROM orders "
+        "GROUP BY year(o_orderdate)"),
+    "orders over 300 items": (
+        "SELECT count(*) AS n FROM (SELECT l_orderkey FROM lineitem GROUP BY l_orderkey "
+        "HAVING sum(l_quantity) > 300) AS big"),
+    "stock value by part type": (
+        "SELECT p_type, sum(ps_supplycost * ps_availqty) AS value FROM partsupp JOIN part "
+        "ON ps_partkey = p_partkey GROUP BY p_type"),
+    "revenue by supplier nation": (
+        "SELECT n_name, sum(l_extendedprice * (1 - l_discount)) AS revenue FROM lineitem "
+        "JOIN supplier ON l_suppkey = s_suppkey JOIN nation ON s_nationkey = n_nationkey "
+        "GROUP BY n_name"),
+    "each customer's largest order": (
+        "SELECT count(*) AS n FROM (SELECT o_custkey, row_number() OVER (PARTITION BY "
+        "o_custkey ORDER BY o_totalprice DESC) AS r FROM orders) AS ranked WHERE r = 1"),
+    "customers without orders": (
+        "SELECT count(*) AS n FROM customer WHERE NOT EXISTS (SELECT 1 FROM orders "
+        "WHERE o_custkey = c_custkey)"),
+    "1995 lines by discount": (
+        "SELECT l_discount, count(*) AS n, sum(l_extendedprice) AS value FROM lineitem "
+        "WHERE l_shipdate >= date '1995-01-01' GROUP BY l_discount"),
+    "1996 revenue by ship mode": (
+        "SELECT l_shipmode, sum(l_extendedprice) AS revenue FROM lineitem JOIN orders "
+        "ON l_orderkey = o_orderkey WHERE o_orderdate BETWEEN date '1996-01-01' AND "
+        "date '1996-12-31' GROUP BY l_shipmode"),
 }
+
+#: The journal of ``--measure``: every run, as it ends (``--check`` answers against it).
+MEASURED = Path("bench") / "reports" / "pasted_measured.json"
+#: A run past this many seconds is cancelled and recorded as timed out.
+RUN_TIMEOUT_S = 600.0
 
 
 def main(argv=None) -> int:
@@ -60,11 +111,18 @@ def main(argv=None) -> int:
                         help="ask and run the queries of QUERIES for real at --scale")
     parser.add_argument("--scale", type=float, default=10.0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--check", action="store_true",
+                        help="answer the measured runs of the journal (no run)")
+    parser.add_argument("--profile-scale", type=float, action="append", default=[],
+                        help="with --check: also answer after one profiling run of each "
+                             "query at this scale factor (repeatable)")
     parser.add_argument("--time", action="store_true",
                         help="time the what-if of a pasted query and of a measured one")
     args = parser.parse_args(argv)
     if args.measure:
         return measure(args.scale, args.repeats)
+    if args.check:
+        return check(profile_scales=args.profile_scale)
     if args.time:
         return time_what_if_answers(args.scale)
     return as_if_pasted(args.folds, args.report_dir)
@@ -171,7 +229,10 @@ def as_if_pasted(n_folds: int, report_dir: Path) -> int:
 
 
 # ------------------------------------------------------------ measured
-def measure(scale: float, repeats: int) -> int:
+def measure(scale: float, repeats: int, journal: Path = MEASURED) -> int:
+    """Run each of QUERIES at SF ``scale`` until the journal holds ``repeats`` finished
+    runs of it there (a run that fails or times out is journaled too, never dropped),
+    then answer them all (:func:`check`)."""
     sys.path.insert(0, str(Path(__file__).parent))
     from _warm import MAX_WAIT_S, QUIET_LOAD
 
@@ -179,6 +240,16 @@ def measure(scale: float, repeats: int) -> int:
     from jobgauge.profiler.runners.runner import DEFAULT_DATA_ROOT
     from jobgauge.profiler.workloads.tpch import TABLES, ensure_data, scale_label
 
+    runs = _journal(journal)
+
+    def finished(name):
+        return sum(r["query"] == name and r["scale"] == scale and r["status"] == "succeeded"
+                   for r in runs)
+
+    todo = [name for name in QUERIES if finished(name) < repeats]
+    if not todo:
+        print(f"the journal {journal} holds {repeats} runs of each query at SF {scale:g}")
+        return check(journal)
     size = scale_label(scale)
     folder = ensure_data(DEFAULT_DATA_ROOT, size)
     from pyspark.sql import SparkSession
@@ -190,32 +261,240 @@ def measure(scale: float, repeats: int) -> int:
     for table in TABLES:
         spark.read.parquet(str(folder / f"{table}.parquet")).createOrReplaceTempView(table)
     guard = LoadGuard(threshold=QUIET_LOAD, max_wait_s=MAX_WAIT_S, read_own_cpu=lambda: 0.0)
-    times = {name: [] for name in QUERIES}
+
+    def record(name, load, warmup=False):
+        status, seconds, error = _timed(spark, QUERIES[name], RUN_TIMEOUT_S)
+        if not warmup or status != "succeeded":
+            runs.append({"query": name, "sql": QUERIES[name], "scale": scale,
+                         "master": "local[2]", "settings": "Spark's defaults",
+                         "status": status, "seconds": round(seconds, 3),
+                         "load_at_start": None if load is None else round(load, 2),
+                         "warmup": warmup, "error": error,
+                         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+            _write_journal(journal, runs)
+        print(f"  {'warm-up ' if warmup else ''}{name} {size}: {status} {seconds:.2f} s"
+              + ("" if load is None else f" (load {load:.2f} at start)"), flush=True)
+        return status
+
     try:
-        for name, sql in QUERIES.items():        # warm-up: 3 runs of each query
+        for name in list(todo):                  # warm-up: 3 runs of each query
             for _ in range(3):
-                spark.sql(sql).collect()
+                if record(name, None, warmup=True) != "succeeded":
+                    todo.remove(name)
+                    break
         for _ in range(repeats):
-            for name, sql in QUERIES.items():
-                load = guard.wait_quiet()["load_at_start"]
-                began = time.perf_counter()
-                spark.sql(sql).collect()
-                times[name].append(time.perf_counter() - began)
-                print(f"  {name} {size}: {times[name][-1]:.2f} s (load {load:.2f} at start)",
-                      flush=True)
+            for name in todo:
+                if finished(name) < repeats:
+                    record(name, guard.wait_quiet()["load_at_start"])
     finally:
         spark.stop()      # the web service's planner starts its own (local[1]) after it
+    return check(journal)
+
+
+def profiling_runs(scale: float, folder: Path) -> tuple[Path, Path]:
+    """A user's one profiling run of each of QUERIES at SF ``scale``: one warm local[2]
+    application with Spark's defaults and an event log, 3 warm-up runs of each query,
+    then one timed run (its time the query's own).  Writes the runs as a run table and
+    their profiles (cut from the event log) beside it, as ``jobgauge collect`` writes
+    ``data/runs`` and ``data/profiles``: ``folder/runs/pasted-sfN.csv.gz`` and
+    ``folder/profiles/pasted-sfN.jsonl.gz`` (returned)."""
+    import gzip
+    import json
+
+    import pandas as pd
+    from pyspark.sql import SparkSession
+
+    from jobgauge.profiler.runners._hive_record import query_workload
+    from jobgauge.profiler.runners.collect import compact_profile
+    from jobgauge.profiler.runners.runner import (DEFAULT_DATA_ROOT, application_profile,
+                                                  find_eventlog, query_profile)
+    from jobgauge.profiler.workloads.base import directory_bytes
+    from jobgauge.profiler.workloads.tpch import TABLES, ensure_data, scale_label
+
+    size = scale_label(scale)
+    data = ensure_data(DEFAULT_DATA_ROOT, size)
+    logs = folder / "eventlogs"
+    logs.mkdir(parents=True, exist_ok=True)
+    spark = (SparkSession.builder.master("local[2]").appName("jobgauge pasted profiles")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.eventLog.enabled", "true")
+             .config("spark.eventLog.dir", str(logs)).getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    for table in TABLES:
+        spark.read.parquet(str(data / f"{table}.parquet")).createOrReplaceTempView(table)
+    timed = {}
+    try:
+        for name, sql in QUERIES.items():
+            for _ in range(3):
+                _timed(spark, sql, RUN_TIMEOUT_S)
+            group = f"jobgauge-profile-{len(timed)}"
+            spark.sparkContext.setJobGroup(group, name)
+            began = time.perf_counter()
+            spark.sql(sql).collect()
+            seconds = time.perf_counter() - began
+            timed[name] = (seconds, spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+            print(f"  profiled {name} {size}: {seconds:.2f} s", file=sys.stderr, flush=True)
+        app_id = spark.sparkContext.applicationId
+    finally:
+        spark.stop()
+    app = application_profile(find_eventlog(logs, app_id))
+    input_bytes = directory_bytes(data)
+    rows, records = [], []
+    for name, (seconds, job_ids) in timed.items():
+        run_id = f"pasted:{query_workload(QUERIES[name])}:{size}"
+        rows.append({"source": "local", "workload": query_workload(QUERIES[name]),
+                     "framework": "spark", "datasize": size, "input_bytes": input_bytes,
+                     "instance_type": "local[2]", "instance_count": 1, "vcpus": 2,
+                     "memory_gib": 1.0, "hourly_price_usd": None,
+                     "config_json": json.dumps({"spark.master": "local[2]"}),
+                     "runtime_s": round(seconds, 3), "completed": True, "run_id": run_id})
+        records.append({"source": "local", "run_id": run_id,
+                        **compact_profile(query_profile(app, job_ids, runtime_s=seconds))})
+    table = folder / "runs" / f"pasted-{size}.csv.gz"
+    profiles = folder / "profiles" / f"pasted-{size}.jsonl.gz"
+    table.parent.mkdir(parents=True, exist_ok=True)
+    profiles.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(table, index=False)
+    with gzip.open(profiles, "wt", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(record) + "\n" for record in records)
+    return table, profiles
+
+
+def _timed(spark, sql: str, timeout_s: float) -> tuple[str, float, str | None]:
+    """(status, seconds, error) of one run of ``sql``: cancelled through its Spark job
+    group past ``timeout_s`` (then ``timed_out`` at the limit)."""
+    import threading
+    import uuid
+
+    context = spark.sparkContext
+    group = f"jobgauge-pasted-{uuid.uuid4().hex[:8]}"
+    expired = threading.Event()
+
+    def cancel():
+        expired.set()
+        context.cancelJobGroup(group)
+
+    context.setJobGroup(group, "jobgauge pasted query", interruptOnCancel=True)
+    timer = threading.Timer(timeout_s, cancel)
+    timer.start()
+    began = time.perf_counter()
+    try:
+        spark.sql(sql).collect()
+        return "succeeded", time.perf_counter() - began, None
+    except Exception as exc:         # a failed run is journaled with its first line
+        if expired.is_set():
+            return "timed_out", timeout_s, None
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        return "failed", time.perf_counter() - began, lines[0][:300]
+    finally:
+        timer.cancel()
+
+
+def _journal(path: Path) -> list[dict]:
+    import json
+
+    return json.loads(path.read_text(encoding="utf-8"))["runs"] if path.is_file() else []
+
+
+def _write_journal(path: Path, runs: list[dict]) -> None:
+    """Rewrite the journal whole, through a temporary file: a run is never half written."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_suffix(".part")
+    part.write_text(json.dumps({"runs": runs}, indent=1) + "\n", encoding="utf-8")
+    part.replace(path)
+
+
+def check(journal: Path = MEASURED, report_dir: Path | None = None,
+          profile_scales=()) -> int:
+    """The web service's answer to every query of the journal at every scale it was
+    run at, beside its measured runs; writes ``pasted_measured.md`` beside the journal.
+    For each of ``profile_scales``, also the answer of a service whose model trained
+    with one profiling run of each query at that scale (:func:`profiling_runs`), as a
+    user's own history of a job run once would have it."""
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from form_answers import service_for
+
+    from jobgauge.data import run_tables
+
+    runs = [r for r in _journal(journal) if not r.get("warmup") or r["status"] != "succeeded"]
+    if not runs:
+        print(f"no runs in {journal}; measure some with --measure", file=sys.stderr)
+        return 1
+    report_dir = Path(report_dir) if report_dir else journal.parent
+    scales = sorted({r["scale"] for r in runs})
+    asked = {scale: sorted({r["query"] for r in runs if r["scale"] == scale})
+             for scale in scales}
+    answers = {}
     with tempfile.TemporaryDirectory(prefix="jobgauge-pasted-") as tmp:
-        answers = _answers(scale, Path(tmp))
-    print(f"\n| query at SF {scale:g} on local[2], Spark's defaults | the form's answer [80 %] "
-          f"| borrowed from | measured now (median of {repeats}) | error |\n|---|---|---|---|---|")
-    for name in QUERIES:
-        answer = answers[name]
-        median = statistics.median(times[name])
-        print(f"| {name} | {answer['runtime_s']:.2f} s [{answer['low_s']:.2f}, "
-              f"{answer['high_s']:.2f}] | {answer['from'] or '-'} | {median:.2f} s "
-              f"({', '.join(f'{t:.2f}' for t in times[name])}) | "
-              f"{100 * (answer['runtime_s'] / median - 1):+.0f} % |")
+        tables = {"pasted: its plan alone": run_tables()}
+        for number, scale in enumerate(profile_scales):
+            table, _ = profiling_runs(scale, Path(tmp) / f"profiling-{number}")
+            tables[f"after one profiling run at SF {scale:g}"] = [*run_tables(), table]
+        for number, (method, with_tables) in enumerate(tables.items()):
+            service = service_for(with_tables, Path(tmp) / f"service-{number}")
+            answers[method] = {scale: _answers(service, scale, asked[scale])
+                               for scale in scales}
+    pasted = next(iter(answers))
+    lines = ["# Queries never measured, run for real (bench/pasted_queries.py --measure)", "",
+             "Each query pasted into the web service at its scale factor on local[2] with "
+             "Spark's defaults (the shipped model), and run for real in one warm local[2] "
+             "application with Spark's defaults (3 warm-up runs, then interleaved repeats, "
+             "each started once the 1-minute load was below 0.7 or after 20 s). The time is "
+             "the query's own inside the warm application. Journal: "
+             f"`{journal}`. Reproduce: `nice -n 10 .venv/bin/python bench/pasted_queries.py "
+             "--measure --scale S` (it resumes from the journal), then `--check"
+             + "".join(f" --profile-scale {scale:g}" for scale in profile_scales) + "`.", ""]
+    if profile_scales:
+        lines += ["After one profiling run at SF s: the same question to a service whose "
+                  "model trained also on one run of each query at SF s (one warm local[2] "
+                  "application with an event log, 3 warm-ups, then the profiled run), as "
+                  "the history of a job of a user's own that ran once would have it.", ""]
+    lines += ["| answer | scale | queries | MdAPE | median inside the 80 % interval | "
+              "within 2x | answer / measured (median) |", "|---|---|---|---|---|---|---|"]
+    table = ["", "| scale | query | measured (median; runs) | "
+             + " | ".join(f"{m} [80 %]" for m in answers) + " | pasted: answered from |",
+             "|---|---|---|" + "---|" * len(answers) + "---|"]
+    summary = {m: {} for m in answers}
+    for scale in scales:
+        for name in asked[scale]:
+            mine = [r for r in runs if r["query"] == name and r["scale"] == scale]
+            done = [r["seconds"] for r in mine if r["status"] == "succeeded"]
+            others = ", ".join(f"{r['status']}" for r in mine if r["status"] != "succeeded")
+            median = float(np.median(done)) if done else None
+            cells = []
+            for method in answers:
+                answer = answers[method][scale][name]
+                cell = f"{answer['runtime_s']:.2f} s [{answer['low_s']:.2f}, " \
+                       f"{answer['high_s']:.2f}]"
+                if median is not None:
+                    ratio = answer["runtime_s"] / median
+                    summary[method].setdefault(scale, []).append(
+                        (ratio, answer["low_s"] <= median <= answer["high_s"]))
+                    cell += f" {100 * (ratio - 1):+.0f} %"
+                cells.append(cell)
+            measured = "—" if median is None else f"{median:.2f} s"
+            table.append(f"| SF {scale:g} | {name} | {measured} "
+                         f"({', '.join(f'{t:.2f}' for t in done)}"
+                         f"{'; ' + others if others else ''}) | {' | '.join(cells)} | "
+                         f"{answers[pasted][scale][name]['from'] or '-'} |")
+    for method, per_scale in summary.items():
+        for scale, pairs in per_scale.items():
+            ratio = np.array([r for r, _ in pairs])
+            lines.append(f"| {method} | SF {scale:g} | {len(ratio)} | "
+                         f"{100 * np.median(np.abs(ratio - 1)):.1f} % | "
+                         f"{sum(i for _, i in pairs)} of {len(pairs)} | "
+                         f"{int(((ratio >= 0.5) & (ratio <= 2)).sum())} of {len(ratio)} | "
+                         f"x{np.median(ratio):.2f} |")
+    text = "\n".join(lines + table) + "\n"
+    print(text)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (report_dir / "pasted_measured.md").write_text(text, encoding="utf-8")
+    print(f"wrote {report_dir / 'pasted_measured.md'}", file=sys.stderr)
     return 0
 
 
@@ -258,20 +537,18 @@ def time_what_if_answers(scale: float) -> int:
     return 0
 
 
-def _answers(scale: float, folder: Path) -> dict:
-    """The web service's answer to each of QUERIES pasted at SF ``scale`` on local[2]."""
-    from form_answers import service_for
-
-    from jobgauge.data import run_tables
+def _answers(service, scale: float, names) -> dict:
+    """The web service's answer to each of QUERIES in ``names`` pasted at SF ``scale`` on
+    local[2]."""
     from jobgauge.job import jobs_frame
     from jobgauge.webapp.requests import parse_estimate
 
-    service = service_for(run_tables(), folder)
     model, _ = service.ensure_model()
     options = service.instance_options()
     out = {}
-    for name, sql in QUERIES.items():
-        request = parse_estimate({"sql": sql, "scale": scale, "instance_types": ["local[2]"]},
+    for name in names:
+        request = parse_estimate({"sql": QUERIES[name], "scale": scale,
+                                  "instance_types": ["local[2]"]},
                                  known_workloads=service.known_workloads(),
                                  catalog_names=list(options), strict=True)
         dag = service.dag(request)
@@ -280,7 +557,8 @@ def _answers(scale: float, folder: Path) -> dict:
         method = model.prediction_method(jobs_frame([job]))[0]
         out[name] = {**estimate["recommended"],
                      "from": " ".join(estimate["answered_from"] or ())}
-        print(f"  asked {name}: {out[name]['runtime_s']:.2f} s ({method})", flush=True)
+        print(f"  asked {name} at SF {scale:g}: {out[name]['runtime_s']:.2f} s ({method})",
+              file=sys.stderr, flush=True)
     return out
 
 
