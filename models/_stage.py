@@ -1889,6 +1889,30 @@ class StagePredictor(RuntimeModel):
                 self._corrector_matrix(X.iloc[staged].reset_index(drop=True)))
         return out
 
+    def _share_shifts(self, job_names) -> np.ndarray:
+        """Per job (``workload|framework``), the logit offset of its prior fixed share
+        from the shared one (with ``fixed_regularization``): ``-log(b / m)``, for a
+        reference profile of a data set of ``b`` bytes and ``m`` the median over the
+        reference profiles (kept as ``share_reference_bytes_``); 0 for a job without
+        one.  A fixed share is a share of the profiled task time, and the fixed seconds
+        are the same at any size: a job profiled on ``b / m`` times the data has that
+        much more work beside them, and (its work linear in the bytes) its share's odds
+        are ``m / b`` times the shared one's.  With one share for all, a job profiled
+        once at SF 1 took the share learned from profiles at SF 0.1-0.3 and from
+        HiBench's tiny jobs (0.73 in the shipped model): asked at SF 10 it grew 3.4x
+        where its measured time grew 4-19x (``bench/pasted_queries.py --check
+        --profile-scale 1``: 16 queries that are not TPC-H's, SF 10 answers x0.37 of the
+        measured, 62.5 % MdAPE; 28.5 % with the offsets)."""
+        profiled = [r["dataset_bytes"] for r in self.reference_profiles_.values()
+                    if r["dataset_bytes"] > 0]
+        self.share_reference_bytes_ = float(np.median(profiled)) if profiled else 1.0
+        out = np.zeros(len(job_names))
+        for i, job in enumerate(job_names):
+            reference = self.reference_profiles_.get(tuple(job.split("|", 1)))
+            if reference is not None and reference["dataset_bytes"] > 0:
+                out[i] = -math.log(reference["dataset_bytes"] / self.share_reference_bytes_)
+        return out
+
     def _work_exponent_bounds(self):
         """(lowest, start) work exponent per kind of :data:`STAGE_KINDS`: the lowest is
         the kind's largest volume exponent, the start :data:`WORK_EXPONENTS` (never
@@ -1913,6 +1937,7 @@ class StagePredictor(RuntimeModel):
         jobs = [f"{w}|{f}" for w, f in zip(X["workload"].astype(str),
                                            X["framework"].astype(str))]
         job_names = sorted({j for j, s in zip(jobs, staged) if s})
+        shift = self._share_shifts(job_names)
         job_index = np.array([job_names.index(j) if s else 0 for j, s in zip(jobs, staged)])
         n_types, n_rows, n_groups = len(self.instance_types_), len(rows), len(RATE_GROUP_NAMES)
         n_jobs = len(job_names)
@@ -1949,8 +1974,8 @@ class StagePredictor(RuntimeModel):
             params["probe_relief"] = theta[at_relief]
             offsets = theta[4 + n_groups:at_share]
             exponents = theta[len(theta) - n_kinds:] if n_kinds else self._work_exponents()
-            shares = _shares(theta[at_share], theta[at_share + 1:at_share + 1 + n_fixed]) \
-                if n_fixed else np.full(max(n_jobs, 1), theta[at_share])
+            shares = _shares(theta[at_share], theta[at_share + 1:at_share + 1 + n_fixed]
+                             + shift) if n_fixed else np.full(max(n_jobs, 1), theta[at_share])
             return (params, np.exp(theta[4:4 + n_groups]), offsets[:n_types],
                     offsets[n_types:], exponents, shares)
 
