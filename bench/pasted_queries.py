@@ -362,33 +362,28 @@ def profiling_runs(scale: float, folder: Path) -> tuple[Path, Path]:
 
 
 def _timed(spark, sql: str, timeout_s: float) -> tuple[str, float, str | None]:
-    """(status, seconds, error) of one run of ``sql``: cancelled through its Spark job
-    group past ``timeout_s`` (then ``timed_out`` at the limit)."""
-    import threading
+    """(status, seconds, error) of one run of ``sql``: its Spark job group cancelled past
+    ``timeout_s`` (``JobGroupLimit``; then ``timed_out`` at the limit)."""
     import uuid
+
+    from jobgauge.profiler.runners.driver import JobGroupLimit
 
     context = spark.sparkContext
     group = f"jobgauge-pasted-{uuid.uuid4().hex[:8]}"
-    expired = threading.Event()
-
-    def cancel():
-        expired.set()
-        context.cancelJobGroup(group)
-
+    watch = JobGroupLimit(context, group, timeout_s)
     context.setJobGroup(group, "jobgauge pasted query", interruptOnCancel=True)
-    timer = threading.Timer(timeout_s, cancel)
-    timer.start()
+    watch.start()
     began = time.perf_counter()
     try:
         spark.sql(sql).collect()
         return "succeeded", time.perf_counter() - began, None
     except Exception as exc:         # a failed run is journaled with its first line
-        if expired.is_set():
+        if watch.timed_out.is_set():
             return "timed_out", timeout_s, None
         lines = str(exc).strip().splitlines() or [type(exc).__name__]
         return "failed", time.perf_counter() - began, lines[0][:300]
     finally:
-        timer.cancel()
+        watch.stop()
 
 
 def _journal(path: Path) -> list[dict]:

@@ -242,6 +242,31 @@ def _error_text(exc: BaseException) -> str:
     return "\n".join(lines[:12])[:4000]
 
 
+class JobGroupLimit:
+    """Cancels the Spark job group ``group`` of ``context`` once ``limit_s`` seconds
+    have passed since :meth:`start`, until :meth:`stop`: past the limit it keeps
+    cancelling, since a job submitted after the first cancel (planning can outlast a
+    short limit) must stop too.  ``timed_out`` is set at the limit."""
+
+    def __init__(self, context, group: str, limit_s: float):
+        self.context, self.group, self.limit_s = context, group, float(limit_s)
+        self.timed_out, self._finished = threading.Event(), threading.Event()
+
+    def _watch(self) -> None:
+        if self._finished.wait(self.limit_s):
+            return
+        self.timed_out.set()
+        while not self._finished.is_set():
+            self.context.cancelJobGroup(self.group)
+            self._finished.wait(0.2)
+
+    def start(self) -> None:
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def stop(self) -> None:
+        self._finished.set()
+
+
 class _Application:
     """One Spark application of a spec: starts it, runs items, stops it."""
 
@@ -307,20 +332,8 @@ class _Application:
         from jobgauge.profiler.workloads import get_workload
 
         spark, context = self.spark, self.context
-        timed_out, finished = threading.Event(), threading.Event()
         limit = float(item.get("timeout_s", 600))
-
-        def _watch():
-            # Past the limit, keep cancelling: a job submitted after the first
-            # cancel (planning can outlast a short limit) must stop too.
-            if finished.wait(limit):
-                return
-            timed_out.set()
-            while not finished.is_set():
-                context.cancelJobGroup(group)
-                finished.wait(0.2)
-
-        timer = threading.Thread(target=_watch, daemon=True)
+        watch = JobGroupLimit(context, group, limit)
         record = {"event": "item", "key": item["key"], "workload": item["workload"],
                   "warmup": bool(item.get("warmup")), "started_at": _now_iso()}
         output_dir = Path(self.spec.get("output_root", "/tmp")) / group
@@ -338,19 +351,19 @@ class _Application:
             _emit(self.results, {"event": "begin", "key": item["key"], "at": time.time()})
             begin = time.perf_counter()
             cpu_before = process_group_cpu_s() if self.guard else None
-            timer.start()
+            watch.start()
             summary = workload.run(spark, Path(item["data_path"]), output_dir=output_dir)
-            if timed_out.is_set():  # it ended past its limit, before a cancel could stop it
+            if watch.timed_out.is_set():  # it ended past its limit, before a cancel could stop it
                 record.update(status="timed_out", result=summary,
                               error=f"ran past its time limit of {limit:g} s: its job group "
                                     f"was cancelled at the limit, but the run ended first")
             else:
                 record.update(status="succeeded", result=summary)
         except Exception as exc:  # noqa: BLE001 - every failure is recorded, not raised
-            record.update(status="timed_out" if timed_out.is_set() else "failed",
+            record.update(status="timed_out" if watch.timed_out.is_set() else "failed",
                           error=_error_text(exc))
         finally:
-            finished.set()
+            watch.stop()
             record["runtime_s"] = round(time.perf_counter() - begin, 4)
             record["ended_at"] = _now_iso()
             if cpu_before is not None:
