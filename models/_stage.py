@@ -1893,8 +1893,7 @@ class StagePredictor(RuntimeModel):
         """Per job (``workload|framework``), the logit offset of its prior fixed share
         from the shared one (with ``fixed_regularization``): ``-log(b / m)``, for a
         reference profile of a data set of ``b`` bytes and ``m`` the median over the
-        reference profiles (kept as ``share_reference_bytes_``); 0 for a job without
-        one.  A fixed share is a share of the profiled task time, and the fixed seconds
+        reference profiles; 0 for a job without one.  A fixed share is a share of the profiled task time, and the fixed seconds
         are the same at any size: a job profiled on ``b / m`` times the data has that
         much more work beside them, and (its work linear in the bytes) its share's odds
         are ``m / b`` times the shared one's.  With one share for all, a job profiled
@@ -1905,12 +1904,12 @@ class StagePredictor(RuntimeModel):
         measured, 62.5 % MdAPE; with the offsets x0.79 and 23.2 %)."""
         profiled = [r["dataset_bytes"] for r in self.reference_profiles_.values()
                     if r["dataset_bytes"] > 0]
-        self.share_reference_bytes_ = float(np.median(profiled)) if profiled else 1.0
+        median = float(np.median(profiled)) if profiled else 1.0
         out = np.zeros(len(job_names))
         for i, job in enumerate(job_names):
             reference = self.reference_profiles_.get(tuple(job.split("|", 1)))
             if reference is not None and reference["dataset_bytes"] > 0:
-                out[i] = -math.log(reference["dataset_bytes"] / self.share_reference_bytes_)
+                out[i] = -math.log(reference["dataset_bytes"] / median)
         return out
 
     def _work_exponent_bounds(self):
