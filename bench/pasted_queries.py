@@ -28,9 +28,10 @@ each measured scale is asked through the web service's code (the shipped model, 
 on first need in a temporary store; the query planned as the form plans it; asked after
 the runs, so that its planner's Spark application does not run beside them), and the
 answers are set beside the measured medians in ``bench/reports/pasted_measured.md``.
-With ``--profile-scale S`` (repeatable), each query also runs once at SF S with an event
-log (3 warm-ups first), and a second service, whose model trains on the shipped runs and
-those profiled runs, answers the same questions: a job of a user's own, profiled once.
+With ``--profile-scale S`` (repeatable), each query also runs once at SF S as a user
+runs it (``jobgauge run tpch --sql TEXT --scale S``: 3 warm-ups, then the measured and
+profiled run) into a service's store, and that service answers the same questions: a
+query of a user's own, run once.
 
 **Timed** (``--time``): the web service's what-if (3 instance types x 8 node counts)
 for the first of those queries pasted at SF ``--scale`` and for TPC-H Q3 at SF 3,
@@ -291,74 +292,25 @@ def measure(scale: float, repeats: int, journal: Path = MEASURED) -> int:
     return check(journal)
 
 
-def profiling_runs(scale: float, folder: Path) -> tuple[Path, Path]:
-    """A user's one profiling run of each of QUERIES at SF ``scale``: one warm local[2]
-    application with Spark's defaults and an event log, 3 warm-up runs of each query,
-    then one timed run (its time the query's own).  Writes the runs as a run table and
-    their profiles (cut from the event log) beside it, as ``jobgauge collect`` writes
-    ``data/runs`` and ``data/profiles``: ``folder/runs/pasted-sfN.csv.gz`` and
-    ``folder/profiles/pasted-sfN.jsonl.gz`` (returned)."""
-    import gzip
-    import json
-
-    import pandas as pd
-    from pyspark.sql import SparkSession
-
+def profiling_runs(scale: float, store_url: str) -> list[dict]:
+    """A user's one run of each of QUERIES at SF ``scale``, as the user makes it:
+    ``jobgauge run tpch --sql TEXT --scale S`` (``run_workload`` with the query's text:
+    one local[2] application per query with Spark's defaults and an event log, 3
+    warm-ups, then the measured and profiled run), recorded in the store
+    ``store_url`` under the key the web form gives the text pasted.  Returns the runs."""
     from jobgauge.profiler.runners._hive_record import query_workload
-    from jobgauge.profiler.runners.collect import compact_profile
-    from jobgauge.profiler.runners.runner import (DEFAULT_DATA_ROOT, application_profile,
-                                                  find_eventlog, query_profile)
-    from jobgauge.profiler.workloads.base import directory_bytes
-    from jobgauge.profiler.workloads.tpch import TABLES, ensure_data, scale_label
+    from jobgauge.profiler.runners.runner import run_workload
+    from jobgauge.profiler.workloads.tpch import scale_label
+    from jobgauge.store import open_store
 
-    size = scale_label(scale)
-    data = ensure_data(DEFAULT_DATA_ROOT, size)
-    logs = folder / "eventlogs"
-    logs.mkdir(parents=True, exist_ok=True)
-    spark = (SparkSession.builder.master("local[2]").appName("jobgauge pasted profiles")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.eventLog.enabled", "true")
-             .config("spark.eventLog.dir", str(logs)).getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    for table in TABLES:
-        spark.read.parquet(str(data / f"{table}.parquet")).createOrReplaceTempView(table)
-    timed = {}
-    try:
-        for name, sql in QUERIES.items():
-            for _ in range(3):
-                _timed(spark, sql, RUN_TIMEOUT_S)
-            group = f"jobgauge-profile-{len(timed)}"
-            spark.sparkContext.setJobGroup(group, name)
-            began = time.perf_counter()
-            spark.sql(sql).collect()
-            seconds = time.perf_counter() - began
-            timed[name] = (seconds, spark.sparkContext.statusTracker().getJobIdsForGroup(group))
-            print(f"  profiled {name} {size}: {seconds:.2f} s", file=sys.stderr, flush=True)
-        app_id = spark.sparkContext.applicationId
-    finally:
-        spark.stop()
-    app = application_profile(find_eventlog(logs, app_id))
-    input_bytes = directory_bytes(data)
-    rows, records = [], []
-    for name, (seconds, job_ids) in timed.items():
-        run_id = f"pasted:{query_workload(QUERIES[name])}:{size}"
-        rows.append({"source": "local", "workload": query_workload(QUERIES[name]),
-                     "framework": "spark", "datasize": size, "input_bytes": input_bytes,
-                     "instance_type": "local[2]", "instance_count": 1, "vcpus": 2,
-                     "memory_gib": 1.0, "hourly_price_usd": None,
-                     "config_json": json.dumps({"spark.master": "local[2]"}),
-                     "runtime_s": round(seconds, 3), "completed": True, "run_id": run_id})
-        records.append({"source": "local", "run_id": run_id,
-                        **compact_profile(query_profile(app, job_ids, runtime_s=seconds))})
-    table = folder / "runs" / f"pasted-{size}.csv.gz"
-    profiles = folder / "profiles" / f"pasted-{size}.jsonl.gz"
-    table.parent.mkdir(parents=True, exist_ok=True)
-    profiles.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(table, index=False)
-    with gzip.open(profiles, "wt", encoding="utf-8") as handle:
-        handle.writelines(json.dumps(record) + "\n" for record in records)
-    return table, profiles
+    store, size, out = open_store(store_url), scale_label(scale), []
+    for name, sql in QUERIES.items():
+        run = run_workload(query_workload(sql), size, {}, sql=sql, warmups=3, store=store,
+                           timeout_s=RUN_TIMEOUT_S)
+        print(f"  profiled {name} {size}: {run['status']} {run['runtime_s'] or 0:.2f} s",
+              file=sys.stderr, flush=True)
+        out.append(run)
+    return out
 
 
 def _timed(spark, sql: str, timeout_s: float) -> tuple[str, float, str | None]:
@@ -406,9 +358,9 @@ def check(journal: Path = MEASURED, report_dir: Path | None = None,
           profile_scales=()) -> int:
     """The web service's answer to every query of the journal at every scale it was
     run at, beside its measured runs; writes ``pasted_measured.md`` beside the journal.
-    For each of ``profile_scales``, also the answer of a service whose model trained
-    with one profiling run of each query at that scale (:func:`profiling_runs`), as a
-    user's own history of a job run once would have it."""
+    For each of ``profile_scales``, also the answer of a service whose store holds one
+    run of each query at that scale (:func:`profiling_runs`), as a user's own query run
+    once would have it."""
     import numpy as np
 
     sys.path.insert(0, str(Path(__file__).parent))
@@ -426,12 +378,14 @@ def check(journal: Path = MEASURED, report_dir: Path | None = None,
              for scale in scales}
     answers = {}
     with tempfile.TemporaryDirectory(prefix="jobgauge-pasted-") as tmp:
-        tables = {"pasted: its plan alone": run_tables()}
-        for number, scale in enumerate(profile_scales):
-            table, _ = profiling_runs(scale, Path(tmp) / f"profiling-{number}")
-            tables[f"after one profiling run at SF {scale:g}"] = [*run_tables(), table]
-        for number, (method, with_tables) in enumerate(tables.items()):
-            service = service_for(with_tables, Path(tmp) / f"service-{number}")
+        services = {"pasted: its plan alone": Path(tmp) / "service-0"}
+        for number, scale in enumerate(profile_scales, 1):  # runs first, then the planner
+            folder = Path(tmp) / f"service-{number}"
+            folder.mkdir()
+            profiling_runs(scale, str(folder / "store.db"))
+            services[f"after one run at SF {scale:g}"] = folder
+        for method, folder in services.items():
+            service = service_for(run_tables(), folder)
             answers[method] = {scale: _answers(service, scale, asked[scale])
                                for scale in scales}
     pasted = next(iter(answers))
@@ -445,10 +399,12 @@ def check(journal: Path = MEASURED, report_dir: Path | None = None,
              "--measure --scale S` (it resumes from the journal), then `--check"
              + "".join(f" --profile-scale {scale:g}" for scale in profile_scales) + "`.", ""]
     if profile_scales:
-        lines += ["After one profiling run at SF s: the same question to a service whose "
-                  "model trained also on one run of each query at SF s (one warm local[2] "
-                  "application with an event log, 3 warm-ups, then the profiled run), as "
-                  "the history of a job of a user's own that ran once would have it.", ""]
+        lines += ["After one run at SF s: the same question to a service whose store holds "
+                  "one run of each query at SF s, made as a user makes it (`jobgauge run "
+                  "tpch --sql TEXT --scale S`: one local[2] application per query with an "
+                  "event log, 3 warm-ups, then the measured and profiled run); its model "
+                  "trained on first need on the shipped runs and the store's, and the "
+                  "answers are calibrated to the query's own run.", ""]
     lines += ["| answer | scale | queries | MdAPE | median inside the 80 % interval | "
               "within 2x | answer / measured (median) |", "|---|---|---|---|---|---|---|"]
     table = ["", "| scale | query | measured (median; runs) | "

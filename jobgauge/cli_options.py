@@ -112,6 +112,24 @@ def add_datasize_option(parser, *, default=None, help: str = "size label, e.g. s
         add_deprecated_alias(parser, spelling, "--datasize", dest="datasize", **kwargs)
 
 
+def add_query_source_options(parser) -> None:
+    """Which query: ``--query N`` (TPC-H's), ``--sql TEXT`` or ``--file PATH`` (one's own),
+    exactly one (``args.query``, ``args.sql``, ``args.file``)."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--query", type=int, metavar="N", help="TPC-H query 1..22")
+    source.add_argument("--sql", metavar="TEXT", help="your own query (HiveQL / Spark SQL)")
+    source.add_argument("--file", metavar="PATH", help="a file holding your own query")
+
+
+def add_query_key_option(parser) -> None:
+    """``--workload NAME`` (``args.workload``): the job key one's own query is recorded
+    under, by default ``sql-<hash of its text>``, the key the web form gives the same
+    text pasted."""
+    parser.add_argument("--workload", default=None, metavar="NAME",
+                        help="--sql/--file: the job key to record the run under "
+                             "(default sql-<hash of the query text>)")
+
+
 def add_model_options(parser, *, file_help: str = "model file (default: the store's newest)",
                       name_help: str = "name of the model in the store") -> None:
     """``--model PATH`` (a model file, ``args.model``) and ``--model-name NAME`` (a model in

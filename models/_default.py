@@ -35,7 +35,7 @@ from jobgauge.errors import UsageError
 __all__ = ["DEFAULT_MODEL_NAME", "DEFAULT_RETRAIN_EVERY", "MODEL_KIND_ENV", "RETRAIN_EVERY_ENV",
            "job_history", "learning_frame", "learns_reference_profiles", "maybe_retrain",
            "prior_profile_files", "prior_run_tables", "reference_profile_records",
-           "retrain_every",
+           "retrain_after_runs", "retrain_every",
            "retrain_lock_path", "runs_since_training", "store_model", "store_run_frame",
            "train_store_model", "training_lock"]
 
@@ -455,6 +455,23 @@ def maybe_retrain(store, *, every=None, name: str = DEFAULT_MODEL_NAME, kind: st
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 env=env, start_new_session=True, close_fds=True,
                                 preexec_fn=_background_priority)
+
+
+def retrain_after_runs(store, *, every=None, note=None, warn=None) -> None:
+    """After recording runs: start the background retraining when enough new runs are
+    in (:func:`maybe_retrain`; never waits) and ``note`` it; a retraining that cannot
+    start is a ``warn``-ing, never an error: the runs are recorded, and the next new
+    run tries again.  ``note`` and ``warn`` default to ``jobgauge:`` lines on stderr."""
+    def say(prefix):
+        return lambda message: print(f"jobgauge: {prefix}{message}", file=sys.stderr,
+                                     flush=True)
+
+    note, warn = note or say(""), warn or say("warning: ")
+    try:
+        if maybe_retrain(store, every=every) is not None:
+            note("retraining the model on the new runs in the background")
+    except Exception as exc:  # noqa: BLE001 - the runs are recorded; retraining is a bonus
+        warn(f"retraining not started ({exc.__class__.__name__}: {exc})")
 
 
 def retraining_pid(lock_path) -> int | None:

@@ -20,6 +20,7 @@ import sys
 
 from jobgauge.cli_options import (add_command, add_command_group, add_conf_option,
                                   add_data_root_option, add_datasize_option, add_master_option,
+                                  add_query_key_option, add_query_source_options,
                                   add_timeout_option, finish_run, parse_key_values, print_result)
 
 
@@ -70,9 +71,7 @@ def register(subparsers) -> None:
     run = add_command(commands, "run", run_command,
                       help="run a query once and record it with its DAG", json="the run")
     _query_options(run)
-    run.add_argument("--workload", default=None, metavar="NAME",
-                     help="--sql/--file: the job key to record the run under "
-                          "(default sql-<hash of the query text>)")
+    add_query_key_option(run)
     add_conf_option(run, old=("--set",),
                     help="a Hive or Spark SQL session setting; repeatable")
     add_timeout_option(run, default=600, what="cancel the query")
@@ -88,10 +87,7 @@ def _query_options(parser):
 
 
 def _query_source(parser):
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--query", type=int, metavar="N", help="TPC-H query 1..22")
-    source.add_argument("--sql", metavar="TEXT", help="your own query (HiveQL / Spark SQL)")
-    source.add_argument("--file", metavar="PATH", help="a file holding your own query")
+    add_query_source_options(parser)
     parser.add_argument("--database", default=None, metavar="NAME",
                         help="--sql/--file: the database the query runs in (default: the "
                              "server's default)")
@@ -216,29 +212,16 @@ def load_command(args) -> int:
     return 0
 
 
-def _query(number: int):
-    from jobgauge.errors import UsageError
-    from jobgauge.profiler.workloads._tpch_queries import QUERIES
-
-    if number not in QUERIES:
-        raise UsageError(f"TPC-H query must be 1..22; got {number}")
-    return f"tpch-q{number}", QUERIES[number].strip()
-
-
 def _asked_query(args):
-    """(job key, query text, TPC-H?) of ``--query N``, ``--sql TEXT`` or ``--file PATH``."""
+    """(job key, query text, TPC-H?) of ``--query N``, ``--sql TEXT`` or ``--file PATH``
+    (``asked_query``); ``--database`` and ``--workload`` are for one's own query."""
     from jobgauge.errors import UsageError
-    from jobgauge.profiler.runners._hive_record import query_workload, read_query
-    from jobgauge.profiler.readers._hive_session import check_plan_limits
+    from jobgauge.profiler.runners._hive_record import asked_query
 
-    if args.query is not None:
-        if args.database or getattr(args, "workload", None):
-            raise UsageError("--database and --workload are for your own query (--sql or "
-                             "--file); a TPC-H query runs in its own database")
-        return (*_query(args.query), True)
-    sql = read_query(args.sql, args.file)
-    check_plan_limits(sql)      # a query past the planning limits is refused before connecting
-    return getattr(args, "workload", None) or query_workload(sql), sql, False
+    if args.query is not None and (args.database or getattr(args, "workload", None)):
+        raise UsageError("--database and --workload are for your own query (--sql or "
+                         "--file); a TPC-H query runs in its own database")
+    return asked_query(args)
 
 
 def _prepare(session, args, tpch: bool) -> dict:
@@ -261,19 +244,6 @@ def _given_resources(args) -> dict | None:
         raise UsageError("give all of --instance-type, --instance-count, --vcpus and "
                          "--memory-gib, or none (then they are read from a local server)")
     return given
-
-
-def _retrain(store) -> None:
-    """Start the store's background retraining when enough new runs are in (never waits;
-    ``models._default.maybe_retrain``)."""
-    from jobgauge.errors import GaugeError
-    from jobgauge.models._default import maybe_retrain
-
-    try:
-        if maybe_retrain(store) is not None:
-            print("retraining the model on the new runs in the background", file=sys.stderr)
-    except GaugeError as exc:   # the run is recorded; the retraining waits for a fix
-        print(f"jobgauge: warning: retraining not started: {exc}", file=sys.stderr)
 
 
 def explain_command(args) -> int:
@@ -332,6 +302,7 @@ def run_command(args) -> int:
     PATH, in --database) once, measure it and record it in the store with its plan's DAG;
     reruns of the same query share a job key (--workload, default sql-<hash of the text>)."""
 
+    from jobgauge.models._default import retrain_after_runs
     from jobgauge.profiler.hive import run_query
     from jobgauge.profiler.workloads.base import directory_bytes
     from jobgauge.store import open_store
@@ -349,7 +320,7 @@ def run_command(args) -> int:
                         input_bytes=directory_bytes(loaded["data_path"])
                         if loaded["data_path"] else None,
                         resources=resources)
-    _retrain(store)
+    retrain_after_runs(store)
     runtime = f" in {run['runtime_s']:.3f} s" if run["runtime_s"] is not None else ""
     size = f" {run['datasize']}" if run["datasize"] else ""
     lines = [f"run {run['id']}: {workload}{size} on {run['framework']} "

@@ -380,13 +380,9 @@ def _cores_to_the_job(mine: dict, store):
 
 def _retrain(own: dict, store) -> None:
     """Start the background retraining when enough new runs are in (never waits)."""
-    try:
-        from jobgauge.models._default import maybe_retrain
+    from jobgauge.models._default import retrain_after_runs
 
-        if maybe_retrain(store, every=own["retrain_every"]) is not None:
-            _note("retraining the model on the new runs in the background")
-    except Exception as exc:  # noqa: BLE001 - the job has run; retraining is a bonus
-        _warn(f"retraining not started ({exc.__class__.__name__}: {exc})")
+    retrain_after_runs(store, every=own["retrain_every"], note=_note, warn=_warn)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -185,7 +185,9 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                 "type": "array", "items": {"type": "string"},
                 "description": "a query never measured: the measured queries whose plans "
                                "read most alike; the answer is the median of the replays "
-                               "of their profiles, each scaled to what this plan reads"}),
+                               "of their profiles, each scaled to what this plan reads; "
+                               "after one run of the query ('jobgauge run tpch --file "
+                               "query.sql'), it is answered from its own profile"}),
             "dag": dag,
             "plan_error": _nullable({"type": "string",
                                      "description": "why no DAG could be drawn, when asked for"}),

@@ -93,6 +93,29 @@ def query_workload(sql: str) -> str:
     return f"sql-{digest}"
 
 
+def asked_query(args) -> tuple[str, str, bool]:
+    """(job key, query text, TPC-H?) of the options of ``add_query_source_options``
+    (``--query N``, ``--sql TEXT``, ``--file PATH``) and ``add_query_key_option``
+    (``--workload NAME``, one's own query only, never a name of jobgauge's workloads)."""
+    from jobgauge.profiler.workloads import benchmark_of
+    from jobgauge.profiler.workloads._tpch_queries import QUERIES
+
+    name = getattr(args, "workload", None)
+    if args.query is not None:
+        if name:
+            raise UsageError("--workload names your own query (--sql or --file); TPC-H "
+                             "query N is recorded as tpch-qN")
+        if args.query not in QUERIES:
+            raise UsageError(f"TPC-H query must be 1..22; got {args.query}")
+        return f"tpch-q{args.query}", QUERIES[args.query].strip(), True
+    sql = read_query(args.sql, args.file)
+    check_plan_limits(sql)      # a query past the planning limits is refused before running
+    if name and benchmark_of(name) is not None:
+        raise UsageError(f"--workload {name} is one of jobgauge's {benchmark_of(name)} "
+                         "workloads; name your own query otherwise")
+    return name or query_workload(sql), sql, False
+
+
 def read_query(sql: str | None = None, file=None) -> str:
     """The query text of ``--sql TEXT`` or ``--file PATH`` (one of them), without a
     trailing semicolon; an empty or unreadable query is a UsageError."""

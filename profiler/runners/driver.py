@@ -345,7 +345,7 @@ class _Application:
             for key, value in item.get("sql_conf", {}).items():
                 spark.conf.set(key, str(value))
                 self.set_keys.add(key)
-            workload = get_workload(item["workload"])
+            workload = get_workload(item["workload"], sql=item.get("query_text"))
             context.setJobGroup(group, item["workload"], interruptOnCancel=True)
             # the runner times a run the JVM's death cuts short from here
             _emit(self.results, {"event": "begin", "key": item["key"], "at": time.time()})

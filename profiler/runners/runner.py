@@ -203,17 +203,21 @@ def run_record(record: dict, *, item: dict, resources_: dict, engine_version: st
 
 def run_workload(workload_name: str, size: str, config: dict | None = None, *,
                  master: str = "local[2]", timeout_s: float = 600, data_root=None,
-                 eventlog_dir=None, store=None, source: str = RUNNER_SOURCE, cluster=None) -> dict:
+                 eventlog_dir=None, store=None, source: str = RUNNER_SOURCE, cluster=None,
+                 sql: str | None = None, warmups: int = 0) -> dict:
     """Run one workload once as a real Spark application, profile it, record it.
 
     Returns the run (a dict in the store's shape, plus ``profile`` and
     ``eventlog``).  A failed or timed-out run is recorded too, never lost.
     ``cluster`` is a started :class:`~jobgauge.profiler.runners.cluster.StandaloneCluster`
-    to run on instead of ``master``.
+    to run on instead of ``master``.  ``sql``: a user's own query over the TPC-H tables,
+    recorded as ``workload_name`` (``get_workload``).  ``warmups``: runs of it before
+    the measured one in the same application, not recorded: the time and the profile
+    are then the query's inside a warm application, as the corpus was measured.
     """
     from jobgauge.profiler.workloads import get_workload
 
-    workload = get_workload(workload_name)
+    workload = get_workload(workload_name, sql=sql)
     if size not in workload.sizes:
         raise UsageError(f"{workload_name} has sizes {', '.join(workload.sizes)}; got {size!r}")
     config = dict(config or {})
@@ -230,16 +234,19 @@ def run_workload(workload_name: str, size: str, config: dict | None = None, *,
     item = {"key": key, "workload": workload_name, "data_path": str(data_path),
             "sql_conf": session, "timeout_s": timeout_s,
             "query_text": getattr(workload, "sql", None)}
-    outcome = run_batch([item], master=master, spark_conf=static, eventlog_dir=eventlog_dir,
-                        app_name=f"jobgauge {workload_name} {size}")
-    record = outcome["records"][0] if outcome["records"] else {
-        "status": "failed", "error": "the application produced no result", "runtime_s": None}
+    warm = [{**item, "key": f"{key}-warmup{n + 1}", "warmup": True} for n in range(warmups)]
+    outcome = run_batch([*warm, item], master=master, spark_conf=static,
+                        eventlog_dir=eventlog_dir, app_name=f"jobgauge {workload_name} {size}")
+    record = _measured_record(outcome["records"], key)
     run = run_record(record, item=item, resources_=resources_,
                      engine_version=outcome["app"].get("spark_version"), size=size,
                      input_bytes=workload.input_bytes(data_path), config=config, source=source)
     profile = None
     try:
         profile = application_profile(outcome["eventlog"])
+        if warm and profile is not None:     # the measured run's jobs, not the warm-ups'
+            profile = query_profile(profile, record.get("job_ids") or [],
+                                    runtime_s=record.get("runtime_s"))
     except Exception as exc:  # noqa: BLE001 - a broken log must not lose the measured run
         run["error"] = ((run.get("error") or "") + f"\nprofile not read: {exc}").strip()
     if store is not None:
@@ -248,6 +255,21 @@ def run_workload(workload_name: str, size: str, config: dict | None = None, *,
     run["eventlog"] = outcome["eventlog"]
     run["result"] = record.get("result")
     return run
+
+
+def _measured_record(records: list, key: str) -> dict:
+    """The result of the measured item ``key`` of a batch; when the application ended
+    before it ran, the failure that ended it (in a warm-up run, said), never nothing."""
+    for record in records:
+        if record["key"] == key:
+            return record
+    if records and records[-1]["status"] != "succeeded":
+        last = records[-1]
+        return {**last, "key": key, "warmup": False, "runtime_s": None,
+                "error": f"a warm-up run {last['status'].replace('_', ' ')}: "
+                         f"{last.get('error') or ''}".strip()}
+    return {"status": "failed", "error": "the application produced no result",
+            "runtime_s": None}
 
 
 _SUMMED = ("input_bytes", "input_records", "output_bytes", "output_records", "shuffle_read_bytes",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from jobgauge.errors import UsageError
 from jobgauge.profiler.workloads.base import Workload, directory_bytes
-from jobgauge.profiler.workloads.tpch import TPCH_WORKLOADS, TpchQuery
+from jobgauge.profiler.workloads.tpch import TPCH_WORKLOADS, TpchOwnQuery, TpchQuery
 
-__all__ = ["Workload", "TpchQuery", "directory_bytes", "benchmark_of", "get_workload", "workload_names"]
+__all__ = ["Workload", "TpchOwnQuery", "TpchQuery", "directory_bytes", "benchmark_of", "get_workload", "workload_names"]
 
 
 def _all() -> dict:
@@ -19,11 +19,15 @@ def workload_names() -> list[str]:
     return list(_all())
 
 
-def get_workload(name: str) -> Workload:
+def get_workload(name: str, sql: str | None = None) -> Workload:
+    """The workload ``name`` of the registry; a name it does not know, with ``sql``, is
+    a user's own query over the TPC-H tables (:class:`TpchOwnQuery`) of that name."""
     workloads = _all()
-    if name not in workloads:
-        raise UsageError(f"unknown workload {name!r}; known: " + ", ".join(workloads))
-    return workloads[name]
+    if name in workloads:
+        return workloads[name]
+    if sql is not None:
+        return TpchOwnQuery(sql, name)
+    raise UsageError(f"unknown workload {name!r}; known: " + ", ".join(workloads))
 
 
 def benchmark_of(name: str) -> str | None:

@@ -130,4 +130,21 @@ class TpchQuery:
         return {"rows": len(rows), "first": [str(v) for v in rows[0]] if rows else None}
 
 
+class TpchOwnQuery(TpchQuery):
+    """A user's own query over the TPC-H tables (``jobgauge run tpch --sql/--file``): the
+    data and sizes of the 22 queries, named by its job key (``name``, by default
+    ``sql-<hash of its text>``, as the web form names the same text pasted), so its runs
+    answer later questions about that text."""
+
+    benchmark = None     # a job of the user's, as an imported one is
+
+    def __init__(self, sql: str, name: str):   # noqa: D107 - no query number of TPC-H's
+        self.number = None
+        self.name = name
+        self.sql = sql.strip().rstrip(";").strip()
+
+    def __repr__(self):
+        return f"TpchOwnQuery({self.name!r})"
+
+
 TPCH_WORKLOADS = {f"tpch-q{n}": TpchQuery(n) for n in QUERIES}
