@@ -2161,17 +2161,6 @@ class StagePredictor(RuntimeModel):
             [shares.get((w, f), default)
              for w, f in zip(X["workload"].astype(str), X["framework"].astype(str))]))
 
-    def _replayed_shares(self, X, rows, copies):
-        """Per replayed row, the fixed share of the profile it is replayed from: the
-        row's workload's (:meth:`_fixed_shares`), or for a query never measured the
-        share of the job whose profile it borrows, which is that profile's."""
-        shares = getattr(self, "fixed_shares_", {}) or {}
-        out = np.tile(self._fixed_shares(X), copies)
-        for i, row in enumerate(rows):
-            if row.get("borrowed"):
-                out[i] = shares.get(row["borrowed"][0], out[i])
-        return out
-
     def _predict_log(self, X):
         rows, matrix = self._rows(X)
         staged = [i for i, r in enumerate(rows) if r["stages"] is not None]
@@ -2213,7 +2202,7 @@ class StagePredictor(RuntimeModel):
             table = self._stage_table(rows)
             seconds = self._row_seconds(table, self.params_, self._rates(),
                                         np.tile(self._speeds(X), copies), len(rows),
-                                        fixed=self._replayed_shares(X, rows, copies))
+                                        fixed=np.tile(self._fixed_shares(X), copies))
             out[staged] = np.log(seconds[staged])
         return out
 
