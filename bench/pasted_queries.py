@@ -491,24 +491,21 @@ def time_what_if_answers(scale: float) -> int:
 def _answers(service, scale: float, names) -> dict:
     """The web service's answer to each of QUERIES in ``names`` pasted at SF ``scale`` on
     local[2]."""
-    from jobgauge.job import jobs_frame
     from jobgauge.webapp.requests import parse_estimate
 
-    model, _ = service.ensure_model()
-    options = service.instance_options()
     out = {}
     for name in names:
         request = parse_estimate({"sql": QUERIES[name], "scale": scale,
                                   "instance_types": ["local[2]"]},
                                  known_workloads=service.known_workloads(),
-                                 catalog_names=list(options), strict=True)
-        dag = service.dag(request)
-        estimate = service.estimate(request, dag=dag)
-        job = service.job(request, options["local[2]"], dag=dag)
-        method = model.prediction_method(jobs_frame([job]))[0]
+                                 catalog_names=list(service.instance_options()), strict=True)
+        estimate = service.estimate(request)
         out[name] = {**estimate["recommended"],
                      "from": " ".join(estimate["answered_from"] or ())}
-        print(f"  asked {name} at SF {scale:g}: {out[name]['runtime_s']:.2f} s ({method})",
+        runs = estimate["history"]["runs"]
+        print(f"  asked {name} at SF {scale:g}: {out[name]['runtime_s']:.2f} s (" +
+              (f"from {out[name]['from']}" if out[name]["from"] else
+               f"its own profile, calibrated to its {runs} runs") + ")",
               file=sys.stderr, flush=True)
     return out
 
