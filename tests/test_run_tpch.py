@@ -181,6 +181,8 @@ def test_your_own_query_is_refused_clearly(tmp_path, tpch_data_root, capsys):
         (["--sql", "  ;  "], "the query is empty"),
         (["--file", str(tmp_path / "missing.sql")], "cannot read the query file"),
         (["--sql", OWN_QUERY, "--warmups", "-1"], "--warmups must be from 0 to 20"),
+        (["--sql", "CREATE TABLE mine AS SELECT * FROM region"], "only queries"),
+        (["--sql", "SELECT 1; DROP VIEW orders"], "more than one statement"),
     ]
     for options, message in cases:
         assert main(["--store", store, "run", "tpch", *options, "--scale", "0.01",

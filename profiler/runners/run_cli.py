@@ -135,7 +135,11 @@ def run_tpch_command(args) -> int:
     from jobgauge.profiler.runners._hive_record import asked_query
     from jobgauge.profiler.workloads.tpch import scale_label
 
+    from jobgauge.webapp._plans import check_statement
+
     workload, sql, tpch = asked_query(args)
+    if not tpch:    # one query, as the form takes it: no DDL run over the TPC-H views
+        check_statement(sql)
     return _run(args, workload, scale_label(args.datasize), sql=None if tpch else sql)
 
 
