@@ -104,7 +104,14 @@ def test_run_of_your_own_query_is_recorded_under_its_job_key(hive, hive_server, 
     with store.engine.connect() as connection:
         dag_rows = connection.execute(store.dags.select()).all()
     assert len(dag_rows) == 3
-    assert sum(n["kind"] == "join" for n in json.loads(dag_rows[0].dag_json)["nodes"]) == 3
+    recorded = json.loads(dag_rows[0].dag_json)
+    assert sum(n["kind"] == "join" for n in recorded["nodes"]) == 3
+    # the server runs on this machine: the DAG holds its scans' file bytes, and the run
+    # the bytes of the data set they are of, as explain --predict and the form size a plan
+    scans = [n for n in recorded["nodes"] if n["kind"] == "scan"]
+    assert len(scans) == 4 and all(n.get("file_bytes", 0) > 0 for n in scans)
+    assert run["input_bytes"] == recorded["graph"]["dataset_bytes"] > sum(
+        n["file_bytes"] for n in scans)
 
 
 @pytest.mark.spark

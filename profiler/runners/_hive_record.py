@@ -62,10 +62,20 @@ def run_query(session, workload: str, sql: str, size: str, knobs: dict | None = 
     dag = None
     if plan_text is not None:
         try:
-            dag = plan_dag(plan_text, session.engine).to_dict()
-            dag["source_format"] = dag["graph"].get("format")
+            drawn = plan_dag(plan_text, session.engine)
         except ParseError as exc:
             notes.append(f"DAG not read from the plan: {exc}")
+        else:
+            # the scans' files where this machine holds them (a server of this machine),
+            # as explain --predict and the web form size a plan: the DAG then says what
+            # the query reads, and the run its data set's bytes
+            from jobgauge.models.evaluation import size_plan_scans
+
+            size_plan_scans(drawn)
+            if input_bytes is None:
+                input_bytes = drawn.graph.get("dataset_bytes")
+            dag = drawn.to_dict()
+            dag["source_format"] = dag["graph"].get("format")
     error = "\n".join(part for part in [result["error"], *notes] if part) or None
     run = {
         "source": source or ("hive-local" if session.host in LOOPBACK else "hive"),
