@@ -114,6 +114,9 @@ def _run(args, workload, size, *, sql=None) -> int:
                      f"{totals.get('shuffle_read_bytes')} B, shuffle write "
                      f"{totals.get('shuffle_write_bytes')} B, executor run time "
                      f"{totals.get('executor_run_time_ms')} ms")
+    if sql and run["status"] == "succeeded":
+        lines.append(f"  your query is the job {workload}: the web form and API answer the "
+                     f"same text from this run once the model has retrained on it")
     return finish_run(args.json, out, lines, status=run["status"], error=run.get("error"))
 
 
