@@ -29,15 +29,15 @@ from pathlib import Path
 
 from jobgauge import knobs
 from jobgauge.errors import ParseError, UsageError
-from jobgauge.profiler.readers._hive_session import PLAN_TIMEOUT_S, check_plan_limits, jvm_limit_error
+from jobgauge.profiler.readers._hive_session import (
+    PLAN_TIMEOUT_S, check_plan_limits, check_statement, jvm_limit_error,
+)
 
 PLAN_SCALE = 0.01
 NO_CONSTANT_FOLDING = "org.apache.spark.sql.catalyst.optimizer.ConstantFolding"
 PLAN_SCALE_LABEL = "sf0.01"
 BROADCAST = "spark.sql.autoBroadcastJoinThreshold"
 DEFAULT_BROADCAST_BYTES = knobs.knob(BROADCAST).default   # Spark's 10 MiB
-# First words of the statements a plan can be drawn for (queries, not commands).
-QUERY_WORDS = ("select", "with", "insert", "from", "values", "table")
 # Spark settings a user may set that change a plan (others do not, or are unsafe here).
 PLAN_SETTINGS = ("spark.sql.adaptive.enabled", "spark.sql.autoBroadcastJoinThreshold",
                  "spark.sql.shuffle.partitions", "spark.sql.join.preferSortMergeJoin",
@@ -65,34 +65,6 @@ def workload_sql(workload: str) -> str | None:
 
     return {"scan": hibench.SCAN_SQL, "aggregation": hibench.AGGREGATION_SQL,
             "join": hibench.JOIN_SQL}.get(workload)
-
-
-def check_statement(sql: str) -> str:
-    """One query statement, stripped of a trailing semicolon; ParseError otherwise."""
-    text = sql.strip()
-    while text.endswith(";"):
-        text = text[:-1].rstrip()
-    if not text:
-        raise ParseError("the query is empty", expected="a SELECT, WITH or INSERT statement")
-    body = _strip_comments(text)
-    if ";" in body:
-        line = text[:text.index(";")].count("\n") + 1
-        raise ParseError("more than one statement", line=line,
-                         expected="one query (no ';' between statements)")
-    first = re.match(r"\s*\(*\s*([A-Za-z]+)", body)
-    if first is None or first.group(1).lower() not in QUERY_WORDS:
-        word = first.group(1) if first else body.strip()[:20]
-        raise ParseError("only queries can be estimated", line=1,
-                         expected="a statement starting with SELECT, WITH, FROM or INSERT",
-                         snippet=word)
-    return text
-
-
-def _strip_comments(text: str) -> str:
-    """``text`` without SQL comments and string literals (they may hold ';')."""
-    text = re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", "''", text)
-    text = re.sub(r"--[^\n]*", "", text)
-    return re.sub(r"/\*.*?\*/", "", text, flags=re.DOTALL)
 
 
 _POSITION = re.compile(r"line (\d+),? pos (\d+)")

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from jobgauge.cli_options import SETTING_NAME
-from jobgauge.errors import UsageError
+from jobgauge.errors import ParseError, UsageError
 from jobgauge.profiler.readers._hive_errors import HiveConnectionError, HiveQueryError
 from jobgauge.profiler._hive_knobs import SHUFFLE_PARTITIONS, KnobPlan, translate_knobs
 from jobgauge.profiler.runners._hive_server import port_answers, quiet_thrift
@@ -70,6 +70,38 @@ _LITERALS_AND_COMMENTS = re.compile(r"'(?:[^'\\]|\\.|'')*'?|\"(?:[^\"\\]|\\.)*\"
 _PAREN = re.compile(r"[()]")
 _SIZE_CALL = re.compile(r"\b(" + "|".join(SIZE_FUNCTIONS) + r")\s*\(", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)[lLsSyY]?(?![\w.])")
+
+
+# First words of the statements a plan can be drawn for (queries, not commands).
+QUERY_WORDS = ("select", "with", "insert", "from", "values", "table")
+
+
+def check_statement(sql: str) -> str:
+    """One query statement, stripped of a trailing semicolon; ParseError otherwise."""
+    text = sql.strip()
+    while text.endswith(";"):
+        text = text[:-1].rstrip()
+    if not text:
+        raise ParseError("the query is empty", expected="a SELECT, WITH or INSERT statement")
+    body = _strip_comments(text)
+    if ";" in body:
+        line = text[:text.index(";")].count("\n") + 1
+        raise ParseError("more than one statement", line=line,
+                         expected="one query (no ';' between statements)")
+    first = re.match(r"\s*\(*\s*([A-Za-z]+)", body)
+    if first is None or first.group(1).lower() not in QUERY_WORDS:
+        word = first.group(1) if first else body.strip()[:20]
+        raise ParseError("only queries can be estimated", line=1,
+                         expected="a statement starting with SELECT, WITH, FROM or INSERT",
+                         snippet=word)
+    return text
+
+
+def _strip_comments(text: str) -> str:
+    """``text`` without SQL comments and string literals (they may hold ';')."""
+    text = re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", "''", text)
+    text = re.sub(r"--[^\n]*", "", text)
+    return re.sub(r"/\*.*?\*/", "", text, flags=re.DOTALL)
 
 
 def check_plan_limits(sql: str) -> None:

@@ -138,7 +138,7 @@ def run_tpch_command(args) -> int:
     from jobgauge.profiler.runners._hive_record import asked_query
     from jobgauge.profiler.workloads.tpch import scale_label
 
-    from jobgauge.webapp._plans import check_statement
+    from jobgauge.profiler.readers._hive_session import check_statement
 
     workload, sql, tpch = asked_query(args)
     if not tpch:    # one query, as the form takes it: no DDL run over the TPC-H views
