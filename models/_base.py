@@ -238,14 +238,22 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         """(runtime, low, high) in seconds per row: :meth:`predict` and
         :meth:`predict_interval` from one pass of the model."""
         self._check_fitted()
+        X = self._checked_question(X, coverage)
+        with self._one_question(X):
+            return self._answer_with_interval(X, coverage)
+
+    def _checked_question(self, X, coverage):
+        """``X`` (its index reset) once ``coverage`` and ``X`` are checked."""
         if isinstance(coverage, bool) or not isinstance(coverage, (int, float)) \
                 or not 0.0 < coverage < 1.0:
             raise ModelError(f"coverage must be a number between 0 and 1, got {coverage!r}")
         check_frame(X, owner=type(self).__name__)
-        X = X.reset_index(drop=True)
-        with self._one_question(X):
-            center, low, high = self._log_interval(X, coverage)
-            low = self._never_falling_low(X, center, low, coverage)
+        return X.reset_index(drop=True)
+
+    def _answer_with_interval(self, X, coverage):
+        """(runtime, low, high) of ``X`` inside its question."""
+        center, low, high = self._log_interval(X, coverage)
+        low = self._never_falling_low(X, center, low, coverage)
         return np.exp(center), np.exp(center + low), np.exp(center + high)
 
     def _log_interval(self, X, coverage):

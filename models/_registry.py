@@ -188,8 +188,10 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     unknown); no prediction or bound is below it.  ``answered_from``: for a query never
     measured, the measured workloads whose profiles answer it (the model's
     ``borrowed_queries``; None for any other row or model).  ``failure_note``: that the row's
-    configuration failed in measured runs, how often (None where it did not;
-    :meth:`jobgauge.models._coverage.MeasuredRange.failure_notes`).  A row whose input
+    configuration failed in measured runs, how often
+    (:meth:`jobgauge.models._coverage.MeasuredRange.failure_notes`), else that it is
+    at risk of failing and why (the model's ``failure_risks``, where it has them: the stage
+    model's broadcasts per GiB of driver memory); None where neither says so.  A row whose input
     size the model cannot tell (no input bytes, and a size label its workload's runs
     never measured that is not a TPC-H scale factor: ``huge``, ``biggest``) is
     refused: :class:`jobgauge.models._coverage.UnknownSize` names the measured sizes."""
@@ -206,7 +208,11 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     if refusals:
         raise UnknownSize("; ".join(refusals))
     together = getattr(model, "predict_with_interval", None)
-    if together is not None:  # one pass of the model instead of two
+    with_risks = getattr(model, "predict_with_risks", None)
+    risks = None
+    if with_risks is not None:  # the answer and its failure risks in one pass
+        runtime, low, high, risks = with_risks(X, coverage=coverage)
+    elif together is not None:  # one pass of the model instead of two
         runtime, low, high = together(X, coverage=coverage)
     else:
         runtime = model.predict(X)
@@ -217,6 +223,8 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0):
     high = np.fmax(np.asarray(high, dtype=float) * factor, runtime)
     notes = measured.notes(X) if known else [None] * len(X)
     failures = measured.failure_notes(X) if known else [None] * len(X)
+    if risks is not None:     # a configuration never measured that is at risk of failing
+        failures = [failed or risk for failed, risk in zip(failures, risks)]
     borrowing = getattr(model, "borrowed_queries", None)
     borrowed = [jobs or None for jobs in borrowing(X)] if borrowing else [None] * len(X)
     return pd.DataFrame({"predicted_runtime_s": runtime, "predicted_low_s": low,

@@ -233,6 +233,51 @@ def test_the_web_forms_tpch_q3_grows_with_the_scale_factor(default_model):
     assert predicted[3] >= 10 * predicted[1], predicted
 
 
+def test_a_broadcast_too_large_for_the_driver_is_said_to_be_at_risk(default_model,
+                                                                    default_app):
+    """Spark builds a broadcast join side whole in its driver: with a 1 GiB driver and a
+    100 MiB threshold, 10 of the 44 shipped TPC-H runs at SF 1 and 15 of the 44 at SF 3
+    did not finish.  A configuration never measured whose replay broadcasts about as
+    much per GiB of driver memory as runs that failed is said to be at risk, the form
+    says it, and the model-guided tuner never takes it as its best; Spark's defaults
+    never are (22 queries at SF 0.1-100, where a false alarm would show), nor an 8 GiB
+    driver, nor a configuration measured to finish.  (Run in session 28, local[2], 1 GiB
+    driver: Q21 and Q5 at SF 1 with a 50 MiB threshold, both said at risk, both failed:
+    "Not enough memory to build and broadcast the table".)"""
+    from jobgauge.job import Cluster, Job, jobs_frame
+    from jobgauge.models import predict_frame
+    from jobgauge.tuner._modes import model_evaluator
+
+    cluster = Cluster.local_mode("local[2]")
+    local = {"spark.master": "local[2]"}
+    big = {**local, "spark.sql.autoBroadcastJoinThreshold": "104857600"}
+    safe = [Job(f"tpch-q{q}", label, cluster, config) for q in range(1, 23)
+            for label in ("sf0.1", "sf1", "sf3", "sf10", "sf100")
+            for config in (local, {**big, "spark.driver.memory": "8g"})]
+    notes = predict_frame(default_model, jobs_frame(safe))["failure_note"]
+    assert not notes.fillna("").str.startswith("at risk").any()
+    risky = Job("tpch-q21", "sf1", cluster, {**local,
+                                             "spark.sql.autoBroadcastJoinThreshold": "50m"})
+    note = predict_frame(default_model, jobs_frame([risky]))["failure_note"].iloc[0]
+    assert note.startswith("at risk of failing: its largest broadcast join side is about ")
+    assert "on a 1 GiB driver" in note and "raise spark.driver.memory" in note
+    # Q9 at SF 1 with 100 MiB finished in both its measured runs: no risk said
+    q9 = Job("tpch-q9", "sf1", cluster, big)
+    assert predict_frame(default_model, jobs_frame([q9]))["failure_note"].iloc[0] is None
+    evaluate = model_evaluator(default_model, Job("tpch-q21", "sf1", cluster, local))
+    assert not evaluate({"spark.sql.autoBroadcastJoinThreshold": "50m"}).completed
+    assert evaluate({}).completed
+    client = default_app.test_client()
+    body = client.post("/api/v1/estimate", json={
+        "workload": "tpch-q21", "scale": 1, "instance_types": ["local[2]"],
+        "broadcast_threshold": "50m"}).get_json()
+    assert body["measured_failures"] == note
+    page = client.post("/", data={"workload": "tpch-q21", "scale": "1",
+                                  "instance_types": ["local[2]"],
+                                  "broadcast_threshold": "50m"}).get_data(as_text=True)
+    assert "This run is at risk of failing" in page
+
+
 def test_the_interval_never_falls_as_the_data_grows(corpus, default_model):
     """Beyond the measured sizes the interval widens with the distance; its low bound
     still never falls (the web form's Q3 went 12.9 s low at SF 10, 11.0 s at SF 20)."""

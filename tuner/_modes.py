@@ -150,7 +150,9 @@ def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8, factor: 
     """``evaluate(config) -> Measurement`` from a model's prediction and interval
     for ``config`` on ``job`` (a Job, or a run-table row describing it), times
     ``factor`` (a job's own runs against the model, ``models._default.history_factor``)
-    and never below the nodes' read floor (``models.predict_frame``)."""
+    and never below the nodes' read floor (``models.predict_frame``).  A configuration
+    that failed in measured runs, or that the model says is at risk of failing (its
+    ``failure_note``), is not completed: its time is a lower bound, never the best."""
     from jobgauge.models import predict_frame
 
     if not callable(getattr(model, "predict", None)):
@@ -160,11 +162,13 @@ def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8, factor: 
 
     def evaluate(config):
         frame = model_frame(job, config, catalog)
+        failure = None
         if bounded:      # one pass, never below the nodes' read floor (predict_frame)
             answer = predict_frame(model, frame, coverage=coverage, factor=factor)
             runtime = max(_first(answer["predicted_runtime_s"].to_numpy()), 0.0)
             bounds = tuple(max(_first(answer[column].to_numpy()), 0.0)
                            for column in ("predicted_low_s", "predicted_high_s"))
+            failure = answer["failure_note"].iloc[0]
         else:
             runtime, bounds = max(_first(model.predict(frame)), 0.0) * factor, None
         row = frame.iloc[0]
@@ -174,7 +178,8 @@ def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8, factor: 
                            instance_count=1 if count is None or math.isnan(count) else count,
                            hourly_price_usd=None if price is None or
                            (isinstance(price, float) and math.isnan(price)) else float(price),
-                           runtime_interval=bounds)
+                           completed=failure is None, runtime_interval=bounds,
+                           record={"failure_note": failure} if failure else {})
     return evaluate
 
 

@@ -139,7 +139,9 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
             "measured_failures": _nullable({"type": "string", "description":
                                             "this configuration failed in measured runs: how "
                                             "often (the runtime is how long it would take if "
-                                            "it finished)"}),
+                                            "it finished); or, never measured, that it is "
+                                            "at risk of failing and why (a broadcast join side "
+                                            "too large for the driver's memory)"}),
             "read_floor_s": _nullable({**NUMBER, "description":
                                        "the least time its nodes take to read the input "
                                        "that does not fit in their memory at their "
@@ -180,7 +182,8 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
             "measured_failures": _nullable({"type": "string",
                                             "description": "the recommended option's "
                                                            "configuration failed in measured "
-                                                           "runs: how often"}),
+                                                           "runs: how often; or is at risk of "
+                                                           "failing, and why"}),
             "answered_from": _nullable({
                 "type": "array", "items": {"type": "string"},
                 "description": "a query never measured: the measured queries whose plans "
