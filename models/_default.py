@@ -37,6 +37,7 @@ __all__ = ["DEFAULT_MODEL_NAME", "DEFAULT_RETRAIN_EVERY", "MODEL_KIND_ENV", "RET
            "prior_profile_files", "prior_run_tables", "reference_profile_records",
            "retrain_after_runs", "retrain_every",
            "retrain_lock_path", "runs_since_training", "store_model", "store_run_frame",
+           "with_store_profiles",
            "train_store_model", "training_lock"]
 
 #: The name the model trained on first need (and by the background retraining) is saved as.
@@ -128,6 +129,22 @@ def store_profile_records(store, workloads) -> dict:
                 else compact_profile(Profile.from_dict(saved[0]))
             records[(str(run.source), str(run.run_id))] = record
     return records
+
+
+def with_store_profiles(profiles, kind: str | None, store, frame):
+    """``profiles`` plus, for a ``kind`` that keeps reference profiles, those of the
+    store's own jobs among ``frame``'s workloads (:func:`store_profile_records`): the
+    first-need training, the background retraining and ``jobgauge train`` on a store
+    all train so.  (The retraining once trained without them: a query of the user's,
+    run once, was answered from its own profile until the model retrained, and from
+    other queries' after.)"""
+    if not learns_reference_profiles(kind):
+        return profiles
+    from jobgauge.profiler.workloads import benchmark_of
+
+    own = store_profile_records(store, [w for w in frame["workload"].astype(str).unique()
+                                        if benchmark_of(w) is None])
+    return {**(profiles or {}), **own} if own else profiles
 
 
 def store_run_frame(store, **filters) -> tuple:
@@ -317,14 +334,8 @@ def train_store_model(store, *, name: str = DEFAULT_MODEL_NAME, kind: str | None
     frame, origin, notes = learning_frame(store, runs_dir=runs_dir, prior=prior)
     if profile_files is None and learns_reference_profiles(kind):
         profile_files = prior_profile_files(prior_run_tables(runs_dir))
-    profiles = reference_profile_records(kind, profile_files)
-    if learns_reference_profiles(kind):
-        from jobgauge.profiler.workloads import benchmark_of
-
-        own = store_profile_records(store, [w for w in frame["workload"].astype(str).unique()
-                                            if benchmark_of(w) is None])
-        if own:
-            profiles = {**(profiles or {}), **own}
+    profiles = with_store_profiles(reference_profile_records(kind, profile_files), kind,
+                                   store, frame)
     model, summary = train_model(frame, kind=kind, seed=seed, origin=origin, notes=notes,
                                  profiles=profiles, progress=progress)
     summary["store_runs"] = int(store_runs)

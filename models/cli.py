@@ -151,6 +151,8 @@ def _train(args) -> int:
     from jobgauge.models import dumps_model, save_model
     from jobgauge.models._training import train_model
 
+    from jobgauge.models._default import with_store_profiles
+
     store_runs = None
     if not args.runs and not args.out:
         from jobgauge.store import open_store
@@ -168,6 +170,10 @@ def _train(args) -> int:
 
         tables = args.runs or prior_run_tables()   # the store's runs: the shipped ones' ids
         profiles = reference_profile_records(args.kind, prior_profile_files(tables))
+    if not args.runs:        # trained on the store's runs: its own jobs' profiles too
+        from jobgauge.store import open_store
+
+        profiles = with_store_profiles(profiles, args.kind, open_store(args.store), frame)
     model, summary = train_model(frame, kind=args.kind, params=_parse_params(args.param),
                                  profiles=profiles, seed=args.seed, origin=origin, notes=notes,
                                  progress=sys.stderr)

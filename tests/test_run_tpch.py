@@ -170,6 +170,16 @@ def test_your_own_query_runs_warm_and_answers_the_same_text_pasted(tmp_path, tpc
     assert answers[1, OWN_QUERY]["outside_measured"]        # measured at SF 0.01 only
     other = answers[0.01, OWN_QUERY.replace("o_orderstatus", "o_orderpriority")]
     assert other["answered_from"] and other["history"]["runs"] == 0   # never run: borrowed
+    # the background retraining (jobgauge train --with-prior, as maybe_retrain starts it)
+    # keeps the query's own profile: it once trained without the store's profiles, and
+    # the query went back to borrowed answers
+    assert main(["--store", str(db), "train", "--with-prior", "--model-name", "default"]) == 0
+    capsys.readouterr()
+    app.extensions["jobgauge"]._model_checked = -1e9      # as if the recheck time had passed
+    again = client.post("/api/v1/estimate", json={
+        "sql": OWN_QUERY, "scale": 1, "instance_types": ["local[2]"]}).get_json()
+    assert again["model"]["id"] != answers[1, OWN_QUERY]["model"]["id"]
+    assert again["answered_from"] is None and again["history"]["runs"] == 1
 
 
 def test_your_own_query_is_refused_clearly(tmp_path, tpch_data_root, capsys):
