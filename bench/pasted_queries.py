@@ -292,25 +292,23 @@ def measure(scale: float, repeats: int, journal: Path = MEASURED) -> int:
     return check(journal)
 
 
-def profiling_runs(scale: float, store_url: str) -> list[dict]:
+def profiling_runs(scale: float, store_url: str) -> None:
     """A user's one run of each of QUERIES at SF ``scale``, as the user makes it:
     ``jobgauge run tpch --sql TEXT --scale S`` (``run_workload`` with the query's text:
     one local[2] application per query with Spark's defaults and an event log, 3
     warm-ups, then the measured and profiled run), recorded in the store
-    ``store_url`` under the key the web form gives the text pasted.  Returns the runs."""
+    ``store_url`` under the key the web form gives the text pasted."""
     from jobgauge.profiler.runners._hive_record import query_workload
     from jobgauge.profiler.runners.runner import run_workload
     from jobgauge.profiler.workloads.tpch import scale_label
     from jobgauge.store import open_store
 
-    store, size, out = open_store(store_url), scale_label(scale), []
+    store, size = open_store(store_url), scale_label(scale)
     for name, sql in QUERIES.items():
         run = run_workload(query_workload(sql), size, {}, sql=sql, warmups=3, store=store,
                            timeout_s=RUN_TIMEOUT_S)
         print(f"  profiled {name} {size}: {run['status']} {run['runtime_s'] or 0:.2f} s",
               file=sys.stderr, flush=True)
-        out.append(run)
-    return out
 
 
 def _timed(spark, sql: str, timeout_s: float) -> tuple[str, float, str | None]:

@@ -1061,7 +1061,7 @@ class StagePredictor(RuntimeModel):
         # a stage scanning a table of fixed size (TPC-H's nation and region) stays at its
         # profiled size: its own row has the ratio its table grows by
         rows = [row if stage.get("file_growth", 1.0) == 1.0 else
-                {**row, "ratio": row["ratio"] ** stage["file_growth"]} for stage in stages]
+                {**row, "ratio": _stage_ratio(row, stage)} for stage in stages]
         switches = {}
         for position, stage in enumerate(stages):
             if stage["kind"] == "broadcast" and row["framework"] != "hadoop" and \
@@ -1122,10 +1122,10 @@ class StagePredictor(RuntimeModel):
             for stage in row["stages"]:
                 if stage["kind"] != "broadcast":
                     continue
-                ratio = row["ratio"] ** stage.get("file_growth", 1.0)
+                ratio = _stage_ratio(row, stage)
                 if not self._outgrown(stage, ratio, threshold):
-                    profiled, factor = self._broadcast_estimate(stage)
-                    largest = max(largest, min(factor * profiled, threshold) * ratio)
+                    largest = max(largest, _broadcast_size(*self._broadcast_estimate(stage),
+                                                           ratio, threshold))
             out[i] = largest / 2 ** 20 / (_setting(row["config"], "spark.driver.memory") / 1024)
         return out
 
@@ -2003,15 +2003,17 @@ class StagePredictor(RuntimeModel):
         """Per job (``workload|framework``), the logit offset of its prior fixed share
         from the shared one (with ``fixed_regularization``): ``-log(b / m)``, for a
         reference profile of a data set of ``b`` bytes and ``m`` the median over the
-        reference profiles; 0 for a job without one.  A fixed share is a share of the profiled task time, and the fixed seconds
-        are the same at any size: a job profiled on ``b / m`` times the data has that
-        much more work beside them, and (its work linear in the bytes) its share's odds
-        are ``m / b`` times the shared one's.  With one share for all, a job profiled
+        reference profiles; 0 for a job without one.  A fixed share is a share of the
+        profiled task time, and the fixed seconds are the same at any size: a job
+        profiled on ``b / m`` times the data has that much more work beside them, and
+        (its work linear in the bytes) its share's odds are ``m / b`` times the shared
+        one's.  With one share for all, a job profiled
         once at SF 1 took the share learned from profiles at SF 0.1-0.3 and from
         HiBench's tiny jobs (0.73 in the shipped model): asked at SF 10 it grew 3.4x
         where its measured time grew 4-19x (``bench/pasted_queries.py --check
-        --profile-scale 1``: 16 queries that are not TPC-H's, SF 10 answers x0.37 of the
-        measured, 62.5 % MdAPE; with the offsets x0.79 and 23.2 %)."""
+        --profile-scale 1`` in session 27: 16 queries that are not TPC-H's, SF 10
+        answers x0.37 of the measured, 62.5 % MdAPE; with the offsets x0.79 and
+        23.2 %)."""
         profiled = [r["dataset_bytes"] for r in self.reference_profiles_.values()
                     if r["dataset_bytes"] > 0]
         median = float(np.median(profiled)) if profiled else 1.0
@@ -2424,11 +2426,25 @@ CURVE_TOLERANCE = 1e-4
 def _outgrows(profiled_bytes, factor, ratio, threshold) -> bool:
     """Whether a broadcast side of ``profiled_bytes`` where it was profiled (the bytes its
     scan counted, or its files' bytes) is a shuffle join at ``ratio`` x the profiled
-    input: Spark decides from the plan's size estimate, which grows with the table's
-    files (in proportion to the input), not with the bytes a scan reads; ``factor`` x
-    the profiled bytes estimates it (at most the threshold where it was profiled: the
-    profile broadcast it).  Always with the threshold off."""
-    return threshold <= 0 or min(factor * profiled_bytes, threshold) * ratio > threshold
+    input (:func:`_broadcast_size` past the threshold).  Always with the threshold off."""
+    return threshold <= 0 or _broadcast_size(profiled_bytes, factor, ratio, threshold) \
+        > threshold
+
+
+def _broadcast_size(profiled_bytes, factor, ratio, threshold) -> float:
+    """Spark's size estimate of a broadcast side at ``ratio`` x the profiled input: it
+    decides from the plan's estimate, which grows with the table's files (in proportion
+    to the input), not with the bytes a scan reads; ``factor`` x the profiled bytes
+    estimates it (at most the threshold where it was profiled: the profile broadcast
+    it)."""
+    return min(factor * profiled_bytes, threshold) * ratio
+
+
+def _stage_ratio(row, stage) -> float:
+    """The asked over the profiled size of what ``stage`` reads: the row's ``ratio``,
+    grown as the stage's table grows (``file_growth``: TPC-H's nation and region not
+    at all, :func:`table_growth`)."""
+    return row["ratio"] ** stage.get("file_growth", 1.0)
 
 
 def _with_settings(X):

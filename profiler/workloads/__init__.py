@@ -6,7 +6,8 @@ from jobgauge.errors import UsageError
 from jobgauge.profiler.workloads.base import Workload, directory_bytes
 from jobgauge.profiler.workloads.tpch import TPCH_WORKLOADS, TpchOwnQuery, TpchQuery
 
-__all__ = ["Workload", "TpchOwnQuery", "TpchQuery", "directory_bytes", "benchmark_of", "get_workload", "workload_names"]
+__all__ = ["Workload", "TpchOwnQuery", "TpchQuery", "directory_bytes", "benchmark_of",
+           "get_workload", "workload_names"]
 
 
 def _all() -> dict:
