@@ -112,9 +112,6 @@ def store_profile_records(store, workloads) -> dict:
     workloads are from theirs.  (Without them the stage model knew a store job only by
     its runtimes: asked at 3x and 10x the input it had run with, it answered within
     2 % of its answer at 1x.)"""
-    from jobgauge.profiler.readers.profile import Profile
-    from jobgauge.profiler.runners.collect import compact_profile
-
     records = {}
     for workload in workloads:
         runs = store.run_frame(workload=workload)
@@ -124,11 +121,34 @@ def store_profile_records(store, workloads) -> dict:
             saved = store.profiles_for(int(run.id))
             if not saved:
                 continue
-            # a profile read from a log (a Profile), or a shipped record imported as one
-            record = saved[0] if "format" not in saved[0] and "summary" in saved[0] \
-                else compact_profile(Profile.from_dict(saved[0]))
-            records[(str(run.source), str(run.run_id))] = record
+            records[(str(run.source), str(run.run_id))] = profile_record(saved[0])
     return records
+
+
+def _shipped_layout(stored: dict) -> bool:
+    """True for a stored profile in the layout of the shipped records (imported with a
+    run table), False for a ``Profile``'s dict (read from a log)."""
+    return "format" not in stored and "summary" in stored
+
+
+def profile_record(stored: dict) -> dict:
+    """A profile as the store keeps it, in the layout of the shipped records
+    (``collect.compact_profile``: ``summary``, ``stages``, ``physical_plan``)."""
+    if _shipped_layout(stored):
+        return stored
+    from jobgauge.profiler.readers.profile import Profile
+    from jobgauge.profiler.runners.collect import compact_profile
+
+    return compact_profile(Profile.from_dict(stored))
+
+
+def profile_summary(stored: dict) -> dict:
+    """The summary (``Profile.summary()``) of a profile as the store keeps it."""
+    if _shipped_layout(stored):
+        return dict(stored["summary"])
+    from jobgauge.profiler.readers.profile import Profile
+
+    return Profile.from_dict(stored).summary()
 
 
 def with_store_profiles(profiles, kind: str | None, store, frame):
@@ -212,7 +232,9 @@ def learning_frame(store, *, runs_dir=None, prior=None) -> tuple:
 def job_history(store, workload: str, framework: str | None = None) -> dict:
     """What the store knows of a job key: ``runs`` (how many, with a runtime or not),
     and of its newest run ``datasize``, ``input_bytes`` (None: unknown), ``profile``
-    (its profile summary, None without one) and ``run_id``."""
+    (its profile summary, None without one, with the run's input bytes as
+    ``dataset_bytes``: the data set it profiled, which the stage model scales from)
+    and ``run_id``."""
     filters = {"workload": workload}
     if framework:
         filters["framework"] = framework
@@ -224,15 +246,17 @@ def job_history(store, workload: str, framework: str | None = None) -> dict:
     records = store.profiles_for(last["id"])
     if records:
         from jobgauge.errors import GaugeError
-        from jobgauge.profiler.readers.profile import Profile
 
         try:
-            profile = Profile.from_dict(records[-1]).summary()
+            profile = profile_summary(records[-1])
         except (GaugeError, KeyError, TypeError, ValueError):
             profile = None      # a stored record of another layout: predict without it
     size = last.get("input_bytes")
+    size = None if size is None or size != size else float(size)
+    if profile is not None and size:
+        profile["dataset_bytes"] = size
     return {"runs": int(count), "datasize": last.get("datasize") or "",
-            "input_bytes": None if size is None or size != size else float(size),
+            "input_bytes": size,
             "profile": profile, "run_id": last.get("run_id")}
 
 

@@ -871,7 +871,7 @@ class StagePredictor(RuntimeModel):
             reference = self.reference_profiles_.get(keys[i])
             ratio, from_reference, borrowed = None, False, None
             if stages:
-                profiled = self._profiled_size(keys[i], stages, summary)
+                profiled = self._profiled_size(keys[i], stages, summary, dag)
                 ratio = max(size[i], 1.0) / profiled if profiled else None
             elif reference is not None:
                 stages, from_reference = reference["stages"], True
@@ -985,10 +985,16 @@ class StagePredictor(RuntimeModel):
                                asked).values())
         return mine / theirs
 
-    def _profiled_size(self, key, stages, summary):
-        """Input bytes of the job's data set when it was profiled: the reference run's
-        when the profile reads what the reference read, else the bytes it read over
-        the share of its data set a run of the workload reads."""
+    def _profiled_size(self, key, stages, summary, dag=None):
+        """Input bytes of the job's data set when it was profiled: what the profile says
+        (:func:`_stated_dataset_bytes`: its run's input bytes, as ``job_history`` gives
+        them); else the reference run's when the profile reads what the reference read;
+        else the bytes it read over the share of its data set a run of the workload
+        reads (the median share for a workload not trained, which misses a query's own
+        by up to 3.5x: Q3 at SF 1 reads 4.4 % of its data set, the median 1.3 %)."""
+        stated = _stated_dataset_bytes(summary, dag)
+        if stated:
+            return stated
         read = _profile_read_bytes(stages, summary)
         known = self.reference_profiles_.get(key)
         if known and read and abs(known["read_bytes"] - read) <= 1e-6 * max(read, 1.0):
@@ -2586,6 +2592,18 @@ def _shares(shared, offsets):
 
 def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _stated_dataset_bytes(summary, dag) -> float | None:
+    """The bytes of the data set a profile was taken on, where it says: its summary's
+    ``dataset_bytes`` (``jobgauge.models._default.job_history`` adds its run's input
+    bytes), else its DAG's ``dataset_bytes`` graph attribute; else None."""
+    if summary and _positive(summary.get("dataset_bytes")):
+        return float(summary["dataset_bytes"])
+    if hasattr(dag, "to_dict"):
+        dag = dag.to_dict()
+    stated = (dag.get("graph") or {}).get("dataset_bytes") if isinstance(dag, dict) else None
+    return float(stated) if _positive(stated) else None
 
 
 def _has_stages(dag) -> bool:
