@@ -190,6 +190,23 @@ class WorkloadRange:
         span = measured[0][0] if len(measured) == 1 else f"{measured[0][0]}-{measured[-1][0]}"
         return f"{name} was measured at {span}, not at {label}; nearest measured size {nearest}"
 
+    def combined(self, other: "WorkloadRange") -> "WorkloadRange":
+        """This range and ``other`` as one (the runs of both)."""
+        def edge(pick, *values):
+            known = [v for v in values if v is not None]
+            return pick(known) if known else None
+
+        cores = [c for c in (self.cores, other.cores) if c is not None]
+        return WorkloadRange(
+            sizes=sorted(set(self.sizes) | set(other.sizes), key=lambda item: (item[1], item[0])),
+            smallest_bytes=edge(min, self.smallest_bytes, other.smallest_bytes),
+            largest_bytes=edge(max, self.largest_bytes, other.largest_bytes),
+            bytes_per_scale_factor=edge(lambda v: v[0], self.bytes_per_scale_factor,
+                                        other.bytes_per_scale_factor),
+            labels=self.labels | other.labels,
+            hibench_sizes={**other.hibench_sizes, **self.hibench_sizes},
+            cores=(min(c[0] for c in cores), max(c[1] for c in cores)) if cores else None)
+
     def cores_reason(self, name: str | None, cores: float, where: str) -> str | None:
         """Why a question's cores are far outside this range (None when they are not);
         ``name`` is the workload (None: this is the range of every run)."""
@@ -241,6 +258,24 @@ class MeasuredRange:
                    instance_types={str(t): (float(r["min"]), float(r["max"]))
                                    for t, r in nodes.iterrows()},
                    failures={key: counts for key, counts in tally.items() if counts[0]})
+
+    def with_runs(self, frame) -> "MeasuredRange":
+        """This record with the runs of ``frame`` measured too (a job's own runs in the
+        store that the model has not learned from yet, but that its answers are
+        calibrated to: ``models._default.job_runs``)."""
+        if frame is None or not len(frame):
+            return self
+        more = MeasuredRange.from_frame(frame)
+        workloads = dict(self.workloads)
+        for key, measured in more.workloads.items():
+            workloads[key] = workloads[key].combined(measured) if key in workloads else measured
+        types = dict(self.instance_types)
+        for name, (fewest, most) in more.instance_types.items():
+            known = types.get(name, (fewest, most))
+            types[name] = (min(known[0], fewest), max(known[1], most))
+        return MeasuredRange(workloads=workloads,
+                             everything=self.everything.combined(more.everything),
+                             instance_types=types, failures=self.failures)
 
     def workload_names(self) -> list[str]:
         """The measured workloads, sorted."""

@@ -287,12 +287,26 @@ def _run_size(row: dict) -> dict:
     return size
 
 
-def history_factor(store, model, job) -> tuple:
+def job_runs(store, job):
+    """The job key's finished runs in the store that calibrate its answers
+    (:func:`history_factor`) and count as measured in its notes
+    (``models.predict_frame``'s ``own_runs``): failed runs, wall-time-only runs and
+    runs without a runtime left out, as in training; the newest :data:`HISTORY_RUNS`."""
+    frame, _ = store_run_frame(store, workload=str(job.workload),
+                               framework=str(job.framework) if job.framework else None)
+    if not len(frame):
+        return frame
+    own = frame[frame["completed"].astype(bool)]
+    if "id" in own.columns:       # the newest runs: the cost stays bounded as history grows
+        own = own.sort_values("id").tail(HISTORY_RUNS)
+    return own.reset_index(drop=True)
+
+
+def history_factor(store, model, job, *, runs=None) -> tuple:
     """(factor, runs): how the job's own measured runs in the store compare with what
     ``model`` answers for them when asked as ``job`` (a :class:`jobgauge.job.Job`) is
-    asked: each finished run of the job key (failed runs, wall-time-only runs and runs
-    without a runtime left out, as in training; the newest :data:`HISTORY_RUNS`) is
-    priced as ``job`` on the run's cluster with the run's settings; the factor is the
+    asked: each of its runs (``runs``, else :func:`job_runs`) is priced as ``job`` on
+    the run's cluster with the run's settings; the factor is the
     exponential of the mean log ratio of measured to priced runtime, shrunk to 1 by
     ``n / (n + HISTORY_SHRINK_RUNS)``; (1.0, 0) without such runs.
 
@@ -317,14 +331,7 @@ def history_factor(store, model, job) -> tuple:
     from jobgauge.models.features import row_configs
 
     # the job key's runs only: the cost follows the job's history, not the store's size
-    frame, _ = store_run_frame(store, workload=str(job.workload),
-                               framework=str(job.framework) if job.framework else None)
-    if not len(frame):
-        return 1.0, 0
-    own = frame[frame["completed"].astype(bool)]
-    if "id" in own.columns:       # the newest runs: the cost stays bounded as history grows
-        own = own.sort_values("id").tail(HISTORY_RUNS)
-    own = own.reset_index(drop=True)
+    own = job_runs(store, job) if runs is None else runs
     if not len(own):
         return 1.0, 0
     asked = jobs_frame(replace(job, cluster=Job.from_row(row).cluster, settings=config,

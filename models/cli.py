@@ -261,8 +261,8 @@ def predict_command(args) -> int:
     job = Job(args.workload, datasize, cluster, config, framework=args.framework,
               input_bytes=input_bytes, profile=profile)   # a bad question fails before training
     model = load_chosen_model(args)
-    factor, calibrated = _calibration(args, model, job)
-    result = predict_job(model, job, coverage=args.coverage, factor=factor)
+    factor, calibrated, own = _calibration(args, model, job)
+    result = predict_job(model, job, coverage=args.coverage, factor=factor, own_runs=own)
     size = datasize if datasize or input_bytes is None else f"{human_size(input_bytes)} of input"
     lines = [f"{args.workload} ({size}) on {args.instance_count} x {instance_type}: "
              f"{result['runtime_s']:.1f} s ({int(args.coverage * 100)} % interval "
@@ -286,12 +286,15 @@ def predict_command(args) -> int:
 
 
 def _calibration(args, model, job) -> tuple:
-    """(factor, runs) of the job's own runs in the store
-    (``models._default.history_factor``), as the wrapper and the web form apply it."""
-    from jobgauge.models._default import history_factor
+    """(factor, runs counted, the runs) of the job's own runs in the store
+    (``models._default.job_runs`` and ``history_factor``), as the wrapper and the web
+    form apply them."""
+    from jobgauge.models._default import history_factor, job_runs
     from jobgauge.store import open_store
 
-    return history_factor(open_store(args.store), model, job)
+    store = open_store(args.store)
+    own = job_runs(store, job)
+    return (*history_factor(store, model, job, runs=own), own)
 
 
 def _job_size(args) -> tuple:

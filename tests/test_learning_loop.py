@@ -190,6 +190,41 @@ def test_a_job_without_a_size_label_is_predicted_from_its_input_bytes(tmp_path, 
     assert "--workload needs --datasize" in err and "--input-bytes" in err and "'myjob'" in err
 
 
+def test_a_jobs_runs_the_model_has_not_learned_yet_count_as_measured(tmp_path, scout_join,
+                                                                      capsys):
+    """Between retrainings (every 5 runs by default) the model has not learned from a
+    new job's runs, but its answers are calibrated to them: the note names the sizes
+    they measured, as the web form's does (it said "nightly-join was never measured")."""
+    from jobgauge.webapp import create_app
+
+    store_path = str(tmp_path / "s.db")
+    store = open_store(store_path)
+    train_store_model(store, kind="tree")            # before the job has any run
+    runs = [{**row, "workload": "nightly-join"} for row in scout_join
+            if row["instance_type"] == "c4.xlarge"]
+    store.add_runs(runs)
+    largest = max(row["input_bytes"] for row in runs)
+    where = ["--instance-type", "c4.xlarge", "--instance-count", "4", "--json"]
+    answers = []
+    for size in (largest, 10 * largest):
+        assert main(["--store", store_path, "predict", "--workload", "nightly-join",
+                     "--input-bytes", str(size), *where]) == 0
+        answers.append(json.loads(capsys.readouterr().out))
+    assert answers[0]["history_runs"] == len(runs) and answers[0]["history_factor"] != 1.0
+    assert not answers[0]["outside_measured"] and answers[0]["note"] is None
+    assert answers[1]["outside_measured"]
+    assert "nightly-join was measured at" in answers[1]["note"]
+    assert "never measured" not in answers[1]["note"]
+    client = create_app({"TESTING": True, "STORE_URL": store_path}).test_client()
+    reply = client.post("/api/v1/estimate", json={
+        "workload": "nightly-join", "input_gb": 10 * largest / 1e9,
+        "instance_types": ["c4.xlarge"], "nodes_min": 4, "nodes_max": 4})
+    assert reply.status_code == 200, reply.get_data(as_text=True)
+    body = reply.get_json()
+    assert body["history"]["runs"] == len(runs)
+    assert "nightly-join was measured at" in body["measured_note"]
+
+
 # ------------------------------------------------------------------ retraining
 
 def _wait(process, limit_s=120):

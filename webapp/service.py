@@ -360,6 +360,7 @@ class Service:
         from jobgauge.job import jobs_frame
         from jobgauge.models import predict_frame
         from jobgauge.models._coverage import UnknownSize
+        from jobgauge.models._default import history_factor, job_runs
 
         model, meta = self.ensure_model()
         options = self.instance_options()
@@ -375,9 +376,10 @@ class Service:
         jobs = [self.job(request, options[name], count, dag=drawn)
                 for name in request.instance_types
                 for count in ([1] if options[name].local else request.node_counts())]
-        factor, calibrated = self.history_factor(model, jobs[0])
+        own = job_runs(self.store, jobs[0])
+        factor, calibrated = history_factor(self.store, model, jobs[0], runs=own)
         try:
-            predicted = predict_frame(model, jobs_frame(jobs), factor=factor)
+            predicted = predict_frame(model, jobs_frame(jobs), factor=factor, own_runs=own)
         except UnknownSize as exc:   # a HiBench size the model has no input size for
             raise InvalidField("size", str(exc)) from None
         except ModelError as exc:
@@ -433,13 +435,6 @@ class Service:
             "dag": dag, "plan_error": plan_error,
             "history": {"runs": calibrated, "factor": factor},
         }
-
-    def history_factor(self, model, job) -> tuple:
-        """(factor, runs) of the job's own runs in this service's store
-        (``models._default.history_factor``): every option's answer takes the factor."""
-        from jobgauge.models._default import history_factor
-
-        return history_factor(self.store, model, job)
 
     def job(self, request: EstimateRequest, option: Cluster, count: int = 1, *,
             settings=None, dag=None) -> Job:
