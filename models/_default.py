@@ -347,6 +347,25 @@ def history_factor(store, model, job, *, runs=None) -> tuple:
     return float(np.exp(log_ratio * n / (n + HISTORY_SHRINK_RUNS))), n
 
 
+def predict_with_history(store, model, job, *, coverage: float = 0.8) -> dict:
+    """``models.predict_job``'s answer for ``job`` calibrated to the job key's own runs
+    in ``store`` (:func:`job_runs`, :func:`history_factor`; its notes count them as
+    measured), with ``calibrated_runs`` (how many) and ``history_factor``: what the web
+    form, ``jobgauge predict`` and ``jobgauge hive explain --predict`` answer."""
+    from jobgauge.models import predict_job
+
+    own = job_runs(store, job)
+    factor, runs = history_factor(store, model, job, runs=own)
+    return {**predict_job(model, job, coverage=coverage, factor=factor, own_runs=own),
+            "calibrated_runs": runs, "history_factor": factor}
+
+
+def calibration_line(runs: int, workload: str, factor: float) -> str:
+    """What an answer calibrated to ``runs`` of the job's own runs says of it."""
+    return (f"calibrated to the {runs} measured run{'s' if runs != 1 else ''} of "
+            f"{workload} in the store: the model's answer x {factor:.2f}")
+
+
 # ------------------------------------------------------------------ the store's model
 
 def train_store_model(store, *, name: str = DEFAULT_MODEL_NAME, kind: str | None = None,

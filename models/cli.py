@@ -249,7 +249,8 @@ def predict_command(args) -> int:
         return _predict_table(load_chosen_model(args), args)
     from jobgauge.job import Cluster, Job
     from jobgauge.knobs import DEFAULT_MASTER
-    from jobgauge.models import predict_job
+    from jobgauge.models._default import calibration_line, predict_with_history
+    from jobgauge.store import open_store
 
     datasize, input_bytes, profile, history = _job_size(args)
     instance_type = args.instance_type or (
@@ -261,8 +262,8 @@ def predict_command(args) -> int:
     job = Job(args.workload, datasize, cluster, config, framework=args.framework,
               input_bytes=input_bytes, profile=profile)   # a bad question fails before training
     model = load_chosen_model(args)
-    factor, calibrated, own = _calibration(args, model, job)
-    result = predict_job(model, job, coverage=args.coverage, factor=factor, own_runs=own)
+    result = predict_with_history(open_store(args.store), model, job, coverage=args.coverage)
+    calibrated, factor = result.pop("calibrated_runs"), result["history_factor"]
     size = datasize if datasize or input_bytes is None else f"{human_size(input_bytes)} of input"
     lines = [f"{args.workload} ({size}) on {args.instance_count} x {instance_type}: "
              f"{result['runtime_s']:.1f} s ({int(args.coverage * 100)} % interval "
@@ -276,25 +277,10 @@ def predict_command(args) -> int:
                      f"to read the input that does not fit in their memory at their "
                      f"network's top speed")
     if calibrated:
-        lines.append(f"calibrated to the {calibrated} measured run"
-                     f"{'s' if calibrated != 1 else ''} of {args.workload} in the store: "
-                     f"the model's answer x {factor:.2f}")
+        lines.append(calibration_line(calibrated, args.workload, factor))
     print_result(args.json, {**result, "coverage": args.coverage, "datasize": datasize,
-                             "input_bytes": input_bytes, "history_runs": history,
-                             "history_factor": factor}, lines)
+                             "input_bytes": input_bytes, "history_runs": history}, lines)
     return 0
-
-
-def _calibration(args, model, job) -> tuple:
-    """(factor, runs counted, the runs) of the job's own runs in the store
-    (``models._default.job_runs`` and ``history_factor``), as the wrapper and the web
-    form apply them."""
-    from jobgauge.models._default import history_factor, job_runs
-    from jobgauge.store import open_store
-
-    store = open_store(args.store)
-    own = job_runs(store, job)
-    return (*history_factor(store, model, job, runs=own), own)
 
 
 def _job_size(args) -> tuple:

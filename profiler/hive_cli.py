@@ -269,11 +269,13 @@ def explain_command(args) -> int:
         from jobgauge.profiler.runners._hive_record import plan_prediction
         from jobgauge.store import open_store
 
-        model, _meta = store_model(open_store(args.store), progress=sys.stderr)
+        store = open_store(args.store)
+        model, _meta = store_model(store, progress=sys.stderr)
         # a server of this machine: its scans' files say what the query reads, and a
         # query of your own is asked at the data its tables hold now
         size_plan_scans(dag)
-        prediction = plan_prediction(model, workload, dag, resources, engine=engine,
+        prediction = plan_prediction(model, workload, dag, resources, store=store,
+                                     engine=engine,
                                      datasize=loaded["scale"],
                                      input_bytes=None if tpch else dag.graph.get("dataset_bytes"))
     if args.json:
@@ -291,6 +293,11 @@ def explain_command(args) -> int:
         if prediction["answered_from"]:
             print("never measured: answered from the measured queries whose plans read "
                   "most alike, " + ", ".join(prediction["answered_from"]))
+        if prediction["calibrated_runs"]:
+            from jobgauge.models._default import calibration_line
+
+            print(calibration_line(prediction["calibrated_runs"], workload,
+                                   prediction["history_factor"]))
         print(f"predicted runtime of {workload} on {where}: {prediction['runtime_s']:.1f} s "
               f"({int(prediction['coverage'] * 100)} % interval {prediction['low_s']:.1f} .. "
               f"{prediction['high_s']:.1f} s; {dag.number_of_nodes()} plan operators)")

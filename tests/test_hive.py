@@ -112,7 +112,7 @@ def test_cli_run_of_q6_with_knobs_is_recorded_with_its_dag(hive_server, tpch_dat
     store = open_store(db)
     run = store.runs_list()[0]
     assert (run["source"], run["workload"], run["framework"], run["datasize"]) == (
-        "hive-local", "tpch-q6", "spark-thrift", "sf0.01")
+        "hive-local", "tpch-q6", "spark", "sf0.01")   # Spark SQL, as the corpus's
     assert run["instance_type"] == "local[2]" and run["time_kind"] == "query"
     assert run["engine_version"].startswith("4.") and "l_discount" in run["query_text"]
     assert run["input_bytes"] > 1_000_000 and run["status"] == "succeeded"

@@ -198,6 +198,18 @@ def test_explain_predict_answers_your_own_query_from_what_its_plan_reads(hive, h
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-2] == ("never measured: answered from the measured queries whose plans "
                          "read most alike, " + ", ".join(borrowed))
+    # run once (the model retrains after 5 runs): the answer is calibrated to the run and
+    # the run counts as measured, as the web form and jobgauge predict answer
+    assert prediction["outside_measured"] and prediction["calibrated_runs"] == 0
+    assert main(["--store", str(path), "hive", "run", "--sql", REVENUE, "--database",
+                 DATABASE, *_server(hive_server)]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)["prediction"]
+    assert again["calibrated_runs"] == 1 and again["history_factor"] != 1.0
+    assert not again["outside_measured"] and again["note"] is None
+    assert main(argv) == 0
+    assert "calibrated to the 1 measured run of" in capsys.readouterr().out
 
 
 @pytest.mark.spark

@@ -17,6 +17,15 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 RESOURCE_FIELDS = ("instance_type", "instance_count", "vcpus", "memory_gib")
 
 
+def engine_framework(engine: str) -> str:
+    """The framework a server's runs are of: a Spark Thrift server plans and runs Spark
+    SQL, so its queries are Spark jobs, as the runs the model learned from and the web
+    form's pasted queries are (recorded as ``spark-thrift`` once, a query run with
+    ``hive run`` was a job apart: ``hive explain --predict`` of the same text never saw
+    its runs); an Apache Hive server's are ``hive``."""
+    return "spark" if engine == "spark-thrift" else engine
+
+
 def server_resources(session) -> dict:
     """Where a local Spark Thrift server runs, in the run table's words (from its
     ``spark.master`` and ``spark.driver.memory``)."""
@@ -80,7 +89,8 @@ def run_query(session, workload: str, sql: str, size: str, knobs: dict | None = 
     run = {
         "source": source or ("hive-local" if session.host in LOOPBACK else "hive"),
         "run_id": f"{workload}-{size}-{datetime.now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}",
-        "workload": workload, "framework": session.engine, "engine_version": session.engine_version,
+        "workload": workload, "framework": engine_framework(session.engine),
+        "engine_version": session.engine_version,
         "query_text": sql.strip(), "datasize": size, "input_bytes": input_bytes,
         "hourly_price_usd": None, "time_kind": "query",
         "started_at": result["started_at"], "ended_at": result["ended_at"],
@@ -143,21 +153,22 @@ def read_query(sql: str | None = None, file=None) -> str:
     return text
 
 
-def plan_prediction(model, workload: str, dag, resources: dict, *, engine: str = "spark-thrift",
-                    datasize: str = "", input_bytes=None, settings=None,
-                    coverage: float = 0.8) -> dict:
+def plan_prediction(model, workload: str, dag, resources: dict, *, store,
+                    engine: str = "spark-thrift", datasize: str = "", input_bytes=None,
+                    settings=None, coverage: float = 0.8) -> dict:
     """Predicted runtime of a query from its plan: the :class:`jobgauge.job.Job` of
     ``workload`` with its plan ``dag`` (a QueryDag or its dict) on the server's
     ``resources`` (:func:`server_resources`), read by ``model`` as the web service
-    reads a pasted query.  Returns ``predict_job``'s ``{"runtime_s", "low_s",
-    "high_s", "outside_measured", "note"}`` plus ``coverage``."""
+    reads a pasted query, and calibrated to the query's own runs in ``store`` as the
+    web service calibrates it.  Returns ``predict_with_history``'s ``{"runtime_s",
+    "low_s", "high_s", "outside_measured", "note", "calibrated_runs",
+    "history_factor", ...}`` plus ``coverage``."""
     from jobgauge.job import Cluster, Job
-    from jobgauge.models import predict_job
+    from jobgauge.models._default import predict_with_history
 
     cluster = Cluster(str(resources["instance_type"]), resources.get("vcpus"),
                       resources.get("memory_gib"), None, int(resources.get("instance_count") or 1))
-    # A Spark Thrift server plans and runs Spark SQL: the runs the model learned from say "spark".
-    framework = "spark" if engine == "spark-thrift" else engine
-    job = Job(workload, datasize, cluster, dict(settings or {}), framework=framework,
+    job = Job(workload, datasize, cluster, dict(settings or {}),
+              framework=engine_framework(engine),
               input_bytes=input_bytes, dag=dag, source="jobgauge-hive")
-    return {**predict_job(model, job, coverage=coverage), "coverage": coverage}
+    return {**predict_with_history(store, model, job, coverage=coverage), "coverage": coverage}
