@@ -201,8 +201,8 @@ class WorkloadRange:
             sizes=sorted(set(self.sizes) | set(other.sizes), key=lambda item: (item[1], item[0])),
             smallest_bytes=edge(min, self.smallest_bytes, other.smallest_bytes),
             largest_bytes=edge(max, self.largest_bytes, other.largest_bytes),
-            bytes_per_scale_factor=edge(lambda v: v[0], self.bytes_per_scale_factor,
-                                        other.bytes_per_scale_factor),
+            bytes_per_scale_factor=other.bytes_per_scale_factor
+            if self.bytes_per_scale_factor is None else self.bytes_per_scale_factor,
             labels=self.labels | other.labels,
             hibench_sizes={**other.hibench_sizes, **self.hibench_sizes},
             cores=(min(c[0] for c in cores), max(c[1] for c in cores)) if cores else None)

@@ -2600,9 +2600,9 @@ def _stated_dataset_bytes(summary, dag) -> float | None:
     bytes), else its DAG's ``dataset_bytes`` graph attribute; else None."""
     if summary and _positive(summary.get("dataset_bytes")):
         return float(summary["dataset_bytes"])
-    if hasattr(dag, "to_dict"):
-        dag = dag.to_dict()
-    stated = (dag.get("graph") or {}).get("dataset_bytes") if isinstance(dag, dict) else None
+    # a DAG dict, or a QueryDag (a networkx graph: its attributes without a copy)
+    graph = dag.get("graph") if isinstance(dag, dict) else getattr(dag, "graph", None)
+    stated = graph.get("dataset_bytes") if isinstance(graph, dict) else None
     return float(stated) if _positive(stated) else None
 
 

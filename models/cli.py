@@ -252,7 +252,8 @@ def predict_command(args) -> int:
     from jobgauge.models._default import calibration_line, predict_with_history
     from jobgauge.store import open_store
 
-    datasize, input_bytes, profile, history = _job_size(args)
+    store = open_store(args.store)
+    datasize, input_bytes, profile, history = _job_size(args, store)
     instance_type = args.instance_type or (
         "local" if args.framework == "hadoop" else DEFAULT_MASTER)
     if instance_type.startswith("local[") and args.framework != "hadoop":
@@ -262,7 +263,7 @@ def predict_command(args) -> int:
     job = Job(args.workload, datasize, cluster, config, framework=args.framework,
               input_bytes=input_bytes, profile=profile)   # a bad question fails before training
     model = load_chosen_model(args)
-    result = predict_with_history(open_store(args.store), model, job, coverage=args.coverage)
+    result = predict_with_history(store, model, job, coverage=args.coverage)
     calibrated, factor = result.pop("calibrated_runs"), result["history_factor"]
     size = datasize if datasize or input_bytes is None else f"{human_size(input_bytes)} of input"
     lines = [f"{args.workload} ({size}) on {args.instance_count} x {instance_type}: "
@@ -283,7 +284,7 @@ def predict_command(args) -> int:
     return 0
 
 
-def _job_size(args) -> tuple:
+def _job_size(args, store) -> tuple:
     """(size label, input bytes, profile summary, runs of the job in the store) of
     ``predict --workload``: ``--datasize`` and ``--input-bytes`` as given; a job
     without a size label (a user's own job) is sized by its input bytes, and takes
@@ -292,9 +293,8 @@ def _job_size(args) -> tuple:
     history = {"runs": 0, "datasize": "", "input_bytes": None, "profile": None}
     if args.datasize is None or args.input_bytes is None:
         from jobgauge.models._default import job_history
-        from jobgauge.store import open_store
 
-        history = job_history(open_store(args.store), args.workload, args.framework)
+        history = job_history(store, args.workload, args.framework)
     datasize = args.datasize if args.datasize is not None else history["datasize"]
     input_bytes = args.input_bytes
     if input_bytes is None and datasize == history["datasize"]:
