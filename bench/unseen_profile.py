@@ -1,0 +1,108 @@
+"""Queries the model never trained on, answered from their own profile at larger sizes.
+
+    nice -n 10 .venv/bin/python bench/unseen_profile.py [--json]
+
+The 22 quiet TPC-H queries (``data/runs``, ``data/profiles``) in 5 folds by query: each
+fold's queries are held out of training altogether (the stage model, as shipped), as a
+user's jobs are between retrainings.  Every finished run of theirs at SF 3 and SF 10 is
+then asked with a profile of the query's own, as ``jobgauge predict`` and the wrapper ask
+(``models._default.job_history``: the newest run's profile summary):
+
+- ``sf1 summary``: the summary of the query's SF 1 run at Spark's defaults (the
+  reference rule of ``models._stage.reference_runs`` among those runs);
+- ``sf1 summary + size``: the same with its run's input bytes as ``dataset_bytes``, as
+  ``job_history`` gives it since session 29 (before, the model guessed the profiled
+  size from the bytes the profile read over the median share of a data set a query
+  reads);
+- ``reference DAG`` and ``reference DAG + size``: the query's SF 0.1-0.3 reference
+  profile (its stage DAG and summary), without and with its run's input bytes.
+
+Prints MdAPE and the median of predicted over measured per variant and scale factor
+(``--json``: the rows).  Measured runtimes only; 5 fits of the stage model, about 3 min.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+FOLDS = 5
+VARIANTS = ("sf1 summary", "sf1 summary + size", "reference DAG", "reference DAG + size")
+
+
+def sf1_summaries(frame, records) -> dict:
+    """{query: (its SF 1 defaults run's profile summary, that run's input bytes)}."""
+    from jobgauge.models._stage import reference_runs
+
+    keys = list(zip(frame["source"].astype(str), frame["run_id"].astype(str)))
+    profiled = np.array([key in records for key in keys])
+    at_sf1 = frame[(frame["datasize"] == "sf1") & (frame["instance_type"] == "local[2]")
+                   & profiled]
+    out = {}
+    for (workload, _), i in reference_runs(at_sf1, np.ones(len(at_sf1), bool)).items():
+        row = at_sf1.iloc[i]
+        out[workload] = (dict(records[(str(row["source"]), str(row["run_id"]))]["summary"]),
+                         float(row["input_bytes"]))
+    return out
+
+
+def evaluate() -> list[dict]:
+    from jobgauge.models import StagePredictor
+    from jobgauge.models.evaluation import quiet_frame_and_records
+
+    frame, records = quiet_frame_and_records()
+    summaries = sf1_summaries(frame, records)
+    reference = frame[frame["profile_reference"].astype(bool)].set_index("workload")
+    queries = sorted(summaries)
+    answers = {}
+    for fold in range(FOLDS):
+        held = queries[fold::FOLDS]
+        model = StagePredictor(random_state=0).fit(frame[~frame["workload"].isin(held)])
+        asked = frame[frame["workload"].isin(held) & frame["datasize"].isin(["sf3", "sf10"])
+                      & frame["completed"].astype(bool)]
+        own = [summaries[w] for w in asked["workload"]]
+        sized = [dict(p, dataset_bytes=float(reference.at[w, "input_bytes"]))
+                 for p, w in zip(asked["profile"], asked["workload"])]
+        variants = {
+            "sf1 summary": asked.assign(dag=None, profile=[s for s, _ in own]),
+            "sf1 summary + size": asked.assign(
+                dag=None, profile=[dict(s, dataset_bytes=b) for s, b in own]),
+            "reference DAG": asked,
+            "reference DAG + size": asked.assign(profile=sized),
+        }
+        for name, question in variants.items():
+            ratio = model.predict(question) / asked["runtime_s"].to_numpy()
+            for size, value in zip(asked["datasize"], ratio):
+                answers.setdefault((name, size), []).append(float(value))
+        print(f"fold {fold + 1} of {FOLDS}: {', '.join(held)}", file=sys.stderr, flush=True)
+    return [{"variant": name, "datasize": size, "runs": len(answers[name, size]),
+             "mdape": float(np.median(np.abs(np.array(answers[name, size]) - 1))),
+             "median_ratio": float(np.median(answers[name, size]))}
+            for name in VARIANTS for size in ("sf3", "sf10")]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args(argv)
+    rows = evaluate()
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print("| profile asked with | SF | runs | MdAPE | predicted / measured |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print(f"| {row['variant']} | {row['datasize']} | {row['runs']} | "
+              f"{100 * row['mdape']:.1f} % | x{row['median_ratio']:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
