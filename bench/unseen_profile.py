@@ -17,8 +17,16 @@ then asked with a profile of the query's own, as ``jobgauge predict`` and the wr
 - ``reference DAG`` and ``reference DAG + size``: the query's SF 0.1-0.3 reference
   profile (its stage DAG and summary), without and with its run's input bytes.
 
+And after the model has retrained on that one SF 1 run (the service retrains every
+few runs), asked with the same summary and size:
+
+- ``trained on its sf1 run``: the model's answer;
+- ``trained on it + calibrated``: times the factor that calibrates an answer to the
+  job's own runs (``models._default.calibration_factor``, as the web form, ``jobgauge
+  predict`` and the wrapper apply it): that run priced as it ran.
+
 Prints MdAPE and the median of predicted over measured per variant and scale factor
-(``--json``: the rows).  Measured runtimes only; 5 fits of the stage model, about 3 min.
+(``--json``: the rows).  Measured runtimes only; 10 fits of the stage model, about 5 min.
 """
 
 from __future__ import annotations
@@ -34,11 +42,15 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 FOLDS = 5
-VARIANTS = ("sf1 summary", "sf1 summary + size", "reference DAG", "reference DAG + size")
+VARIANTS = ("sf1 summary", "sf1 summary + size", "reference DAG", "reference DAG + size",
+            "trained on its sf1 run", "trained on it + calibrated")
 
 
-def sf1_summaries(frame, records) -> dict:
-    """{query: (its SF 1 defaults run's profile summary, that run's input bytes)}."""
+def sf1_runs(frame, records) -> dict:
+    """{query: (its SF 1 defaults run (the reference rule of
+    ``models._stage.reference_runs`` among its local[2] runs at SF 1 with a profile), that
+    run's profile summary with its input bytes as ``dataset_bytes``, as
+    ``models._default.job_history`` gives it, and its profile record)}."""
     from jobgauge.models._stage import reference_runs
 
     keys = list(zip(frame["source"].astype(str), frame["run_id"].astype(str)))
@@ -48,37 +60,64 @@ def sf1_summaries(frame, records) -> dict:
     out = {}
     for (workload, _), i in reference_runs(at_sf1, np.ones(len(at_sf1), bool)).items():
         row = at_sf1.iloc[i]
-        out[workload] = (dict(records[(str(row["source"]), str(row["run_id"]))]["summary"]),
-                         float(row["input_bytes"]))
+        summary = dict(records[(str(row["source"]), str(row["run_id"]))]["summary"])
+        out[workload] = (row, dict(summary, dataset_bytes=float(row["input_bytes"])),
+                         records[(str(row["source"]), str(row["run_id"]))])
     return out
+
+
+def trained_once(frame, held, runs):
+    """The stage model trained without the ``held`` queries but for one run each: their
+    SF 1 run of :func:`sf1_runs`, with the profile it was recorded with (its summary and
+    its stage DAG, as training on a store reads a run's profile record)."""
+    import pandas as pd
+
+    from jobgauge.models import StagePredictor
+    from jobgauge.models.evaluation import _record_dag
+
+    once = pd.DataFrame([runs[w][0] for w in held])
+    once = once.assign(dag=[_record_dag(runs[w][2]) for w in held],
+                       profile=[runs[w][1] for w in held], profile_reference=True)
+    train = pd.concat([frame[~frame["workload"].isin(held)], once], ignore_index=True)
+    return StagePredictor(random_state=0).fit(train), once
 
 
 def evaluate() -> list[dict]:
     from jobgauge.models import StagePredictor
+    from jobgauge.models._default import calibration_factor
     from jobgauge.models.evaluation import quiet_frame_and_records
 
     frame, records = quiet_frame_and_records()
-    summaries = sf1_summaries(frame, records)
+    runs = sf1_runs(frame, records)
     reference = frame[frame["profile_reference"].astype(bool)].set_index("workload")
-    queries = sorted(summaries)
+    queries = sorted(runs)
     answers = {}
     for fold in range(FOLDS):
         held = queries[fold::FOLDS]
         model = StagePredictor(random_state=0).fit(frame[~frame["workload"].isin(held)])
         asked = frame[frame["workload"].isin(held) & frame["datasize"].isin(["sf3", "sf10"])
                       & frame["completed"].astype(bool)]
-        own = [summaries[w] for w in asked["workload"]]
+        own = [runs[w][1] for w in asked["workload"]]
         sized = [dict(p, dataset_bytes=float(reference.at[w, "input_bytes"]))
                  for p, w in zip(asked["profile"], asked["workload"])]
+        with_size = asked.assign(dag=None, profile=own)
         variants = {
-            "sf1 summary": asked.assign(dag=None, profile=[s for s, _ in own]),
-            "sf1 summary + size": asked.assign(
-                dag=None, profile=[dict(s, dataset_bytes=b) for s, b in own]),
+            "sf1 summary": asked.assign(dag=None, profile=[
+                {k: v for k, v in s.items() if k != "dataset_bytes"} for s in own]),
+            "sf1 summary + size": with_size,
             "reference DAG": asked,
             "reference DAG + size": asked.assign(profile=sized),
         }
-        for name, question in variants.items():
-            ratio = model.predict(question) / asked["runtime_s"].to_numpy()
+        answers_of = {name: model.predict(question) for name, question in variants.items()}
+        retrained, once = trained_once(frame, held, runs)
+        answers_of["trained on its sf1 run"] = retrained.predict(with_size)
+        factors = dict(zip(once["workload"], (
+            calibration_factor([measured], [priced])[0] for measured, priced in
+            zip(once["runtime_s"], retrained.predict(once)))))
+        answers_of["trained on it + calibrated"] = answers_of["trained on its sf1 run"] \
+            * np.array([factors[w] for w in asked["workload"]])
+        for name, answer in answers_of.items():
+            ratio = answer / asked["runtime_s"].to_numpy()
             for size, value in zip(asked["datasize"], ratio):
                 answers.setdefault((name, size), []).append(float(value))
         print(f"fold {fold + 1} of {FOLDS}: {', '.join(held)}", file=sys.stderr, flush=True)

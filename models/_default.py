@@ -325,8 +325,6 @@ def history_factor(store, model, job, *, runs=None) -> tuple:
     alike, so it changes no recommendation."""
     from dataclasses import replace
 
-    import numpy as np
-
     from jobgauge.job import Job, jobs_frame
     from jobgauge.models.features import row_configs
 
@@ -337,8 +335,18 @@ def history_factor(store, model, job, *, runs=None) -> tuple:
     asked = jobs_frame(replace(job, cluster=Job.from_row(row).cluster, settings=config,
                                **_run_size(row))
                        for row, config in zip(own.to_dict("records"), row_configs(own)))
-    predicted = np.asarray(model.predict(asked), dtype=float)
-    measured = own["runtime_s"].to_numpy(dtype=float)
+    return calibration_factor(own["runtime_s"], model.predict(asked))
+
+
+def calibration_factor(measured, predicted) -> tuple:
+    """(factor, runs) of :func:`history_factor` from a job's measured runtimes and what
+    the model answers for the same runs: the exponential of the mean log ratio, shrunk
+    to 1 by ``n / (n + HISTORY_SHRINK_RUNS)`` over the ``n`` runs with both; (1.0, 0)
+    without any."""
+    import numpy as np
+
+    measured = np.asarray(measured, dtype=float)
+    predicted = np.asarray(predicted, dtype=float)
     usable = np.isfinite(predicted) & (predicted > 0) & np.isfinite(measured) & (measured > 0)
     n = int(usable.sum())
     if not n:
