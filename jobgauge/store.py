@@ -36,6 +36,11 @@ RUN_STATUSES = ("succeeded", "failed", "timed_out")
 TIME_KINDS = ("application", "query", "wall")
 # Columns added to ``runs`` after stores were first made: an older store gains them on open.
 ADDED_RUN_COLUMNS = {"wall_s": "FLOAT"}
+#: Frameworks a store's runs were once recorded under, and what they are: a query run on
+#: Spark's Thrift server (``jobgauge hive run``) was recorded as ``spark-thrift`` until
+#: session 29, a job apart from the Spark jobs the web form and ``hive explain --predict``
+#: ask.  A store renames them when it is opened (:meth:`Store._rename_frameworks`).
+RENAMED_FRAMEWORKS = {"spark-thrift": "spark"}
 RUN_KEY_CONSTRAINT = "uq_runs_source_run_id"
 
 
@@ -202,6 +207,7 @@ class Store:
             except sa.exc.SQLAlchemyError:  # another process created them meanwhile
                 self.metadata.create_all(self.engine)
             self._add_run_columns()
+            self._rename_frameworks()
         except ImportError as exc:
             raise StoreError(_driver_hint(url, exc)) from None
         except sa.exc.SQLAlchemyError as exc:
@@ -222,6 +228,19 @@ class Store:
             except sa.exc.SQLAlchemyError:
                 if name not in present():      # else another process added it meanwhile
                     raise
+
+    def _rename_frameworks(self) -> None:
+        """Record the runs of a framework's old name under its name now
+        (:data:`RENAMED_FRAMEWORKS`); a store without any is only read."""
+        sa, runs = self._sa, self.runs
+        for old, new in RENAMED_FRAMEWORKS.items():
+            with self.engine.connect() as connection:
+                if connection.execute(sa.select(runs.c.id).where(runs.c.framework == old)
+                                      .limit(1)).first() is None:
+                    continue
+            with self.engine.begin() as connection:
+                connection.execute(runs.update().where(runs.c.framework == old)
+                                   .values(framework=new))
 
     @property
     def display_url(self) -> str:

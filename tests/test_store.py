@@ -132,6 +132,21 @@ def test_an_older_store_gains_the_wall_time_column(store):
     assert open_store(store.url).runs_list()[0]["wall_s"] == 3.5     # added once
 
 
+def test_a_thrift_servers_runs_recorded_as_spark_thrift_become_spark_jobs(store):
+    """A store written before ``hive run`` recorded a Spark Thrift server's queries as
+    Spark jobs: opened again, its ``spark-thrift`` runs are Spark runs of the same job,
+    the runs the web form and ``hive explain --predict`` calibrate the job's answers to;
+    the others keep their framework."""
+    store.add_run(dict(RUN, run_id="thrift-1", workload="sql-abc", framework="spark-thrift"), {})
+    store.add_run(dict(RUN, run_id="hive-1", workload="sql-abc", framework="hive"), {})
+    store.close()
+    reopened = open_store(store.url)
+    frameworks = {r["run_id"]: r["framework"] for r in reopened.runs_list()}
+    assert frameworks == {"thrift-1": "spark", "hive-1": "hive"}
+    assert reopened.count_runs(workload="sql-abc", framework="spark") == 1
+    assert reopened.count_runs(framework="spark-thrift") == 0
+
+
 def test_bad_runs_are_refused(store):
     with pytest.raises(StoreError, match="a run needs workload"):
         store.add_run(dict(RUN, workload=""), {})

@@ -22,8 +22,11 @@ def engine_framework(engine: str) -> str:
     SQL, so its queries are Spark jobs, as the runs the model learned from and the web
     form's pasted queries are (recorded as ``spark-thrift`` once, a query run with
     ``hive run`` was a job apart: ``hive explain --predict`` of the same text never saw
-    its runs); an Apache Hive server's are ``hive``."""
-    return "spark" if engine == "spark-thrift" else engine
+    its runs; a store renames such runs, ``jobgauge.store.RENAMED_FRAMEWORKS``); an Apache
+    Hive server's are ``hive``."""
+    from jobgauge.store import RENAMED_FRAMEWORKS
+
+    return RENAMED_FRAMEWORKS.get(engine, engine)
 
 
 def server_resources(session) -> dict:
