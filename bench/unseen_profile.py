@@ -26,7 +26,7 @@ few runs), asked with the same summary and size:
   predict`` and the wrapper apply it): that run priced as it ran.
 
 Prints MdAPE and the median of predicted over measured per variant and scale factor
-(``--json``: the rows).  Measured runtimes only; 10 fits of the stage model, about 5 min.
+(``--json``: the rows; ``--per-query VARIANT``: that median per query too).  Measured runtimes only; 10 fits of the stage model, about 5 min.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def trained_once(frame, held, runs):
     return StagePredictor(random_state=0).fit(train), once
 
 
-def evaluate() -> list[dict]:
+def evaluate(per_query=None) -> list[dict]:
     from jobgauge.models import StagePredictor
     from jobgauge.models._default import calibration_factor
     from jobgauge.models.evaluation import quiet_frame_and_records
@@ -118,27 +118,36 @@ def evaluate() -> list[dict]:
             * np.array([factors[w] for w in asked["workload"]])
         for name, answer in answers_of.items():
             ratio = answer / asked["runtime_s"].to_numpy()
-            for size, value in zip(asked["datasize"], ratio):
+            for size, value, query in zip(asked["datasize"], ratio, asked["workload"]):
                 answers.setdefault((name, size), []).append(float(value))
+                if name == per_query:
+                    answers.setdefault((name, size, query), []).append(float(value))
         print(f"fold {fold + 1} of {FOLDS}: {', '.join(held)}", file=sys.stderr, flush=True)
-    return [{"variant": name, "datasize": size, "runs": len(answers[name, size]),
-             "mdape": float(np.median(np.abs(np.array(answers[name, size]) - 1))),
-             "median_ratio": float(np.median(answers[name, size]))}
-            for name in VARIANTS for size in ("sf3", "sf10")]
+    return [{"variant": name, "datasize": key[1], "runs": len(values),
+             "mdape": float(np.median(np.abs(np.array(values) - 1))),
+             "median_ratio": float(np.median(values)),
+             **({"query": key[2]} if len(key) > 2 else {})}
+            for name in VARIANTS for key, values in sorted(
+                answers.items(), key=lambda item: (len(item[0]), item[0][1] != "sf3",
+                                                   item[0][2:]))
+            if key[0] == name]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument("--per-query", metavar="VARIANT", choices=VARIANTS,
+                        help="also print that variant's rows per query")
     args = parser.parse_args(argv)
-    rows = evaluate()
+    rows = evaluate(args.per_query)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     print("| profile asked with | SF | runs | MdAPE | predicted / measured |")
     print("|---|---|---|---|---|")
     for row in rows:
-        print(f"| {row['variant']} | {row['datasize']} | {row['runs']} | "
+        query = f" ({row['query']})" if "query" in row else ""
+        print(f"| {row['variant']}{query} | {row['datasize']} | {row['runs']} | "
               f"{100 * row['mdape']:.1f} % | x{row['median_ratio']:.2f} |")
     return 0
 
