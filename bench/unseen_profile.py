@@ -42,6 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 FOLDS = 5
+SIZES = ("sf3", "sf10")
 VARIANTS = ("sf1 summary", "sf1 summary + size", "reference DAG", "reference DAG + size",
             "trained on its sf1 run", "trained on it + calibrated")
 
@@ -60,9 +61,9 @@ def sf1_runs(frame, records) -> dict:
     out = {}
     for (workload, _), i in reference_runs(at_sf1, np.ones(len(at_sf1), bool)).items():
         row = at_sf1.iloc[i]
-        summary = dict(records[(str(row["source"]), str(row["run_id"]))]["summary"])
-        out[workload] = (row, dict(summary, dataset_bytes=float(row["input_bytes"])),
-                         records[(str(row["source"]), str(row["run_id"]))])
+        record = records[(str(row["source"]), str(row["run_id"]))]
+        out[workload] = (row, dict(record["summary"], dataset_bytes=float(row["input_bytes"])),
+                         record)
     return out
 
 
@@ -91,11 +92,12 @@ def evaluate(per_query=None) -> list[dict]:
     runs = sf1_runs(frame, records)
     reference = frame[frame["profile_reference"].astype(bool)].set_index("workload")
     queries = sorted(runs)
-    answers = {}
+    answers = {}        # (variant, size) -> predicted / measured of each run asked
+    mine = {}           # (size, query) -> the same, of the variant asked per query
     for fold in range(FOLDS):
         held = queries[fold::FOLDS]
         model = StagePredictor(random_state=0).fit(frame[~frame["workload"].isin(held)])
-        asked = frame[frame["workload"].isin(held) & frame["datasize"].isin(["sf3", "sf10"])
+        asked = frame[frame["workload"].isin(held) & frame["datasize"].isin(SIZES)
                       & frame["completed"].astype(bool)]
         own = [runs[w][1] for w in asked["workload"]]
         sized = [dict(p, dataset_bytes=float(reference.at[w, "input_bytes"]))
@@ -121,16 +123,22 @@ def evaluate(per_query=None) -> list[dict]:
             for size, value, query in zip(asked["datasize"], ratio, asked["workload"]):
                 answers.setdefault((name, size), []).append(float(value))
                 if name == per_query:
-                    answers.setdefault((name, size, query), []).append(float(value))
+                    mine.setdefault((size, query), []).append(float(value))
         print(f"fold {fold + 1} of {FOLDS}: {', '.join(held)}", file=sys.stderr, flush=True)
-    return [{"variant": name, "datasize": key[1], "runs": len(values),
-             "mdape": float(np.median(np.abs(np.array(values) - 1))),
-             "median_ratio": float(np.median(values)),
-             **({"query": key[2]} if len(key) > 2 else {})}
-            for name in VARIANTS for key, values in sorted(
-                answers.items(), key=lambda item: (len(item[0]), item[0][1] != "sf3",
-                                                   item[0][2:]))
-            if key[0] == name]
+    rows = []
+    for name in VARIANTS:
+        rows += [_row(answers[name, size], variant=name, datasize=size) for size in SIZES]
+        if name == per_query:
+            rows += [_row(mine[size, query], variant=name, datasize=size, query=query)
+                     for size in SIZES for query in queries]
+    return rows
+
+
+def _row(ratios, **labels) -> dict:
+    """A row of the report: ``labels``, the runs, MdAPE and the median ratio."""
+    return {**labels, "runs": len(ratios),
+            "mdape": float(np.median(np.abs(np.array(ratios) - 1))),
+            "median_ratio": float(np.median(ratios))}
 
 
 def main(argv=None) -> int:

@@ -453,13 +453,12 @@ def plan_reads(dag) -> dict | None:
     if not scans or not all(_positive(node.get("file_bytes")) and node.get("location")
                             for node in scans):
         return None
-    dataset = (dag.get("graph") or {}).get("dataset_bytes")
     return {"scans": [(scan_table(node["location"]), float(node["file_bytes"]),
                        float(node.get("file_growth", 1.0)))
                       for node in scans],
             "joins": sum(node.get("kind") == "join" for node in plan),
             "aggregates": sum(node.get("kind") == "aggregate" for node in plan),
-            "dataset_bytes": float(dataset) if _positive(dataset) else None}
+            "dataset_bytes": _dag_dataset_bytes(dag)}
 
 
 def plan_read_bytes(dag, asked) -> float | None:
@@ -2600,7 +2599,13 @@ def _stated_dataset_bytes(summary, dag) -> float | None:
     bytes), else its DAG's ``dataset_bytes`` graph attribute; else None."""
     if summary and _positive(summary.get("dataset_bytes")):
         return float(summary["dataset_bytes"])
-    # a DAG dict, or a QueryDag (a networkx graph: its attributes without a copy)
+    return _dag_dataset_bytes(dag)
+
+
+def _dag_dataset_bytes(dag) -> float | None:
+    """A DAG's ``dataset_bytes`` graph attribute (the bytes of the data set its files are
+    of), None where it does not say; ``dag``: a DAG dict, or a QueryDag (a networkx
+    graph: its attributes read without a copy)."""
     graph = dag.get("graph") if isinstance(dag, dict) else getattr(dag, "graph", None)
     stated = graph.get("dataset_bytes") if isinstance(graph, dict) else None
     return float(stated) if _positive(stated) else None
