@@ -37,9 +37,9 @@ THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 def _broadcast_stages(record) -> float:
     """The broadcast stages of one profile record's own run; NaN without stages."""
     from jobgauge.models._stage import _has_stages, profile_stages
-    from jobgauge.models.evaluation import _record_dag
+    from jobgauge.models.evaluation import record_dag
 
-    dag = _record_dag(record) if isinstance(record, dict) else None
+    dag = record_dag(record) if isinstance(record, dict) else None
     if not _has_stages(dag):
         return math.nan
     return float(sum(stage["kind"] == "broadcast" for stage in profile_stages(dag, None)))

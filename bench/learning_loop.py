@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import subprocess
@@ -45,6 +44,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+import _journal as journal  # noqa: E402  (bench/_journal.py)
 DEFAULT_QUERIES = (1, 3, 5, 6, 10)
 #: The loop's last rounds whose wrapped runs are compared with the defaults' runs.
 COMPARED_ROUNDS = 3
@@ -167,12 +168,6 @@ def run_count(store_url: str, workload: str) -> int:
         store.close()
 
 
-def load_journal(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def run_loop(args, work: Path, journal_path: Path, progress=sys.stderr) -> list[dict]:
     from jobgauge.models._default import retraining_paused
     from jobgauge.store import open_store
@@ -182,7 +177,7 @@ def run_loop(args, work: Path, journal_path: Path, progress=sys.stderr) -> list[
     defaults_store = str(work / "defaults.db")
     eventlogs = work / "eventlogs"
     eventlogs.mkdir(exist_ok=True)
-    done = {_key(e) for e in load_journal(journal_path)}
+    done = {_key(e) for e in journal.read(journal_path)}
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     submit = str(Path(sys.executable).parent / "jobgauge-submit")
     planned = schedule(args.queries, args.repeats, args.defaults_repeats)
@@ -222,12 +217,11 @@ def run_loop(args, work: Path, journal_path: Path, progress=sys.stderr) -> list[
                  "rc": done_run.returncode, "wall_s": round(wall, 3),
                  "predict_s": round(predict_s, 3),
                  "stderr_tail": done_run.stderr.strip().splitlines()[-3:]}
-        with open(journal_path, "a") as journal:
-            journal.write(json.dumps(entry) + "\n")
+        journal.append(journal_path, entry)
         print(f"[{index}] q{number} round {round_ + 1}: predicted "
               f"{_f(entry['predicted_s'])} s, measured {_f(entry['measured_s'])} s, "
               f"{run_kind(entry)} (rc {entry['rc']})", file=progress, flush=True)
-    return sorted(load_journal(journal_path), key=lambda e: e["index"])
+    return sorted(journal.read(journal_path), key=lambda e: e["index"])
 
 
 def is_wrapped(entry: dict) -> bool:
@@ -408,13 +402,13 @@ def main(argv=None) -> int:
     command = " ".join(["nice -n 10 .venv/bin/python bench/learning_loop.py", *given])
     work = Path(args.work or REPO / "bench" / "reports" / "cache" / f"learning_loop-sf{args.scale:g}")
     work.mkdir(parents=True, exist_ok=True)
-    journal = work / "journal.jsonl"
+    journal_path = work / "journal.jsonl"
     if args.fresh:
-        journal.unlink(missing_ok=True)
+        journal_path.unlink(missing_ok=True)
         (work / "store.db").unlink(missing_ok=True)
         (work / "defaults.db").unlink(missing_ok=True)
     started = time.perf_counter()
-    entries = run_loop(args, work, journal)
+    entries = run_loop(args, work, journal_path)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     plot(entries, out.with_suffix(".png"))

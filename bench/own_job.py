@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+import _journal  # noqa: E402  (bench/_journal.py)
 JOB = "revenue-report"
 SCRIPT = REPO / "bench" / "jobs" / "revenue_report.py"
 SETTINGS = {"spark.driver.memory": "4g"}
@@ -48,11 +50,7 @@ def runs_at(store, journal: Path, scale: float) -> list[dict]:
     """The finished runs of the job in ``store`` at TPC-H scale ``scale`` (the journal
     says which run was at which scale: the store's runs carry no size label, as a
     user's own job's do not)."""
-    scales = {}
-    if journal.is_file():
-        for line in journal.read_text().splitlines():
-            entry = json.loads(line)
-            scales[entry["run_id"]] = entry["scale"]
+    scales = {entry["run_id"]: entry["scale"] for entry in _journal.read(journal)}
     frame = store.run_frame(workload=JOB)
     if frame.empty:
         return []
@@ -79,14 +77,14 @@ def submit(store, store_path: Path, data: Path, scale: float, out: Path) -> None
     if result.returncode != 0:
         raise SystemExit(f"the job failed at SF {scale:g}:\n{result.stderr[-2000:]}")
     new = set(store.run_frame(workload=JOB)["run_id"]) - before
-    with open(_journal(store_path), "a", encoding="utf-8") as journal:
-        for run_id in new:
-            journal.write(json.dumps({"run_id": run_id, "scale": scale, **quiet}) + "\n")
+    for run_id in new:
+        _journal.append(_scales(store_path), {"run_id": run_id, "scale": scale, **quiet})
     print(f"  SF {scale:g}: {time.perf_counter() - started:.1f} s wall "
           f"(load {load:.2f} at start)", flush=True)
 
 
-def _journal(store_path: Path) -> Path:
+def _scales(store_path: Path) -> Path:
+    """The journal of which run of ``store_path`` was at which scale."""
     return store_path.with_suffix(".scales.jsonl")
 
 
@@ -98,9 +96,9 @@ def measure(store_path: Path, scales, repeats: int, data_root: Path, work: Path)
     found = {}
     for scale in scales:
         data = get_workload("tpch-q1").prepare(data_root, f"sf{scale:g}")
-        for _ in range(repeats - len(runs_at(store, _journal(store_path), scale))):
+        for _ in range(repeats - len(runs_at(store, _scales(store_path), scale))):
             submit(store, store_path, data, scale, work / "out")
-        found[scale] = {"runs": runs_at(store, _journal(store_path), scale)}
+        found[scale] = {"runs": runs_at(store, _scales(store_path), scale)}
     store.close()
     return found
 

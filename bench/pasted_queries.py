@@ -3,6 +3,7 @@
     nice -n 10 .venv/bin/python bench/pasted_queries.py [--folds 5] [--report-dir DIR]
     nice -n 10 .venv/bin/python bench/pasted_queries.py --measure --scale 10 [--repeats 3]
     nice -n 10 .venv/bin/python bench/pasted_queries.py --check [--profile-scale 0.1 ...]
+        [--keep-profiles DIR]
     .venv/bin/python bench/pasted_queries.py --time [--scale 10]
 
 **As if pasted** (default): the quiet corpus's TPC-H queries in ``--folds`` groups; each
@@ -22,7 +23,7 @@ warm local[2] application with Spark's defaults, 3 warm-up runs of each query, t
 ``--repeats`` interleaved runs each, every run started once the 1-minute load is below
 0.7 (or after 20 s) and cancelled past 600 s.  The time is the query's own, inside the
 warm application, as the corpus and the form mean it.  Every run goes to the journal
-``bench/reports/pasted_measured.json`` as it ends (a failed or timed-out run too); a
+``bench/reports/pasted_measured.jsonl`` as it ends (a failed or timed-out run too); a
 second ``--measure`` resumes from it.  Then, as ``--check`` does alone: each query at
 each measured scale is asked through the web service's code (the shipped model, trained
 on first need in a temporary store; the query planned as the form plans it; asked after
@@ -31,7 +32,10 @@ answers are set beside the measured medians in ``bench/reports/pasted_measured.m
 With ``--profile-scale S`` (repeatable), each query also runs once at SF S as a user
 runs it (``jobgauge run tpch --sql TEXT --scale S``: 3 warm-ups, then the measured and
 profiled run) into a service's store, and that service answers the same questions: a
-query of a user's own, run once.
+query of a user's own, run once.  With ``--keep-profiles DIR`` those runs are kept in
+DIR, and a later check with the same DIR answers from them without running anything: a
+change of the model scored on the same runs, not on new runs of sub-second queries that
+differ by up to 2x from one application to the next.
 
 **Timed** (``--time``): the web service's what-if (3 instance types x 8 node counts)
 for the first of those queries pasted at SF ``--scale`` and for TPC-H Q3 at SF 3,
@@ -41,6 +45,7 @@ asked in turn on one warm service; prints each median in milliseconds.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -99,7 +104,7 @@ QUERIES = {
 }
 
 #: The journal of ``--measure``: every run, as it ends (``--check`` answers against it).
-MEASURED = Path("bench") / "reports" / "pasted_measured.json"
+MEASURED = Path("bench") / "reports" / "pasted_measured.jsonl"
 #: A run past this many seconds is cancelled and recorded as timed out.
 RUN_TIMEOUT_S = 600.0
 
@@ -117,13 +122,18 @@ def main(argv=None) -> int:
     parser.add_argument("--profile-scale", type=float, action="append", default=[],
                         help="with --check: also answer after one profiling run of each "
                              "query at this scale factor (repeatable)")
+    parser.add_argument("--keep-profiles", type=Path, metavar="DIR",
+                        help="with --profile-scale: keep each scale's profiling runs in "
+                             "DIR (a store per scale) and, where DIR has them, answer from "
+                             "those instead of running the queries again")
     parser.add_argument("--time", action="store_true",
                         help="time the what-if of a pasted query and of a measured one")
     args = parser.parse_args(argv)
     if args.measure:
         return measure(args.scale, args.repeats)
     if args.check:
-        return check(profile_scales=args.profile_scale)
+        return check(report_dir=args.report_dir, profile_scales=args.profile_scale,
+                     keep_profiles=args.keep_profiles)
     if args.time:
         return time_what_if_answers(args.scale)
     return as_if_pasted(args.folds, args.report_dir)
@@ -235,13 +245,14 @@ def measure(scale: float, repeats: int, journal: Path = MEASURED) -> int:
     runs of it there (a run that fails or times out is journaled too, never dropped),
     then answer them all (:func:`check`)."""
     sys.path.insert(0, str(Path(__file__).parent))
+    import _journal
     from _warm import MAX_WAIT_S, QUIET_LOAD
 
     from jobgauge.profiler.runners.driver import LoadGuard
     from jobgauge.profiler.runners.runner import DEFAULT_DATA_ROOT
     from jobgauge.profiler.workloads.tpch import TABLES, ensure_data, scale_label
 
-    runs = _journal(journal)
+    runs = _journal.read(journal)
 
     def finished(name):
         return sum(r["query"] == name and r["scale"] == scale and r["status"] == "succeeded"
@@ -272,7 +283,7 @@ def measure(scale: float, repeats: int, journal: Path = MEASURED) -> int:
                          "load_at_start": None if load is None else round(load, 2),
                          "warmup": warmup, "error": error,
                          "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-            _write_journal(journal, runs)
+            _journal.append(journal, runs[-1])
         print(f"  {'warm-up ' if warmup else ''}{name} {size}: {status} {seconds:.2f} s"
               + ("" if load is None else f" (load {load:.2f} at start)"), flush=True)
         return status
@@ -336,37 +347,24 @@ def _timed(spark, sql: str, timeout_s: float) -> tuple[str, float, str | None]:
         watch.stop()
 
 
-def _journal(path: Path) -> list[dict]:
-    import json
-
-    return json.loads(path.read_text(encoding="utf-8"))["runs"] if path.is_file() else []
-
-
-def _write_journal(path: Path, runs: list[dict]) -> None:
-    """Rewrite the journal whole, through a temporary file: a run is never half written."""
-    import json
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_suffix(".part")
-    part.write_text(json.dumps({"runs": runs}, indent=1) + "\n", encoding="utf-8")
-    part.replace(path)
-
-
 def check(journal: Path = MEASURED, report_dir: Path | None = None,
-          profile_scales=()) -> int:
+          profile_scales=(), keep_profiles: Path | None = None) -> int:
     """The web service's answer to every query of the journal at every scale it was
     run at, beside its measured runs; writes ``pasted_measured.md`` beside the journal.
     For each of ``profile_scales``, also the answer of a service whose store holds one
     run of each query at that scale (:func:`profiling_runs`), as a user's own query run
-    once would have it."""
+    once would have it.  ``keep_profiles``: a folder that keeps each scale's store of
+    those runs (``profiled-sf<S>.db``, its runs only) and gives it to a later check,
+    which then runs nothing: two versions of the model answer from the same runs."""
     import numpy as np
 
     sys.path.insert(0, str(Path(__file__).parent))
+    import _journal
     from form_answers import service_for
 
     from jobgauge.data import run_tables
 
-    runs = [r for r in _journal(journal) if not r.get("warmup") or r["status"] != "succeeded"]
+    runs = [r for r in _journal.read(journal) if not r.get("warmup") or r["status"] != "succeeded"]
     if not runs:
         print(f"no runs in {journal}; measure some with --measure", file=sys.stderr)
         return 1
@@ -380,7 +378,15 @@ def check(journal: Path = MEASURED, report_dir: Path | None = None,
         for number, scale in enumerate(profile_scales, 1):  # runs first, then the planner
             folder = Path(tmp) / f"service-{number}"
             folder.mkdir()
-            profiling_runs(scale, str(folder / "store.db"))
+            kept = keep_profiles / f"profiled-sf{scale:g}.db" if keep_profiles else None
+            if kept is not None and kept.is_file():
+                print(f"  the runs at SF {scale:g} of {kept}", flush=True)
+                shutil.copy(kept, folder / "store.db")
+            else:
+                profiling_runs(scale, str(folder / "store.db"))
+                if kept is not None:          # before its service trains a model into it
+                    kept.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(folder / "store.db", kept)
             services[f"after one run at SF {scale:g}"] = folder
         for method, folder in services.items():
             service = service_for(run_tables(), folder)
@@ -395,14 +401,18 @@ def check(journal: Path = MEASURED, report_dir: Path | None = None,
              "the query's own inside the warm application. Journal: "
              f"`{journal}`. Reproduce: `nice -n 10 .venv/bin/python bench/pasted_queries.py "
              "--measure --scale S` (it resumes from the journal), then `--check"
-             + "".join(f" --profile-scale {scale:g}" for scale in profile_scales) + "`.", ""]
+             + "".join(f" --profile-scale {scale:g}" for scale in profile_scales)
+             + (f" --keep-profiles {keep_profiles}" if keep_profiles else "") + "`.", ""]
     if profile_scales:
         lines += ["After one run at SF s: the same question to a service whose store holds "
                   "one run of each query at SF s, made as a user makes it (`jobgauge run "
                   "tpch --sql TEXT --scale S`: one local[2] application per query with an "
                   "event log, 3 warm-ups, then the measured and profiled run); its model "
                   "trained on first need on the shipped runs and the store's, and the "
-                  "answers are calibrated to the query's own run.", ""]
+                  "answers are calibrated to the query's own run."
+                  + (f" Those runs are the ones kept in `{keep_profiles}` (a store per "
+                     "scale): the check runs nothing where they are." if keep_profiles
+                     else ""), ""]
     lines += ["| answer | scale | queries | MdAPE | median inside the 80 % interval | "
               "within 2x | answer / measured (median) |", "|---|---|---|---|---|---|---|"]
     table = ["", "| scale | query | measured (median; runs) | "

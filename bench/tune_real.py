@@ -54,6 +54,8 @@ from pathlib import Path
 from jobgauge.knobs import default_config
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+import _journal as journal  # noqa: E402  (bench/_journal.py)
 TPCH = [f"tpch-q{i}" for i in range(1, 23)]
 HIBENCH = ["wordcount", "sort", "terasort", "repartition", "scan", "join", "aggregation",
            "kmeans", "bayes", "lr", "als", "pagerank"]
@@ -194,22 +196,8 @@ def confirm_dir(confirm: int) -> Path:
 
 
 def read_journal(path: Path) -> dict:
-    entries = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue                  # a line cut by a kill: that workload is redone
-            entries[entry["workload"]] = entry
-    return entries
-
-
-def append_journal(path: Path, entry: dict) -> None:
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(entry, default=str) + "\n")
+    """{workload: its journal entry} (a line cut by a kill: that workload is redone)."""
+    return {entry["workload"]: entry for entry in journal.read(path)}
 
 
 # ------------------------------------------------------------------- report
@@ -402,10 +390,10 @@ def main(argv=None) -> int:
         parser.error(f"--confirm must be >= 0, got {args.confirm}")
     work_dir = (args.work_dir or confirm_dir(args.confirm)).resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
-    journal = work_dir / "journal.jsonl"
+    journal_path = work_dir / "journal.jsonl"
     command = "python bench/tune_real.py" + (f" --trials {args.trials}" if args.trials != 10
                                              else "")
-    entries = read_journal(journal)
+    entries = read_journal(journal_path)
     plain_journal = confirm_dir(0) / "journal.jsonl"
 
     def report(done: dict) -> None:
@@ -449,7 +437,7 @@ def main(argv=None) -> int:
                                  history=tables[suite_of(workload)],
                                  remeasure_runner=remeasure_runner, bar=bar,
                                  confirm=args.confirm)
-                append_journal(journal, entry)
+                journal.append(journal_path, entry)
                 entries[workload] = entry
                 bar.update(1)
                 bar.write(f"{workload}: default {_fmt(entry['medians']['default'])} s, tuned "

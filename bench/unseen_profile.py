@@ -74,10 +74,10 @@ def trained_once(frame, held, runs):
     import pandas as pd
 
     from jobgauge.models import StagePredictor
-    from jobgauge.models.evaluation import _record_dag
+    from jobgauge.models.evaluation import record_dag
 
     once = pd.DataFrame([runs[w][0] for w in held])
-    once = once.assign(dag=[_record_dag(runs[w][2]) for w in held],
+    once = once.assign(dag=[record_dag(runs[w][2]) for w in held],
                        profile=[runs[w][1] for w in held], profile_reference=True)
     train = pd.concat([frame[~frame["workload"].isin(held)], once], ignore_index=True)
     return StagePredictor(random_state=0).fit(train), once

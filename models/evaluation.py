@@ -135,7 +135,7 @@ def default_profile_files() -> list[Path]:
     return profile_files()
 
 
-def _record_dag(record):
+def record_dag(record):
     """The DAG of one profile record: the physical plan's operators and the event log's
     stages (with their measured metrics) side by side, as two components of one DAG.
     Each scan of the plan gets its files' bytes and growth and, under a broadcast, Spark's
@@ -313,7 +313,7 @@ def attach_reference_profiles(frame, records):
         job = f"{workload}|{framework}"
         record = records[keys[best]]
         summary = record.get("summary") or None
-        dag = _record_dag(record)
+        dag = record_dag(record)
         same = np.flatnonzero(jobs == job)
         for i in same:
             frame.at[frame.index[i], "profile"] = summary

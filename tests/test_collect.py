@@ -13,7 +13,7 @@ from jobgauge.cli import main
 from jobgauge.errors import ParseError, UsageError
 from jobgauge.models._stage import profile_stages
 from jobgauge.runtable import read_run_tables
-from jobgauge.models.evaluation import _record_dag
+from jobgauge.models.evaluation import record_dag
 from jobgauge.profiler.runners.collect import (STANDALONE, Journal, _store_row, cluster_of,
                                                load_plan, planned_runs, seed_journal)
 from jobgauge.profiler.workloads import get_workload
@@ -114,7 +114,7 @@ def test_collection_resumes_without_repeating(tmp_path, tpch_data_root, capsys):
         assert reading and all(s["scan_files"] and set(s["scan_files"]) <= set(files)
                                and s["file_bytes"] == sum(s["scan_files"].values())
                                for s in reading)
-        replayed = [s for s in profile_stages(_record_dag(profile)) if s["input_bytes"]]
+        replayed = [s for s in profile_stages(record_dag(profile)) if s["input_bytes"]]
         assert sorted(s["file_bytes"] for s in replayed) == \
             sorted(s["file_bytes"] for s in reading)
 

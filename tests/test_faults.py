@@ -140,6 +140,27 @@ def test_torn_journal_line_is_dropped_with_a_note_not_glued(tmp_path, capsys):
     assert len(Journal(path).entries) == 4 and Journal(path).notes
 
 
+def test_a_bench_scripts_journal_skips_a_torn_line_and_appends_on_a_line_of_its_own(tmp_path):
+    """bench/_journal.py, the journal of the bench scripts' measurements: a line cut by a
+    kill is left out (its measurement is made again), never glued to the next entry."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_journal", Path(__file__).resolve().parent.parent / "bench" / "_journal.py")
+    bench_journal = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_journal)
+    path = tmp_path / "reports" / "journal.jsonl"
+    assert bench_journal.read(path) == []
+    bench_journal.append(path, {"query": "a", "seconds": 1.5})
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write('{"query": "b", "sec')                    # cut by a kill mid-write
+    assert bench_journal.read(path) == [{"query": "a", "seconds": 1.5}]
+    bench_journal.append(path, {"query": "c", "seconds": 2.0})
+    assert bench_journal.read(path) == [{"query": "a", "seconds": 1.5},
+                                        {"query": "c", "seconds": 2.0}]
+    assert path.read_text(encoding="utf-8").splitlines()[-1] == '{"query": "c", "seconds": 2.0}'
+
+
 def test_resume_after_torn_line_store_matches_journal(tmp_path, capsys):
     """Counts in the store equal the journal's after resuming over a torn line."""
     from jobgauge.profiler.runners.collect import _store_row

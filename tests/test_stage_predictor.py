@@ -825,13 +825,13 @@ def test_a_profile_that_names_each_stages_files_takes_the_plans_share_by_them():
     """A profile whose event log named the files each stage scanned (TPC-H Q9 at SF 3,
     collected in session 20) gives each broadcast stage the share its plan's scan of
     the same bytes has: part's 16 of 148 bytes a row, supplier's 24 of 112."""
-    from jobgauge.models.evaluation import _record_dag
+    from jobgauge.models.evaluation import record_dag
     from jobgauge.runtable import read_profile_records
 
     records = read_profile_records([REPO / "data" / "profiles" / "tpch-sf3.jsonl.gz"])
     record = next(v for k, v in sorted(records.items()) if ":tpch-q9:" in k[1]
                   and any(s.get("file_bytes") for s in v["stages"]))
-    broadcast = [s for s in profile_stages(_record_dag(record))
+    broadcast = [s for s in profile_stages(record_dag(record))
                  if s["kind"] == "broadcast" and s.get("file_bytes")]
     shares = sorted(round(s["broadcast_share"], 4) for s in broadcast)
     assert len(broadcast) == 3 and round(16 / 148, 4) in shares and round(24 / 112, 4) in shares
