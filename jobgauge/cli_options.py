@@ -179,6 +179,19 @@ def add_timeout_option(parser, *, default: float, what: str = "cancel the run") 
                         help=f"{what} after SECONDS (default {default:g})")
 
 
+def add_load_guard_options(parser, *, default_threshold: str, default_wait: str) -> None:
+    """``--load-threshold LOAD`` and ``--max-load-wait SECONDS`` (``args.load_threshold``,
+    ``args.max_load_wait``; None when not given): the measurement guard of a run, which
+    starts once other processes' 1-minute load is below LOAD, or after SECONDS of waiting,
+    and records that load with the run (``jobgauge.profiler.runners.driver.LoadGuard``)."""
+    parser.add_argument("--load-threshold", type=float, metavar="LOAD",
+                        help="start a run only when other processes' 1-minute load is below "
+                             f"LOAD (default: {default_threshold})")
+    parser.add_argument("--max-load-wait", type=float, metavar="SECONDS",
+                        help="wait at most this long for a quiet machine, then run anyway and "
+                             f"mark the run (default: {default_wait})")
+
+
 def add_master_option(parser, *,
                       help: str = "Spark master: local[N] (default local[2])"  # noqa: A002
                       ) -> None:

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from jobgauge.errors import GaugeError, StoreError
-from jobgauge.runtable import config_json
+from jobgauge.runtable import GUARD_COLUMNS, config_json
 
 DEFAULT_PATH = Path.home() / ".local" / "share" / "jobgauge" / "jobgauge.db"
 RUN_STATUSES = ("succeeded", "failed", "timed_out")
@@ -35,7 +35,9 @@ RUN_STATUSES = ("succeeded", "failed", "timed_out")
 # start and end included: ``jobgauge-submit`` when no event log was written).
 TIME_KINDS = ("application", "query", "wall")
 # Columns added to ``runs`` after stores were first made: an older store gains them on open.
-ADDED_RUN_COLUMNS = {"wall_s": "FLOAT"}
+ADDED_RUN_COLUMNS = {"wall_s": "FLOAT", "load_at_start": "FLOAT", "cpu_time_s": "FLOAT",
+                     "quiet_start": "BOOLEAN", "first_runtime_s": "FLOAT",
+                     "host_cores": "INTEGER"}
 #: Frameworks a store's runs were once recorded under, and what they are: a query run on
 #: Spark's Thrift server (``jobgauge hive run``) was recorded as ``spark-thrift`` until
 #: session 29, a job apart from the Spark jobs the web form and ``hive explain --predict``
@@ -127,6 +129,10 @@ def _schema(sa):
         sa.Column("ended_at", sa.DateTime(timezone=True)),
         sa.Column("runtime_s", sa.Float),
         sa.Column("wall_s", sa.Float),      # the submitting command's wall time, where known
+        # the load guard's record (runtable.GUARD_COLUMNS): how quiet the machine was
+        sa.Column("load_at_start", sa.Float), sa.Column("cpu_time_s", sa.Float),
+        sa.Column("quiet_start", sa.Boolean), sa.Column("first_runtime_s", sa.Float),
+        sa.Column("host_cores", sa.Integer),
         sa.Column("completed", sa.Boolean, nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("error", sa.Text),
@@ -289,7 +295,8 @@ class Store:
                    "job_class", "datasize", "input_bytes", "instance_type", "instance_count",
                    "vcpus", "memory_gib", "hourly_price_usd", "master", "executor_instances",
                    "executor_cores", "executor_memory_mb", "time_kind", "started_at",
-                   "ended_at", "runtime_s", "wall_s", "completed", "status", "error")
+                   "ended_at", "runtime_s", "wall_s", "completed", "status", "error",
+                   *GUARD_COLUMNS)
 
     def _run_values(self, run: dict) -> dict:
         values = {k: _clean(run.get(k)) for k in self._RUN_FIELDS}

@@ -57,6 +57,12 @@ def test_run_command_records_a_profiled_run(tmp_path, tpch_data_root, capsys):
     assert run["config"] == {"spark.sql.shuffle.partitions": "4"}
     assert run["engine_version"].startswith("4.") and run["time_kind"] == "query"
     assert store.profiles_for(run["id"])[0]["n_tasks"] == profile["n_tasks"]
+    # the load of other processes at the run's start and its CPU time are kept with it
+    recorded = store.run_frame().iloc[0]
+    assert recorded["load_at_start"] == out["load_at_start"] >= 0
+    assert recorded["cpu_time_s"] == out["cpu_time_s"] > 0
+    assert recorded["quiet_start"] == out["quiet_start"] == (out["load_at_start"] < 0.5)
+    assert recorded["host_cores"] >= 1
 
 
 def test_batch_checks_q1_and_keeps_failures_and_timeouts(tmp_path, tpch_data_root):
@@ -100,6 +106,9 @@ def test_bad_requests_are_clear(capsys, tmp_path):
     assert main(["--store", str(tmp_path / "s.db"), "run", "tpch", "--query", "1",
                  "--scale", "huge"]) == 1
     assert "TPC-H scale must be a number" in capsys.readouterr().err
+    assert main(["--store", str(tmp_path / "s.db"), "run", "tpch", "--query", "1",
+                 "--max-load-wait", "-5"]) == 1
+    assert "--max-load-wait must be a number of at least 0; got -5" in capsys.readouterr().err
 
 
 def test_any_scale_tpchgen_makes_is_a_size_of_the_queries(capsys, tmp_path):

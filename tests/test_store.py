@@ -132,6 +132,26 @@ def test_an_older_store_gains_the_wall_time_column(store):
     assert open_store(store.url).runs_list()[0]["wall_s"] == 3.5     # added once
 
 
+def test_a_runs_load_at_its_start_is_kept_and_an_older_store_gains_its_columns(store):
+    import sqlalchemy as sa
+
+    with store.transaction() as connection:    # a store made before the load was kept
+        for column in ("load_at_start", "cpu_time_s", "quiet_start", "first_runtime_s",
+                       "host_cores"):
+            connection.execute(sa.text(f"ALTER TABLE runs DROP COLUMN {column}"))
+    store.close()
+    reopened = open_store(store.url)
+    reopened.add_run(dict(RUN, run_id="busy", load_at_start=1.73, cpu_time_s=4.2,
+                          quiet_start=False, host_cores=2), {})
+    reopened.add_run(dict(RUN, run_id="unguarded"), {})
+    frame = reopened.run_frame().set_index("run_id")
+    assert frame.loc["busy", ["load_at_start", "cpu_time_s", "host_cores"]].tolist() == \
+        [1.73, 4.2, 2]
+    quiet = frame.loc["busy", "quiet_start"]
+    assert quiet is not None and not quiet
+    assert frame.loc["unguarded", ["load_at_start", "quiet_start"]].isna().all()
+
+
 def test_a_thrift_servers_runs_recorded_as_spark_thrift_become_spark_jobs(store):
     """A store written before ``hive run`` recorded a Spark Thrift server's queries as
     Spark jobs: opened again, its ``spark-thrift`` runs are Spark runs of the same job,

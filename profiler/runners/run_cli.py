@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 from jobgauge.cli_options import (add_command, add_command_group, add_conf_option,
                                   add_data_root_option, add_datasize_option, add_json_option,
+                                  add_load_guard_options,
                                   add_master_option, add_query_key_option,
                                   add_query_source_options, add_timeout_option, finish_run,
                                   parse_key_values, print_result)
@@ -56,12 +58,9 @@ def register(subparsers) -> None:
     add_data_root_option(parser)
     parser.add_argument("--limit", type=int, metavar="N", help="run at most N more runs")
     parser.add_argument("--dry-run", action="store_true", help="print the planned runs and exit")
-    parser.add_argument("--load-threshold", type=float, metavar="LOAD",
-                        help="start a run only when other processes' 1-minute load is below "
-                             "LOAD (default: the plan's load_threshold, else 0.25 per core)")
-    parser.add_argument("--max-load-wait", type=float, metavar="SECONDS",
-                        help="wait at most this long for a quiet machine, then run anyway and "
-                             "mark the run (default: the plan's load_wait_s, else 300)")
+    add_load_guard_options(parser, default_threshold="the plan's load_threshold, else 0.25 "
+                                                     "per core",
+                           default_wait="the plan's load_wait_s, else 300")
     parser.add_argument("--busy-only", action="store_true",
                         help="measure again only the runs that started on a busy machine, "
                              "none of the runs the plan still lacks")
@@ -72,6 +71,8 @@ def _common(parser, own_query: bool = False):
     add_master_option(parser)
     add_timeout_option(parser, default=600)
     add_data_root_option(parser)
+    add_load_guard_options(parser, default_threshold="0.25 per core",
+                           default_wait="0: the run starts at once, its load recorded")
     parser.add_argument(
         "--warmups", type=int, default=None, metavar="N",
         help="runs before the measured one, in the same application and not recorded: the "
@@ -91,17 +92,20 @@ def _run(args, workload, size, *, sql=None) -> int:
     warmups = args.warmups if args.warmups is not None else (3 if sql else 0)
     if not 0 <= warmups <= 20:
         raise UsageError(f"--warmups must be from 0 to 20; got {warmups}")
+    guard = _guard(args)
     store = open_store(args.store)
     print(f"running {workload} at {size} on {args.master}"
           f"{f' after {warmups} warm-up runs' if warmups else ''} ...", file=sys.stderr,
           flush=True)
     run = run_workload(workload, size, config, master=args.master, timeout_s=args.timeout,
-                       data_root=args.data_root, store=store, sql=sql, warmups=warmups)
+                       data_root=args.data_root, store=store, sql=sql, warmups=warmups,
+                       guard=guard)
     if sql and run["status"] == "succeeded":   # one run of a query of one's own teaches
         retrain_after_runs(store, every=min(retrain_every(), 1))    # its profile: retrain
     profile = run.pop("profile")
     out = {k: run[k] for k in ("id", "workload", "datasize", "status", "runtime_s",
                                "input_bytes", "engine_version", "instance_type", "error")}
+    out.update({k: run.get(k) for k in ("load_at_start", "quiet_start", "cpu_time_s")})
     out["config"] = config
     out["eventlog"] = run["eventlog"]
     out["result"] = run.get("result")
@@ -114,10 +118,39 @@ def _run(args, workload, size, *, sql=None) -> int:
                      f"{totals.get('shuffle_read_bytes')} B, shuffle write "
                      f"{totals.get('shuffle_write_bytes')} B, executor run time "
                      f"{totals.get('executor_run_time_ms')} ms")
+    if run.get("load_at_start") is not None:
+        lines.append(_load_line(run, guard["load_threshold"]))
     if sql and run["status"] == "succeeded":
         lines.append(f"  your query is the job {workload}: the web form and API answer the "
                      f"same text from this run once the model has retrained on it")
     return finish_run(args.json, out, lines, status=run["status"], error=run.get("error"))
+
+
+def _guard(args) -> dict:
+    """The measurement guard of ``jobgauge run`` (``--load-threshold``, ``--max-load-wait``)
+    in a collection plan's terms (``collect.GUARD_SETTINGS``): by default the run starts
+    at once and its load is recorded; a collection waits up to 300 s."""
+    from jobgauge.profiler.runners.collect import GUARD_SETTINGS, default_load_threshold
+
+    for flag, value in (("--load-threshold", args.load_threshold),
+                        ("--max-load-wait", args.max_load_wait)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise UsageError(f"{flag} must be a number of at least 0; got {value:g}")
+    return {"load_threshold": default_load_threshold() if args.load_threshold is None
+            else args.load_threshold,
+            "load_wait_s": 0.0 if args.max_load_wait is None else args.max_load_wait,
+            "remeasure_ratio": GUARD_SETTINGS["remeasure_ratio"][0]}
+
+
+def _load_line(run: dict, threshold: float) -> str:
+    """What the load guard saw at the measured run's start: the load of other processes,
+    and, where the machine was busy, that the time may be theirs as much as the job's."""
+    load = run["load_at_start"]
+    line = f"  load {load:.2f} from other processes at its start (1-minute average)"
+    if run.get("quiet_start") is False:
+        line += (f": a busy machine (quiet below {threshold:g}), so the time may be slower "
+                 f"than the job is; --max-load-wait SECONDS waits for a quiet one first")
+    return line
 
 
 def _took(runtime_s) -> str:

@@ -34,6 +34,7 @@ from jobgauge.cli_options import SETTING_NAME
 from jobgauge.errors import UsageError
 from jobgauge.job import local_cores, memory_gib, resources  # noqa: F401 - re-exported
 from jobgauge.knobs import needs_restart
+from jobgauge.runtable import GUARD_COLUMNS
 
 DEFAULT_DATA_ROOT = Path(os.environ.get("JOBGAUGE_DATA", Path.home() / ".cache" / "jobgauge" / "data"))
 DEFAULT_EVENTLOG_DIR = Path.home() / ".local" / "share" / "jobgauge" / "eventlogs"
@@ -198,13 +199,15 @@ def run_record(record: dict, *, item: dict, resources_: dict, engine_version: st
         "ended_at": _parse_time(record.get("ended_at")), "runtime_s": record.get("runtime_s"),
         "status": record["status"], "completed": record["status"] == "succeeded",
         "error": record.get("error"), "config": dict(config), **resources_,
+        # the load guard's record of the run, where it had one
+        **{key: record[key] for key in GUARD_COLUMNS if key in record},
     }
 
 
 def run_workload(workload_name: str, size: str, config: dict | None = None, *,
                  master: str = "local[2]", timeout_s: float = 600, data_root=None,
                  eventlog_dir=None, store=None, source: str = RUNNER_SOURCE, cluster=None,
-                 sql: str | None = None, warmups: int = 0) -> dict:
+                 sql: str | None = None, warmups: int = 0, guard: dict | None = None) -> dict:
     """Run one workload once as a real Spark application, profile it, record it.
 
     Returns the run (a dict in the store's shape, plus ``profile`` and
@@ -214,7 +217,12 @@ def run_workload(workload_name: str, size: str, config: dict | None = None, *,
     recorded as ``workload_name`` (``get_workload``).  ``warmups``: runs of it before
     the measured one in the same application, not recorded: the time and the profile
     are then the query's inside a warm application, as the corpus was measured.
+    ``guard``: the measurement guard's settings, as a collection plan has them
+    (``load_threshold``, ``load_wait_s``, ``remeasure_ratio``: ``collect.load_guard_for``):
+    the measured run waits for a quiet machine, and its load at the start
+    (``load_at_start``, ``quiet_start``) and CPU time (``cpu_time_s``) are recorded.
     """
+    from jobgauge.profiler.runners.collect import load_guard_for
     from jobgauge.profiler.workloads import get_workload
 
     workload = get_workload(workload_name, sql=sql)
@@ -235,8 +243,12 @@ def run_workload(workload_name: str, size: str, config: dict | None = None, *,
             "sql_conf": session, "timeout_s": timeout_s,
             "query_text": getattr(workload, "sql", None)}
     warm = [{**item, "key": f"{key}-warmup{n + 1}", "warmup": True} for n in range(warmups)]
+    load_guard = None if guard is None else load_guard_for(
+        guard, int(resources_["executor_instances"] * resources_["executor_cores"]), master,
+        cluster)
     outcome = run_batch([*warm, item], master=master, spark_conf=static,
-                        eventlog_dir=eventlog_dir, app_name=f"jobgauge {workload_name} {size}")
+                        eventlog_dir=eventlog_dir, app_name=f"jobgauge {workload_name} {size}",
+                        load_guard=load_guard)
     record = _measured_record(outcome["records"], key)
     run = run_record(record, item=item, resources_=resources_,
                      engine_version=outcome["app"].get("spark_version"), size=size,
