@@ -308,8 +308,14 @@ def profiling_runs(scale: float, store_url: str) -> None:
     ``jobgauge run tpch --sql TEXT --scale S`` (``run_workload`` with the query's text:
     one local[2] application per query with Spark's defaults and an event log, 3
     warm-ups, then the measured and profiled run), recorded in the store
-    ``store_url`` under the key the web form gives the text pasted."""
+    ``store_url`` under the key the web form gives the text pasted; each measured run
+    starts once the load is below the bench's quiet load (or after its wait), and the
+    load is recorded with it."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _warm import MAX_WAIT_S, QUIET_LOAD
+
     from jobgauge.profiler.runners._hive_record import query_workload
+    from jobgauge.profiler.runners.collect import run_guard
     from jobgauge.profiler.runners.runner import run_workload
     from jobgauge.profiler.workloads.tpch import scale_label
     from jobgauge.store import open_store
@@ -317,8 +323,9 @@ def profiling_runs(scale: float, store_url: str) -> None:
     store, size = open_store(store_url), scale_label(scale)
     for name, sql in QUERIES.items():
         run = run_workload(query_workload(sql), size, {}, sql=sql, warmups=3, store=store,
-                           timeout_s=RUN_TIMEOUT_S)
-        print(f"  profiled {name} {size}: {run['status']} {run['runtime_s'] or 0:.2f} s",
+                           timeout_s=RUN_TIMEOUT_S, guard=run_guard(QUIET_LOAD, MAX_WAIT_S))
+        print(f"  profiled {name} {size}: {run['status']} {run['runtime_s'] or 0:.2f} s "
+              f"(load {run.get('load_at_start', float('nan')):.2f} at start)",
               file=sys.stderr, flush=True)
 
 

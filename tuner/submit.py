@@ -248,13 +248,51 @@ def _warn(message: str) -> None:
     print(f"jobgauge-submit: warning: {message}", file=sys.stderr, flush=True)
 
 
-def _record(own, args, settings, started, ended, returncode, eventlog_dir, store) -> None:
+def _load_before(mine: dict) -> dict | None:
+    """For a job on this machine (a local master), the load of other processes as it
+    starts, as ``jobgauge run`` and ``jobgauge collect`` record it (``LoadGuard``, no
+    wait: the user's command is never held), and the CPU time of this process's
+    children so far; None for a job on a cluster, whose executors run elsewhere."""
+    import resource
+
+    from jobgauge.profiler.runners.collect import default_load_threshold
+    from jobgauge.profiler.runners.driver import LoadGuard
+
+    if not str(mine.get("spark.master", "local[*]")).startswith("local"):
+        return None
+    try:
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        guard = LoadGuard(threshold=default_load_threshold(), max_wait_s=0.0,
+                          read_own_cpu=lambda: 0.0)
+        return {**guard.wait_quiet(), "cpu_before_s": children.ru_utime + children.ru_stime}
+    except (OSError, ValueError):       # no load average here: the run goes unguarded
+        return None
+
+
+def _load_after(load: dict | None) -> dict:
+    """The run's guard columns (``runtable.GUARD_COLUMNS``) from :func:`_load_before`:
+    its load at the start, and the CPU time spark-submit and its JVM (in local mode,
+    the executors too) took since."""
+    import resource
+
+    if load is None:
+        return {}
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"load_at_start": load["load_at_start"], "quiet_start": load["quiet_start"],
+            "host_cores": load["host_cores"],
+            "cpu_time_s": round(children.ru_utime + children.ru_stime
+                                - load["cpu_before_s"], 3)}
+
+
+def _record(own, args, settings, started, ended, returncode, eventlog_dir, store,
+            guard=None) -> None:
     """Store the run: its ``runtime_s`` is the application's runtime from the event log it
     wrote (SparkContext start to stop, ``time_kind="application"``), the meaning the
     shipped and imported runs have and the models predict; ``wall_s`` is spark-submit's
     wall time (JVM start and end included; ``started_at`` to ``ended_at``).  Only when the
     run left no readable event log is ``runtime_s`` that wall time, marked
-    ``time_kind="wall"``."""
+    ``time_kind="wall"``.  ``guard``: the load guard's columns of the run
+    (:func:`_load_after`)."""
     from jobgauge.errors import GaugeError
     from jobgauge.job import Cluster
 
@@ -284,6 +322,7 @@ def _record(own, args, settings, started, ended, returncode, eventlog_dir, store
         "runtime_s": wall_s if app_s is None else app_s, "wall_s": wall_s,
         "status": "succeeded" if returncode == 0 else "failed",
         "error": None if returncode == 0 else f"spark-submit exited with code {returncode}",
+        **(guard or {}),
     }
     store.add_run(run, settings, profile=profile)
 
@@ -343,6 +382,7 @@ def main(argv=None) -> int:
     if own["dry_run"]:
         print(shlex.join(command))
         return 0
+    load = _load_before(mine)
     started = datetime.now(timezone.utc)
     with _cores_to_the_job(mine, store):
         returncode = subprocess.call(command)
@@ -351,7 +391,7 @@ def main(argv=None) -> int:
         try:
             settings = {**mine, **added}
             _record(own, args, settings, started, ended, returncode,
-                    eventlog_dir or Path("/nonexistent"), store)
+                    eventlog_dir or Path("/nonexistent"), store, _load_after(load))
         except Exception as exc:  # noqa: BLE001 - recording must never change the outcome
             _warn(f"run not recorded ({exc.__class__.__name__}: {exc})")
         else:

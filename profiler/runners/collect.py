@@ -122,6 +122,16 @@ GUARD_SETTINGS = {   # plan key: (default, lowest allowed, example)
 }
 
 
+def run_guard(load_threshold=None, load_wait_s=None) -> dict:
+    """The guard settings, in a plan's terms (:data:`GUARD_SETTINGS`), of one run that
+    ``jobgauge run`` makes (``run_workload(guard=...)``): by default it starts at once
+    and its load is recorded, where a collection waits up to 300 s for a quiet machine."""
+    return {"load_threshold": default_load_threshold() if load_threshold is None
+            else float(load_threshold),
+            "load_wait_s": 0.0 if load_wait_s is None else float(load_wait_s),
+            "remeasure_ratio": GUARD_SETTINGS["remeasure_ratio"][0]}
+
+
 def _guard_settings(plan: dict, path) -> None:
     """Check the plan's measurement-guard settings and fill in their defaults."""
     for key, (default, lowest, example) in GUARD_SETTINGS.items():

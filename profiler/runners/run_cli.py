@@ -127,19 +127,15 @@ def _run(args, workload, size, *, sql=None) -> int:
 
 
 def _guard(args) -> dict:
-    """The measurement guard of ``jobgauge run`` (``--load-threshold``, ``--max-load-wait``)
-    in a collection plan's terms (``collect.GUARD_SETTINGS``): by default the run starts
-    at once and its load is recorded; a collection waits up to 300 s."""
-    from jobgauge.profiler.runners.collect import GUARD_SETTINGS, default_load_threshold
+    """The measurement guard of ``jobgauge run`` (``--load-threshold``, ``--max-load-wait``;
+    ``collect.run_guard``), each checked."""
+    from jobgauge.profiler.runners.collect import run_guard
 
     for flag, value in (("--load-threshold", args.load_threshold),
                         ("--max-load-wait", args.max_load_wait)):
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise UsageError(f"{flag} must be a number of at least 0; got {value:g}")
-    return {"load_threshold": default_load_threshold() if args.load_threshold is None
-            else args.load_threshold,
-            "load_wait_s": 0.0 if args.max_load_wait is None else args.max_load_wait,
-            "remeasure_ratio": GUARD_SETTINGS["remeasure_ratio"][0]}
+    return run_guard(args.load_threshold, args.max_load_wait)
 
 
 def _load_line(run: dict, threshold: float) -> str:
