@@ -33,6 +33,18 @@ COLUMNS = (
 # some row has a value.
 GUARD_COLUMNS = ("load_at_start", "cpu_time_s", "quiet_start", "first_runtime_s", "host_cores")
 REQUIRED_TEXT = ("source", "workload", "framework", "instance_type", "run_id")
+
+
+def busy_starts(frame):
+    """Per row of a run frame, True where the run started on a busy machine (its
+    ``quiet_start`` is false: the load guard's column reads as True, False or None);
+    False where it did not, or where the frame does not say."""
+    import numpy as np
+
+    if "quiet_start" not in frame.columns:
+        return np.zeros(len(frame), dtype=bool)
+    return frame["quiet_start"].map(lambda value: value is False or value is np.False_) \
+        .to_numpy(dtype=bool)
 _TRUE = {"true", "1", "yes", "t"}
 _FALSE = {"false", "0", "no", "f"}
 

@@ -322,20 +322,35 @@ def history_factor(store, model, job, *, runs=None) -> tuple:
     priced as the question is (not from their own stage timings, which the model
     replays to their measured time once it has trained on them), so the factor
     corrects the answer the user sees.  It multiplies every setting's prediction
-    alike, so it changes no recommendation."""
+    alike, so it changes no recommendation.
+
+    A run that started on a busy machine (``quiet_start`` false: other processes' load
+    above the guard's threshold, as ``jobgauge run`` and ``jobgauge-submit`` record it)
+    is left out where the job has runs that did not (:func:`quiet_runs`): its time is
+    the other processes' as much as the job's."""
     from dataclasses import replace
 
     from jobgauge.job import Job, jobs_frame
     from jobgauge.models.features import row_configs
 
     # the job key's runs only: the cost follows the job's history, not the store's size
-    own = job_runs(store, job) if runs is None else runs
+    own = quiet_runs(job_runs(store, job) if runs is None else runs)
     if not len(own):
         return 1.0, 0
     asked = jobs_frame(replace(job, cluster=Job.from_row(row).cluster, settings=config,
                                **_run_size(row))
                        for row, config in zip(own.to_dict("records"), row_configs(own)))
     return calibration_factor(own["runtime_s"], model.predict(asked))
+
+
+def quiet_runs(runs):
+    """``runs`` (a run frame) less those that started on a busy machine (``quiet_start``
+    false), where any other is left; all of them where none is (then the busy runs are
+    the only measurement of the job there is)."""
+    from jobgauge.runtable import busy_starts
+
+    busy = busy_starts(runs)
+    return runs if busy.all() or not busy.any() else runs[~busy].reset_index(drop=True)
 
 
 def calibration_factor(measured, predicted) -> tuple:

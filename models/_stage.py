@@ -119,6 +119,7 @@ from jobgauge.models._coverage import SIZE_FACTOR
 from jobgauge.models._params import Boolean, Interval, Options, store_params
 from jobgauge.models.features import KNOB_DEFAULTS, SLOT_SETTINGS, RunFeatures, _as_summary, \
     instance_family, parse_knob, row_configs, settings_key
+from jobgauge.runtable import busy_starts
 
 #: Stage kinds, derived from what a profiled stage read and wrote.
 STAGE_KINDS = ("scan", "broadcast", "exchange", "join", "aggregate", "map", "reduce", "other")
@@ -592,9 +593,7 @@ def reference_runs(frame, has_profile) -> dict:
     sizes = frame["input_bytes"].astype(float).fillna(np.inf).to_numpy() \
         if "input_bytes" in columns else np.full(len(frame), np.inf)
     settings = [len(config) for config in row_configs(frame)]
-    # the guard's column reads as True, False or None (a table without it: never busy)
-    busy = frame["quiet_start"].map(lambda value: value is False or value is np.False_) \
-        .to_numpy(dtype=bool) if "quiet_start" in columns else np.zeros(len(frame), bool)
+    busy = busy_starts(frame)
     run_ids = frame["run_id"].astype(str).tolist() if "run_id" in columns else [""] * len(frame)
     jobs = list(zip(frame["workload"].astype(str), frame["framework"].astype(str)))
     best = {}

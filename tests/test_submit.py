@@ -297,3 +297,13 @@ def test_a_jobs_own_runs_calibrate_its_predictions(tmp_path):
     assert counted == HISTORY_RUNS
     assert recent == pytest.approx(history_factor(only_new, model, asked)[0], rel=1e-9)
     assert recent == pytest.approx(factor, rel=0.05)
+    # a run that started on a busy machine (the load guard's quiet_start false) is left
+    # out where the job has quiet runs: one twice as slow changes nothing; where every
+    # run was busy, they are all the job's measurements and calibrate it
+    busy = dict(own[0], run_id="busy", runtime_s=2 * own[0]["runtime_s"], quiet_start=False)
+    with_busy, only_busy = open_store(tmp_path / "busy.db"), open_store(tmp_path / "b.db")
+    with_busy.add_runs([*own, busy])
+    only_busy.add_runs([busy])
+    assert history_factor(with_busy, model, asked) == pytest.approx((factor, 3), rel=1e-9)
+    slowed, counted = history_factor(only_busy, model, asked)
+    assert counted == 1 and slowed > 1.5 * factor
