@@ -33,6 +33,8 @@ COLUMNS = (
 # some row has a value.
 GUARD_COLUMNS = ("load_at_start", "cpu_time_s", "quiet_start", "first_runtime_s", "host_cores")
 REQUIRED_TEXT = ("source", "workload", "framework", "instance_type", "run_id")
+_TRUE = {"true", "1", "yes", "t"}
+_FALSE = {"false", "0", "no", "f"}
 
 
 def busy_starts(frame):
@@ -45,8 +47,6 @@ def busy_starts(frame):
         return np.zeros(len(frame), dtype=bool)
     return frame["quiet_start"].map(lambda value: value is False or value is np.False_) \
         .to_numpy(dtype=bool)
-_TRUE = {"true", "1", "yes", "t"}
-_FALSE = {"false", "0", "no", "f"}
 
 
 def _open_text(path: Path):

@@ -225,8 +225,9 @@ class Store:
 
         def present():
             return {c["name"] for c in sa.inspect(self.engine).get_columns("runs")}
+        existing = present()         # one look at the table, however many columns are new
         for name, kind in ADDED_RUN_COLUMNS.items():
-            if name in present():
+            if name in existing:
                 continue
             try:
                 with self.engine.begin() as connection:

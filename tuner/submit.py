@@ -248,6 +248,12 @@ def _warn(message: str) -> None:
     print(f"jobgauge-submit: warning: {message}", file=sys.stderr, flush=True)
 
 
+def _on_this_machine(mine: dict) -> bool:
+    """Whether the job runs on this machine: a local master (Spark's default, where the
+    user's settings name none)."""
+    return str(mine.get("spark.master", "local[*]")).startswith("local")
+
+
 def _load_before(mine: dict) -> dict | None:
     """For a job on this machine (a local master), the load of other processes as it
     starts, as ``jobgauge run`` and ``jobgauge collect`` record it (``LoadGuard``, no
@@ -258,7 +264,7 @@ def _load_before(mine: dict) -> dict | None:
     from jobgauge.profiler.runners.collect import default_load_threshold
     from jobgauge.profiler.runners.driver import LoadGuard
 
-    if not str(mine.get("spark.master", "local[*]")).startswith("local"):
+    if not _on_this_machine(mine):
         return None
     try:
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -410,7 +416,7 @@ def _cores_to_the_job(mine: dict, store):
     try:
         from jobgauge.models._default import resume_retraining, retraining_paused
 
-        if str(mine.get("spark.master", "local[*]")).startswith("local"):
+        if _on_this_machine(mine):
             return retraining_paused(store)
         resume_retraining(store)
     except Exception as exc:  # noqa: BLE001 - the job runs whatever happens here
