@@ -128,12 +128,16 @@ def runs_command(args) -> int:
         print("no runs in the store")
         return 0
     print(f"{'id':>6}  {'source':<16} {'workload':<14} {'size':<8} {'where':<14} "
-          f"{'status':<10} {'runtime_s':>9}")
+          f"{'status':<10} {'runtime_s':>9}  load at start")
     for row in rows:
         where = f"{row['instance_count']}x {row['instance_type']}"
         runtime = "" if row["runtime_s"] is None else f"{row['runtime_s']:.2f}"
+        # other processes' load where the run's guard read it, and whether that was busy
+        load = "" if row.get("load_at_start") is None else \
+            f"{row['load_at_start']:.2f}{' busy' if row.get('quiet_start') is False else ''}"
         print(f"{row['id']:>6}  {row['source'][:16]:<16} {row['workload'][:14]:<14} "
-              f"{row['datasize'][:8]:<8} {where[:14]:<14} {row['status']:<10} {runtime:>9}")
+              f"{row['datasize'][:8]:<8} {where[:14]:<14} {row['status']:<10} {runtime:>9}"
+              f"  {load}".rstrip())
     return 0
 
 

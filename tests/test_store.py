@@ -132,7 +132,7 @@ def test_an_older_store_gains_the_wall_time_column(store):
     assert open_store(store.url).runs_list()[0]["wall_s"] == 3.5     # added once
 
 
-def test_a_runs_load_at_its_start_is_kept_and_an_older_store_gains_its_columns(store):
+def test_a_runs_load_at_its_start_is_kept_and_an_older_store_gains_its_columns(store, capsys):
     import sqlalchemy as sa
 
     with store.transaction() as connection:    # a store made before the load was kept
@@ -149,6 +149,17 @@ def test_a_runs_load_at_its_start_is_kept_and_an_older_store_gains_its_columns(s
         [1.73, 4.2, 2]
     quiet = frame.loc["busy", "quiet_start"]
     assert quiet is not None and not quiet
+    # jobgauge runs lists it with its load, said busy; a run without the guard's reading
+    # has none
+    from jobgauge.cli import main
+
+    assert main(["--store", store.url, "runs"]) == 0
+    listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    by_id = dict(zip(frame["id"].astype(str), frame.index))
+    assert {by_id[key]: line.endswith("1.73 busy") for key, line in listed.items()} == \
+        {"busy": True, "unguarded": False}
+    unguarded = next(key for key, run_id in by_id.items() if run_id == "unguarded")
+    assert listed[unguarded].endswith("succeeded       2.00")
     assert frame.loc["unguarded", ["load_at_start", "quiet_start"]].isna().all()
 
 
