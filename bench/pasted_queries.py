@@ -52,6 +52,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))     # the bench's own modules, once
+import _journal  # noqa: E402  (bench/_journal.py)
+
 #: The queries ``--measure`` asks and runs, none of them TPC-H's: over one table, joins
 #: of every size, a window, an anti join, a table of a fixed size.
 QUERIES = {
@@ -244,8 +247,6 @@ def measure(scale: float, repeats: int, journal: Path = MEASURED) -> int:
     """Run each of QUERIES at SF ``scale`` until the journal holds ``repeats`` finished
     runs of it there (a run that fails or times out is journaled too, never dropped),
     then answer them all (:func:`check`)."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    import _journal
     from _warm import MAX_WAIT_S, QUIET_LOAD
 
     from jobgauge.profiler.runners.driver import LoadGuard
@@ -277,13 +278,14 @@ def measure(scale: float, repeats: int, journal: Path = MEASURED) -> int:
     def record(name, load, warmup=False):
         status, seconds, error = _timed(spark, QUERIES[name], RUN_TIMEOUT_S)
         if not warmup or status != "succeeded":
-            runs.append({"query": name, "sql": QUERIES[name], "scale": scale,
-                         "master": "local[2]", "settings": "Spark's defaults",
-                         "status": status, "seconds": round(seconds, 3),
-                         "load_at_start": None if load is None else round(load, 2),
-                         "warmup": warmup, "error": error,
-                         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-            _journal.append(journal, runs[-1])
+            entry = {"query": name, "sql": QUERIES[name], "scale": scale,
+                     "master": "local[2]", "settings": "Spark's defaults",
+                     "status": status, "seconds": round(seconds, 3),
+                     "load_at_start": None if load is None else round(load, 2),
+                     "warmup": warmup, "error": error,
+                     "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            runs.append(entry)
+            _journal.append(journal, entry)
         print(f"  {'warm-up ' if warmup else ''}{name} {size}: {status} {seconds:.2f} s"
               + ("" if load is None else f" (load {load:.2f} at start)"), flush=True)
         return status
@@ -311,7 +313,6 @@ def profiling_runs(scale: float, store_url: str) -> None:
     ``store_url`` under the key the web form gives the text pasted; each measured run
     starts once the load is below the bench's quiet load (or after its wait), and the
     load is recorded with it."""
-    sys.path.insert(0, str(Path(__file__).parent))
     from _warm import MAX_WAIT_S, QUIET_LOAD
 
     from jobgauge.profiler.runners._hive_record import query_workload
@@ -365,8 +366,6 @@ def check(journal: Path = MEASURED, report_dir: Path | None = None,
     which then runs nothing: two versions of the model answer from the same runs."""
     import numpy as np
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    import _journal
     from form_answers import service_for
 
     from jobgauge.data import run_tables
@@ -475,7 +474,6 @@ def time_what_if_answers(scale: float) -> int:
     (its plan drawn once, as the form draws it) and for TPC-H Q3 at SF 3, alternating
     on one warm service (the shipped model, trained on first need in a temporary
     store)."""
-    sys.path.insert(0, str(Path(__file__).parent))
     from evaluate import WHAT_IF_QUESTION, time_asks
     from form_answers import service_for
 

@@ -92,15 +92,17 @@ def test_no_tune_switch_adds_no_settings_but_records_the_run(tmp_path, monkeypat
     assert len(runs) == 1 and runs[0]["workload"] == "job" and runs[0]["status"] == "succeeded"
     assert runs[0]["config"]["spark.sql.shuffle.partitions"] == "8"
     assert runs[0]["load_at_start"] >= 0 and runs[0]["cpu_time_s"] < 1.0   # nothing ran
-    calls.clear()
-    assert submit.main(["--jobgauge-no-tune", "--master", "spark://10.0.0.5:7077",
-                        "job.py"]) == 0 and calls
-    on_a_cluster = open_store(store_path).runs_list()[0]       # its executors run elsewhere
-    assert on_a_cluster["config"]["spark.master"] == "spark://10.0.0.5:7077"
-    assert on_a_cluster["load_at_start"] is None and on_a_cluster["cpu_time_s"] is None
     assert not any(k.startswith("spark.sql.") and k != "spark.sql.shuffle.partitions"
                    for k in runs[0]["config"])
     assert open_store(store_path).list_models() == []
+    # a job on a cluster: its executors run elsewhere, so no load and no CPU time of this
+    # machine are recorded with it
+    calls.clear()
+    assert submit.main(["--jobgauge-no-tune", "--master", "spark://10.0.0.5:7077",
+                        "job.py"]) == 0 and calls
+    on_a_cluster = open_store(store_path).runs_list()[0]
+    assert on_a_cluster["config"]["spark.master"] == "spark://10.0.0.5:7077"
+    assert on_a_cluster["load_at_start"] is None and on_a_cluster["cpu_time_s"] is None
 
 
 JOB = """
@@ -170,8 +172,8 @@ def test_a_wrapped_run_records_the_bytes_it_read(tmp_path, monkeypatch):
     assert len(runs) == 1 and runs["time_kind"].iloc[0] == "application"
     assert runs["input_bytes"].iloc[0] == data.stat().st_size
     # a job on this machine keeps the load of other processes at its start, as jobgauge
-    # run does, and the CPU time of spark-submit's JVM: more than the run's own seconds
-    # of a JVM started, warmed and stopped is never 0
+    # run does, and the CPU time of spark-submit's JVM (started, run and stopped: more
+    # than a second of CPU)
     run = runs.iloc[0]
     assert run["load_at_start"] >= 0 and run["quiet_start"] in (True, False)
     assert run["cpu_time_s"] > 1.0 and run["host_cores"] >= 1
