@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import textwrap
@@ -38,7 +39,7 @@ from jobgauge.errors import UsageError
 __all__ = ["SETTING_NAME", "DeprecatedAlias", "add_command", "add_command_group", "add_conf_option",
            "add_data_root_option", "add_datasize_option", "add_deprecated_alias",
            "add_json_option", "add_master_option", "add_model_options", "add_timeout_option",
-           "finish_run", "parse_key_values", "print_result", "read_input_file"]
+           "finish_run", "number", "parse_key_values", "print_result", "read_input_file"]
 
 #: What a setting name looks like (``spark.sql.shuffle.partitions``, ``hive.exec.parallel``).
 SETTING_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
@@ -168,6 +169,28 @@ def add_command_group(subparsers, name: str, *, help: str,  # noqa: A002 - argpa
     return parser.add_subparsers(dest=f"{name}_command", metavar=metavar, required=True)
 
 
+def number(lowest: float = 0.0, *, above: bool = False, whole: bool = False):
+    """An argparse ``type=`` for a numeric flag: a finite number at least ``lowest`` (more
+    than it with ``above``), a whole one with ``whole``.  A value outside is refused when
+    the command line is read, naming the flag (``jobgauge: error: argument --timeout: must
+    be a number > 0; got '-5'``), before anything runs."""
+    bound = f"{'>' if above else '>='} {lowest:g}"
+    kind = "a whole number" if whole else "a number"
+
+    def parse(text: str):
+        try:
+            value = int(text) if whole else float(text)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or value < lowest or \
+                (above and value == lowest):
+            raise argparse.ArgumentTypeError(f"must be {kind} {bound}; got {text!r}")
+        return value
+
+    parse.__name__ = "whole number" if whole else "number"   # argparse's fallback wording
+    return parse
+
+
 def add_json_option(parser, what: str = "one object") -> None:
     """``--json`` (``args.json``): print JSON (``what`` says its shape) instead of text lines."""
     parser.add_argument("--json", action="store_true", help=f"print JSON: {what}")
@@ -175,7 +198,7 @@ def add_json_option(parser, what: str = "one object") -> None:
 
 def add_timeout_option(parser, *, default: float, what: str = "cancel the run") -> None:
     """``--timeout SECONDS`` (``args.timeout``): ``what`` happens after that many seconds."""
-    parser.add_argument("--timeout", type=float, default=default, metavar="SECONDS",
+    parser.add_argument("--timeout", type=number(above=True), default=default, metavar="SECONDS",
                         help=f"{what} after SECONDS (default {default:g})")
 
 
@@ -184,10 +207,10 @@ def add_load_guard_options(parser, *, default_threshold: str, default_wait: str)
     ``args.max_load_wait``; None when not given): the measurement guard of a run, which
     starts once other processes' 1-minute load is below LOAD, or after SECONDS of waiting,
     and records that load with the run (``jobgauge.profiler.runners.driver.LoadGuard``)."""
-    parser.add_argument("--load-threshold", type=float, metavar="LOAD",
+    parser.add_argument("--load-threshold", type=number(), metavar="LOAD",
                         help="start a run only when other processes' 1-minute load is below "
                              f"LOAD (default: {default_threshold})")
-    parser.add_argument("--max-load-wait", type=float, metavar="SECONDS",
+    parser.add_argument("--max-load-wait", type=number(), metavar="SECONDS",
                         help="wait at most this long for a quiet machine, then run anyway and "
                              f"mark the run (default: {default_wait})")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from jobgauge.cli_options import add_command, print_result
+from jobgauge.cli_options import add_command, number, print_result
 
 
 def register(subparsers) -> None:
@@ -32,7 +32,8 @@ def register(subparsers) -> None:
                          help="list runs in the store", json="one object per run, one per line")
     parser.add_argument("--workload")
     parser.add_argument("--source")
-    parser.add_argument("--limit", type=int, default=20)
+    parser.add_argument("--limit", type=number(1, whole=True), default=20, metavar="N",
+                        help="the newest N runs (default 20)")
 
     parser = add_command(subparsers, "serve", serve_command,
                          help="start the web service (production server; 127.0.0.1:5000)")

@@ -130,7 +130,7 @@ class Cluster:
         for name in ("vcpus", "memory_gib", "hourly_price_usd", "network_gbps"):
             value = getattr(self, name)
             object.__setattr__(self, name, None if not _known(value) else _number(
-                name, value, positive=name in ("vcpus", "network_gbps")))
+                name, value, positive=name in ("vcpus", "memory_gib", "network_gbps")))
 
     # -- where it comes from ----------------------------------------------------------
     @classmethod

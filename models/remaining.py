@@ -67,7 +67,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from jobgauge.cli_options import add_command
+from jobgauge.cli_options import add_command, number
 from jobgauge.errors import NotFittedError, ParseError, UsageError
 from jobgauge.profiler.readers.live import JobProgress, ProgressSnapshot, ProgressTracker, read_snapshot
 
@@ -814,7 +814,7 @@ def register(subparsers) -> None:
     parser.add_argument("--history", nargs="+", default=[], metavar="EVENTLOG",
                         help="event logs (files or eventlog_v2_* folders) of finished runs")
     parser.add_argument("--alpha", type=float, default=0.3, help="EWMA smoothing (default 0.3)")
-    parser.add_argument("--watch", type=float, metavar="SECONDS",
+    parser.add_argument("--watch", type=number(above=True), metavar="SECONDS",
                         help="ask again every SECONDS until the application ends")
 
 
@@ -841,8 +841,6 @@ def remaining_command(args) -> int:
     estimate uses the typical run; without it only the work announced so far is counted."""
     import time  # noqa: PLC0415 - only for --watch
 
-    if args.watch is not None and args.watch <= 0:
-        raise UsageError(f"--watch must be > 0 seconds. Got {args.watch} instead.")
     estimator = RemainingTimeEstimator(alpha=args.alpha).fit(
         [AppTimeline.from_eventlog(path) for path in args.history])
     while True:

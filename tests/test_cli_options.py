@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 import pytest
 
 from jobgauge.cli import build_parser, main
-from jobgauge.cli_options import parse_key_values
+from jobgauge.cli_options import number, parse_key_values
 from jobgauge.errors import UsageError
 from jobgauge.runtable import read_run_table, write_run_table
 from jobgauge.tuner import submit
@@ -156,7 +157,6 @@ def test_submit_opens_the_store_it_is_given(tmp_path, monkeypatch, capsys):
 
 def _leaf_parsers(parser, path=()):
     """(command words, parser) of every subcommand that runs a handler."""
-    import argparse
 
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -185,7 +185,9 @@ def test_shared_options_mean_the_same_in_every_subcommand():
         if "--timeout" in options:
             seen.add("--timeout")
             action = options["--timeout"]
-            assert action.type is float and action.metavar == "SECONDS", words
+            assert action.type("1.5") == 1.5 and action.metavar == "SECONDS", words
+            with pytest.raises(argparse.ArgumentTypeError, match="must be a number > 0"):
+                action.type("0")
             assert f"after SECONDS (default {action.default:g})" in action.help, words
         if "--master" in options:
             seen.add("--master")
@@ -225,3 +227,18 @@ def test_input_files_that_cannot_be_read_give_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == f"jobgauge: error: plan file {tmp_path} is a directory"
     (tmp_path / "s.toml").write_bytes(b"tune_trials = 3\n")
     assert read_input_file(tmp_path / "s.toml") == b"tune_trials = 3\n"
+
+
+def test_a_numeric_flag_is_a_finite_number_in_its_range_and_says_so_otherwise():
+    seconds, count, load = number(above=True), number(1, whole=True), number()
+    assert seconds("2.5") == 2.5 and count("3") == 3 and load("0") == 0.0
+    for parse, text, said in ((seconds, "0", "must be a number > 0; got '0'"),
+                              (seconds, "inf", "must be a number > 0; got 'inf'"),
+                              (load, "-0.1", "must be a number >= 0; got '-0.1'"),
+                              (load, "nan", "must be a number >= 0; got 'nan'"),
+                              (count, "2.5", "must be a whole number >= 1; got '2.5'"),
+                              (count, "0", "must be a whole number >= 1; got '0'"),
+                              (count, "two", "must be a whole number >= 1; got 'two'")):
+        with pytest.raises(argparse.ArgumentTypeError) as refused:
+            parse(text)
+        assert str(refused.value) == said

@@ -384,12 +384,13 @@ def test_cli_on_a_finished_event_log(corpus_dir, capsys):
     assert "succeeded after 83 s" in capsys.readouterr().out
 
 
-def test_cli_errors(tmp_path):
+def test_cli_errors(tmp_path, capsys):
     port = _free_port()
     with pytest.raises(LiveSourceError, match="cannot reach the Spark UI"):
         _cli(["remaining", f"http://127.0.0.1:{port}"])
-    with pytest.raises(UsageError, match="--watch must be > 0 seconds"):
+    with pytest.raises(SystemExit):
         _cli(["remaining", str(tmp_path), "--watch", "0"])
+    assert "argument --watch: must be a number > 0; got '0'" in capsys.readouterr().err
     running = tmp_path / "eventlog_v2_local-1"
     running.mkdir()
     (running / "appstatus_local-1.inprogress").write_text("")

@@ -110,9 +110,18 @@ def test_bad_requests_are_clear(capsys, tmp_path):
     assert main(["--store", str(tmp_path / "s.db"), "run", "tpch", "--query", "1",
                  "--scale", "huge"]) == 1
     assert "TPC-H scale must be a number" in capsys.readouterr().err
-    assert main(["--store", str(tmp_path / "s.db"), "run", "tpch", "--query", "1",
-                 "--max-load-wait", "-5"]) == 1
-    assert "--max-load-wait must be a number of at least 0; got -5" in capsys.readouterr().err
+    # numeric flags are refused as the command line is read, naming the flag; a negative
+    # --timeout used to run the query and record a run 'timed_out'
+    for flag, value, said in (("--max-load-wait", "-5", "must be a number >= 0; got '-5'"),
+                              ("--load-threshold", "nan", "must be a number >= 0; got 'nan'"),
+                              ("--timeout", "-5", "must be a number > 0; got '-5'"),
+                              ("--timeout", "0", "must be a number > 0; got '0'")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["--store", str(tmp_path / "s.db"), "run", "tpch", "--query", "1",
+                  flag, value])
+        assert exit_.value.code == 1
+        assert f"argument {flag}: {said}" in capsys.readouterr().err
+    assert open_store(tmp_path / "s.db").runs_list() == []
 
 
 def test_any_scale_tpchgen_makes_is_a_size_of_the_queries(capsys, tmp_path):

@@ -127,13 +127,18 @@ def test_replay_cli_errors(capsys, scout_csv, tmp_path):
               "huge", "--objective", "time", "--deadline", "1", "--trials", "4"])
     with pytest.raises(UsageError, match="--where 'x' must look like KEY=VALUE"):
         main(["--debug", "tune", "--replay", scout_csv, "--workload", "join", "--where", "x"])
-    with pytest.raises(UsageError, match="--trials must be >= 1"):
+    with pytest.raises(SystemExit):
         main(["--debug", "tune", "--replay", scout_csv, "--workload", "join", "--trials", "0"])
+    assert "argument --trials: must be a whole number >= 1; got '0'" in capsys.readouterr().err
     with pytest.raises(UsageError, match="--confirm re-runs configurations for real"):
         main(["--debug", "tune", "--replay", scout_csv, "--workload", "join", "--confirm", "2"])
-    with pytest.raises(UsageError, match="--confirm must be >= 0"):
+    with pytest.raises(SystemExit):
         main(["--debug", "tune", "--measure", "--workload", "tpch-q6", "--datasize", "sf0.01",
               "--confirm", "-1"])
+    assert "argument --confirm: must be a whole number >= 0; got '-1'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--debug", "tune", "--workload", "tpch-q3", "--deadline", "-1"])
+    assert "argument --deadline: must be a number > 0; got '-1'" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------- model-guided

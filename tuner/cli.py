@@ -7,13 +7,12 @@ inside the handler.
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 
 from jobgauge.cli_options import (add_command, add_data_root_option, add_datasize_option,
                                   add_master_option, add_model_options, add_timeout_option,
-                                  parse_key_values)
+                                  number, parse_key_values)
 from jobgauge.errors import UsageError
 
 
@@ -45,12 +44,12 @@ def register(subparsers) -> None:
     goal.add_argument("--objective", choices=("time", "cost", "both"), default=None,
                       help="minimise runtime, cost (runtime x nodes x hourly price) or both "
                            "(Pareto front); default time, cost for --replay")
-    goal.add_argument("--deadline", type=float, default=None, metavar="SECONDS",
+    goal.add_argument("--deadline", type=number(above=True), default=None, metavar="SECONDS",
                       help="runs slower than this are infeasible")
-    goal.add_argument("--budget", type=float, default=None, metavar="USD",
+    goal.add_argument("--budget", type=number(above=True), default=None, metavar="USD",
                       help="runs dearer than this are infeasible")
     search = parser.add_argument_group("search")
-    search.add_argument("--trials", type=int, default=None,
+    search.add_argument("--trials", type=number(1, whole=True), default=None, metavar="N",
                         help="trials (default 50 model-guided, 10 replay, 5 measured)")
     search.add_argument("--seed", type=int, default=0, help="seed of the sampler (default 0)")
     search.add_argument("--sampler", default="auto",
@@ -63,7 +62,7 @@ def register(subparsers) -> None:
                              "all: both (default query)")
     search.add_argument("--strategy", choices=("joint", "hierarchical"), default="joint",
                         help="two levels at once, or job level first then query level")
-    search.add_argument("--confirm", type=int, default=0, metavar="N",
+    search.add_argument("--confirm", type=number(0, whole=True), default=0, metavar="N",
                         help="--measure: N more runs after the trials re-measure the leading "
                              "configurations (Spark's defaults among them) and the lowest "
                              "median wins (default 0)")
@@ -71,7 +70,8 @@ def register(subparsers) -> None:
                         help="also search instance type and count over the catalog")
     search.add_argument("--instance-type", action="append", default=[], metavar="TYPE",
                         help="node type (repeat to give the choices with --tune-instances)")
-    search.add_argument("--instance-count", type=int, default=None,
+    search.add_argument("--instance-count", type=number(1, whole=True), default=None,
+                        metavar="N",
                         help="nodes (the most nodes with --tune-instances)")
     search.add_argument("--catalog", metavar="FILE", default=None,
                         help="extra instance types (CSV/JSON: instance_type, vcpus, memory_gib, "
@@ -83,11 +83,6 @@ def register(subparsers) -> None:
 
 
 # ------------------------------------------------------------------- helpers
-
-def _positive(value, name):
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise UsageError(f"--{name} must be a number > 0, got {value:g}")
-
 
 def _project_url(args) -> str:
     from jobgauge.store import default_url
@@ -140,14 +135,8 @@ def _tune(args) -> int:
     configurations with Optuna.  Three modes share one search: model-guided (default: a
     runtime model predicts every trial), --measure (every trial is a real run) and --replay
     FILE (every trial looks up a measured run in a run table)."""
-    if args.trials is not None and args.trials < 1:
-        raise UsageError(f"--trials must be >= 1, got {args.trials}")
-    _positive(args.deadline, "deadline")
-    _positive(args.budget, "budget")
     if args.replay and args.measure:
         raise UsageError("--replay and --measure are different modes; give one")
-    if args.confirm < 0:
-        raise UsageError(f"--confirm must be >= 0, got {args.confirm}")
     if args.confirm and not args.measure:
         raise UsageError("--confirm re-runs configurations for real; it needs --measure")
     if args.replay:

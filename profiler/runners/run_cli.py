@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 
 from jobgauge.cli_options import (add_command, add_command_group, add_conf_option,
                                   add_data_root_option, add_datasize_option, add_json_option,
-                                  add_load_guard_options,
-                                  add_master_option, add_query_key_option,
-                                  add_query_source_options, add_timeout_option, finish_run,
-                                  parse_key_values, print_result)
+                                  add_load_guard_options, add_master_option,
+                                  add_query_key_option, add_query_source_options,
+                                  add_timeout_option, finish_run, number, parse_key_values,
+                                  print_result)
 from jobgauge.errors import UsageError
 
 
@@ -56,7 +55,8 @@ def register(subparsers) -> None:
     parser.add_argument("plan", metavar="PLAN.toml")
     parser.add_argument("--work-dir", metavar="DIR", help="journal and event logs (default var/collect/NAME)")
     add_data_root_option(parser)
-    parser.add_argument("--limit", type=int, metavar="N", help="run at most N more runs")
+    parser.add_argument("--limit", type=number(1, whole=True), metavar="N",
+                        help="run at most N more runs")
     parser.add_argument("--dry-run", action="store_true", help="print the planned runs and exit")
     add_load_guard_options(parser, default_threshold="the plan's load_threshold, else 0.25 "
                                                      "per core",
@@ -127,14 +127,10 @@ def _run(args, workload, size, *, sql=None) -> int:
 
 
 def _guard(args) -> dict:
-    """The measurement guard of ``jobgauge run`` (``--load-threshold``, ``--max-load-wait``;
-    ``collect.run_guard``), each checked."""
+    """The measurement guard of ``jobgauge run`` (``--load-threshold``, ``--max-load-wait``,
+    checked when the command line is read; ``collect.run_guard``)."""
     from jobgauge.profiler.runners.collect import run_guard
 
-    for flag, value in (("--load-threshold", args.load_threshold),
-                        ("--max-load-wait", args.max_load_wait)):
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            raise UsageError(f"{flag} must be a number of at least 0; got {value:g}")
     return run_guard(args.load_threshold, args.max_load_wait)
 
 
