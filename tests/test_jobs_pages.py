@@ -190,6 +190,29 @@ def test_a_mapreduce_job_has_a_job_page_but_no_application_report(store_url, cor
     assert client.get(f"/api/v1/apps/{run['run_id']}/report").status_code == 404
 
 
+def test_a_job_page_shows_each_runs_load_at_its_start_and_says_busy(store_url, client):
+    """Runs measured here by ``jobgauge run`` carry their guard's reading; the page lists
+    it and marks a busy start, the run its answers are not calibrated to."""
+    store = open_store(store_url)
+    for n, (load, quiet) in enumerate(((0.12, True), (1.73, False), (None, None)), start=1):
+        store.add_run({
+            "source": "local", "run_id": f"own-{n}", "workload": "own query", "framework":
+            "spark", "datasize": "sf1", "instance_type": "local[2]", "instance_count": 1,
+            "vcpus": 2, "memory_gib": 1.0, "runtime_s": 2.0 * n, "completed": True,
+            "status": "succeeded", "started_at": datetime(2026, 11, 28, 6, n, tzinfo=UTC),
+            "load_at_start": load, "quiet_start": quiet}, {})
+    body = client.get(f"/api/v1/jobs/{_quoted('own query')}").get_json()
+    assert [(r["load_at_start"], r["quiet_start"]) for r in body["runs"]] == \
+        [(0.12, True), (1.73, False), (None, None)]
+    text = client.get(f"/jobs/{_quoted('own query')}").get_data(as_text=True)
+    assert "Load at start" in text
+    assert ">0.12</td>" in text and '>1.73 <span class="busy">busy</span></td>' in text
+    assert "its answers are calibrated to those" in text
+    # a job without a busy run says nothing of it
+    text = client.get(f"/jobs/{_quoted(SHELL_JOB)}").get_data(as_text=True)
+    assert "Load at start" in text and "busy" not in text
+
+
 def test_job_keys_are_escaped(store_url, client):
     open_store(store_url).add_run({
         "source": "api", "run_id": "evil-1", "workload": EVIL_KEY, "framework": "spark",

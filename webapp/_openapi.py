@@ -455,7 +455,14 @@ def _jobs_schemas() -> dict:
         "properties": {"index": {"type": "integer"}, "source": text, "run_id": text,
                        "status": text, "runtime_s": seconds, "at": _nullable(text),
                        "cost_usd": _nullable(NUMBER), "core_hours": _nullable(NUMBER),
-                       "app_id": _nullable(text), "has_report": {"type": "boolean"}}}
+                       "app_id": _nullable(text), "has_report": {"type": "boolean"},
+                       "load_at_start": {**_nullable(NUMBER), "description":
+                                         "other processes' 1-minute load at the run's start, "
+                                         "where its guard read it (jobgauge run, collect, "
+                                         "jobgauge-submit)"},
+                       "quiet_start": {**_nullable({"type": "boolean"}), "description":
+                                       "false: the run started on a busy machine, and its "
+                                       "job's answers are calibrated to its quiet runs"}}}
     change = {"type": "object", "required": ["key", "before", "after"], "properties": {
         "key": text, "before": _nullable(text), "after": _nullable(text)}}
     return {

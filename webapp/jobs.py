@@ -182,7 +182,7 @@ def job_history(store, job_key: str) -> dict | None:
         record = {k: row.get(k) for k in (
             "id", "source", "run_id", "framework", "engine_version", "status", "runtime_s",
             "instance_type", "instance_count", "vcpus", "memory_gib", "hourly_price_usd",
-            "input_bytes", "started_at", "ended_at")}
+            "input_bytes", "started_at", "ended_at", "load_at_start", "quiet_start")}
         record.update(index=index, at=_when(row), **_cost(row),
                       app_id=profiled.get(row["id"]), has_report=row["id"] in profiled)
         out.append(record)
