@@ -353,6 +353,12 @@ def quiet_runs(runs):
     return runs if busy.all() or not busy.any() else runs[~busy].reset_index(drop=True)
 
 
+def busy_left_out(runs) -> int:
+    """How many of a job's runs (a run frame) :func:`quiet_runs` leaves out of its
+    calibration: those that started busy, where the job has a quiet one."""
+    return len(runs) - len(quiet_runs(runs))
+
+
 def calibration_factor(measured, predicted) -> tuple:
     """(factor, runs) of :func:`history_factor` from a job's measured runtimes and what
     the model answers for the same runs: the exponential of the mean log ratio, shrunk
@@ -380,13 +386,19 @@ def predict_with_history(store, model, job, *, coverage: float = 0.8) -> dict:
     own = job_runs(store, job)
     factor, runs = history_factor(store, model, job, runs=own)
     return {**predict_job(model, job, coverage=coverage, factor=factor, own_runs=own),
-            "calibrated_runs": runs, "history_factor": factor}
+            "calibrated_runs": runs, "history_factor": factor,
+            "busy_runs_left_out": busy_left_out(own)}
 
 
-def calibration_line(runs: int, workload: str, factor: float) -> str:
-    """What an answer calibrated to ``runs`` of the job's own runs says of it."""
-    return (f"calibrated to the {runs} measured run{'s' if runs != 1 else ''} of "
+def calibration_line(runs: int, workload: str, factor: float, left_out: int = 0) -> str:
+    """What an answer calibrated to ``runs`` of the job's own runs says of it, and of the
+    ``left_out`` runs that started on a busy machine (:func:`busy_left_out`)."""
+    line = (f"calibrated to the {runs} measured run{'s' if runs != 1 else ''} of "
             f"{workload} in the store: the model's answer x {factor:.2f}")
+    if left_out:
+        line += (f" ({left_out} run{'s' if left_out != 1 else ''} that started on a busy "
+                 f"machine left out)")
+    return line
 
 
 # ------------------------------------------------------------------ the store's model

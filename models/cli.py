@@ -278,7 +278,8 @@ def predict_command(args) -> int:
                      f"to read the input that does not fit in their memory at their "
                      f"network's top speed")
     if calibrated:
-        lines.append(calibration_line(calibrated, args.workload, factor))
+        lines.append(calibration_line(calibrated, args.workload, factor,
+                                      result["busy_runs_left_out"]))
     print_result(args.json, {**result, "coverage": args.coverage, "datasize": datasize,
                              "input_bytes": input_bytes, "history_runs": history}, lines)
     return 0

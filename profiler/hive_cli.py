@@ -297,7 +297,8 @@ def explain_command(args) -> int:
             from jobgauge.models._default import calibration_line
 
             print(calibration_line(prediction["calibrated_runs"], workload,
-                                   prediction["history_factor"]))
+                                   prediction["history_factor"],
+                                   prediction["busy_runs_left_out"]))
         print(f"predicted runtime of {workload} on {where}: {prediction['runtime_s']:.1f} s "
               f"({int(prediction['coverage'] * 100)} % interval {prediction['low_s']:.1f} .. "
               f"{prediction['high_s']:.1f} s; {dag.number_of_nodes()} plan operators)")

@@ -221,8 +221,22 @@ def test_a_jobs_runs_the_model_has_not_learned_yet_count_as_measured(tmp_path, s
         "instance_types": ["c4.xlarge"], "nodes_min": 4, "nodes_max": 4})
     assert reply.status_code == 200, reply.get_data(as_text=True)
     body = reply.get_json()
-    assert body["history"]["runs"] == len(runs)
+    assert body["history"]["runs"] == len(runs) and body["history"]["busy_left_out"] == 0
     assert "nightly-join was measured at" in body["measured_note"]
+    # a run that started on a busy machine is left out of the calibration, and the API,
+    # the form and jobgauge predict say so
+    store.add_run({**runs[0], "run_id": "busy", "runtime_s": 3 * runs[0]["runtime_s"],
+                   "quiet_start": False}, {})
+    asked = {"workload": "nightly-join", "input_gb": largest / 1e9,
+             "instance_types": "c4.xlarge", "nodes_min": 4, "nodes_max": 4}
+    body = client.post("/api/v1/estimate", json={**asked, "instance_types": ["c4.xlarge"]}
+                       ).get_json()
+    assert body["history"]["runs"] == len(runs) and body["history"]["busy_left_out"] == 1
+    page = client.post("/", data=asked).get_data(as_text=True)
+    assert "1 run that started on a busy machine is left out." in page
+    assert main(["--store", store_path, "predict", "--workload", "nightly-join",
+                 "--input-bytes", str(largest), *where[:-1]]) == 0
+    assert "(1 run that started on a busy machine left out)" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------ retraining

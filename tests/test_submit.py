@@ -309,3 +309,14 @@ def test_a_jobs_own_runs_calibrate_its_predictions(tmp_path):
     assert history_factor(with_busy, model, asked) == pytest.approx((factor, 3), rel=1e-9)
     slowed, counted = history_factor(only_busy, model, asked)
     assert counted == 1 and slowed > 1.5 * factor
+    # and each answer says so: the wrapper's reason, jobgauge predict's line
+    from jobgauge.models._default import calibration_line, predict_with_history
+
+    with_busy.save_model("default", "stage", dumps_model(model), {})
+    said = submit.recommendation(*submit.split_own_options(args), with_busy).reason
+    assert "to match its 3 measured runs (1 that started on a busy machine left out)" in said
+    answer = predict_with_history(with_busy, model, asked)
+    assert (answer["calibrated_runs"], answer["busy_runs_left_out"]) == (3, 1)
+    assert calibration_line(3, "tpch-q18", factor, 1).endswith(
+        f"x {factor:.2f} (1 run that started on a busy machine left out)")
+    assert predict_with_history(only_busy, model, asked)["busy_runs_left_out"] == 0

@@ -206,7 +206,7 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     did not set: model-guided, with the store's model (on a fresh store, one trained
     on first need from the shipped runs plus the store's own, ``store_model``).  Its
     ``history_runs`` says how many runs of the job key the store holds."""
-    from jobgauge.models._default import history_factor, store_model
+    from jobgauge.models._default import busy_left_out, history_factor, job_runs, store_model
     from jobgauge.tuner import Goal, job_space, tune_with_model
     from jobgauge.tuner._modes import model_evaluator
     from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
@@ -220,7 +220,8 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
                               history_runs=history["runs"])
     result = tune_with_model(model, space, job, goal=Goal(own["objective"]),
                              n_trials=trials, seed=0, importance=False)
-    factor, calibrated = history_factor(store, model, job)
+    own_runs = job_runs(store, job)
+    factor, calibrated = history_factor(store, model, job, runs=own_runs)
     answer = recommend(result, space, model_evaluator(model, job, factor=factor),
                        metrics=meta.get("metrics"), region=store_trust_region(store, job, space))
     answer.settings = {k: v for k, v in answer.settings.items() if k.startswith("spark.")}
@@ -230,6 +231,9 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     if calibrated:
         where += (f"; predictions x{factor:.2f} to match its {calibrated} measured "
                   f"run{'s' if calibrated != 1 else ''}")
+        left_out = busy_left_out(own_runs)
+        if left_out:
+            where += f" ({left_out} that started on a busy machine left out)"
     answer.reason = f"{answer.reason}; learned from {where}"
     return answer
 

@@ -198,7 +198,12 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                         "description": "the job's own measured runs in the store: every "
                                        "answer is the model's times factor (1 without runs)",
                         "properties": {"runs": {"type": "integer", "minimum": 0},
-                                       "factor": {"type": "number", "exclusiveMinimum": 0}}},
+                                       "factor": {"type": "number", "exclusiveMinimum": 0},
+                                       "busy_left_out": {
+                                           "type": "integer", "minimum": 0,
+                                           "description": "runs of the job that started on "
+                                                          "a busy machine, left out because "
+                                                          "it has quiet ones"}}},
         },
     }
     tuned = {

@@ -360,7 +360,7 @@ class Service:
         from jobgauge.job import jobs_frame
         from jobgauge.models import predict_frame
         from jobgauge.models._coverage import UnknownSize
-        from jobgauge.models._default import history_factor, job_runs
+        from jobgauge.models._default import busy_left_out, history_factor, job_runs
 
         model, meta = self.ensure_model()
         options = self.instance_options()
@@ -433,7 +433,8 @@ class Service:
             # the same for every option)
             "answered_from": predicted["answered_from"].iloc[0],
             "dag": dag, "plan_error": plan_error,
-            "history": {"runs": calibrated, "factor": factor},
+            "history": {"runs": calibrated, "factor": factor,
+                        "busy_left_out": busy_left_out(own)},
         }
 
     def job(self, request: EstimateRequest, option: Cluster, count: int = 1, *,
