@@ -84,6 +84,30 @@ def test_wordcount_counts_match_python(work_dir):
     assert record["settings"]["mapreduce.job.reduces"] == "2"
 
 
+def test_run_hadoop_records_the_load_at_its_start_and_its_jvms_cpu_time(work_dir, tmp_path,
+                                                                       capsys):
+    """``jobgauge run hadoop`` records a run as the collector does: other processes'
+    load at its start, whether that was quiet, and its JVM's CPU time (it recorded none)."""
+    import json
+
+    from jobgauge.cli import main
+    from jobgauge.profiler.runners.collect import default_load_threshold
+    from jobgauge.store import open_store
+
+    store = tmp_path / "s.db"
+    assert main(["--store", str(store), "run", "hadoop", "--workload", "wordcount",
+                 "--datasize", "tiny", "--work-dir", str(work_dir), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["status"] == "succeeded" and said["load_at_start"] >= 0
+    assert said["quiet_start"] == (said["load_at_start"] < default_load_threshold())
+    # the JVM's CPU time: its start and JIT alone take seconds of it
+    assert said["cpu_time_s"] > 1.0
+    row = open_store(store).run_frame().iloc[0]
+    assert row["load_at_start"] == said["load_at_start"]
+    assert row["cpu_time_s"] == said["cpu_time_s"] and row["host_cores"] >= 1
+    assert bool(row["quiet_start"]) == said["quiet_start"]
+
+
 def test_sort_output_is_globally_sorted(work_dir):
     record = run_mapreduce_job("sort", "tiny", {"mapreduce.job.reduces": 2,
                                                 "mapreduce.map.output.compress": True,

@@ -598,17 +598,25 @@ def hadoop_load_guard(plan):
                      read_own_cpu=own_and_children_cpu_s)
 
 
-def _measure_hadoop(run, plan, data_root) -> dict:
-    """One MapReduce job's record, with the CPU time of its JVM (``cpu_time_s``)."""
+def measure_mapreduce(workload, size, knobs, *, work_dir, timeout_s,
+                      keep_output=True) -> dict:
+    """One MapReduce job's record (``hadoop_runner.run_mapreduce_job``), with the CPU time
+    of its JVM (``cpu_time_s``): the collector's runs and ``jobgauge run hadoop``."""
     from jobgauge.profiler.runners.driver import own_and_children_cpu_s
     from jobgauge.profiler.runners.hadoop_runner import run_mapreduce_job
 
     before = own_and_children_cpu_s()
-    record = run_mapreduce_job(run["workload"], run["size"], run["session"],
-                               work_dir=Path(data_root) / "hadoop",
-                               timeout_s=float(plan["timeout_s"]), keep_output=False)
+    record = run_mapreduce_job(workload, size, knobs, work_dir=work_dir,
+                               timeout_s=float(timeout_s), keep_output=keep_output)
     record["cpu_time_s"] = round(own_and_children_cpu_s() - before, 3)
     return record
+
+
+def _measure_hadoop(run, plan, data_root) -> dict:
+    """One planned MapReduce run's record (:func:`measure_mapreduce`)."""
+    return measure_mapreduce(run["workload"], run["size"], run["session"],
+                             work_dir=Path(data_root) / "hadoop", timeout_s=plan["timeout_s"],
+                             keep_output=False)
 
 
 def _collect_hadoop(plan, todo, journal, work_dir, data_root, bar) -> int:

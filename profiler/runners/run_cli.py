@@ -47,6 +47,8 @@ def register(subparsers) -> None:
                     help="a MapReduce setting (mapreduce.job.reduces=2, combiner=false, ...); "
                          "repeatable")
     add_timeout_option(hadoop, default=600)
+    add_load_guard_options(hadoop, default_threshold="0.25 per core",
+                           default_wait="0: the run starts at once, its load recorded")
     hadoop.add_argument("--work-dir", metavar="DIR", help="inputs, outputs and the job build")
 
     parser = add_command(subparsers, "collect", collect_command,
@@ -178,24 +180,32 @@ def run_hibench_command(args) -> int:
 
 def run_hadoop_command(args) -> int:
     """Run one HiBench MapReduce job (wordcount, sort or terasort) in Hadoop's local mode,
-    profile its job history and record it."""
-    from jobgauge.profiler.runners.hadoop_runner import run_mapreduce_job, store_arguments
+    profile its job history and record it, with the load of other processes at its start
+    and its JVM's CPU time (the collector's guard, ``collect.hadoop_load_guard``)."""
+    from jobgauge.profiler.runners.collect import (GUARD_FIELDS, hadoop_load_guard,
+                                                   measure_mapreduce)
+    from jobgauge.profiler.runners.hadoop_runner import store_arguments
     from jobgauge.profiler.runners.runner import DEFAULT_DATA_ROOT
     from jobgauge.store import open_store
 
     knobs = parse_key_values(args.conf, settings=True)
+    guard_settings = _guard(args)
     store = open_store(args.store)
     print(f"running MapReduce {args.workload} at {args.datasize} in local mode ...",
           file=sys.stderr, flush=True)
-    record = run_mapreduce_job(args.workload, args.datasize, knobs,
+    measured = hadoop_load_guard(guard_settings).wait_quiet()
+    record = measure_mapreduce(args.workload, args.datasize, knobs,
                                work_dir=args.work_dir or DEFAULT_DATA_ROOT / "hadoop",
                                timeout_s=args.timeout)
-    run_key = store.add_run(*store_arguments(record))
-    profile = record.get("profile")
+    record.update(measured)
+    row, settings, profile = store_arguments(record)
+    row.update({key: record[key] for key in GUARD_FIELDS if key in record})
+    run_key = store.add_run(row, settings, profile)
     out = {"id": run_key, "workload": args.workload, "datasize": args.datasize,
            "framework": "hadoop", "status": record["status"], "runtime_s": record["runtime_s"],
            "input_bytes": record.get("input_bytes"), "settings": record.get("settings"),
-           "error": record.get("error"), "profile": profile.summary() if profile else None}
+           "error": record.get("error"), "profile": profile.summary() if profile else None,
+           **{key: record.get(key) for key in ("load_at_start", "quiet_start", "cpu_time_s")}}
     lines = [f"run {run_key}: MapReduce {args.workload} {args.datasize} {record['status']}"
              f"{_took(record['runtime_s'])}"]
     if profile is not None:
@@ -203,6 +213,7 @@ def run_hadoop_command(args) -> int:
         lines.append(f"  map tasks {totals.get('map_tasks')}, reduce tasks "
                      f"{totals.get('reduce_tasks')}, input {totals.get('input_bytes')} B, "
                      f"shuffle {totals.get('shuffle_read_bytes')} B")
+    lines.append(_load_line(record, guard_settings["load_threshold"]))
     return finish_run(args.json, out, lines, status=record["status"], error=record.get("error"))
 
 
