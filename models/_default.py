@@ -390,6 +390,54 @@ def predict_with_history(store, model, job, *, coverage: float = 0.8) -> dict:
             "busy_runs_left_out": busy_left_out(own)}
 
 
+def explain_answer(model, job, factor: float = 1.0) -> dict | None:
+    """Where the time of ``job``'s answer goes: the stage model's replay of its profile
+    (``StagePredictor.explain``) with every time times ``factor`` (the job's calibration,
+    :func:`history_factor`), so its stages and driver add up to the answer (before a
+    read floor); None for a model without stages or a job it does not replay."""
+    explain = getattr(model, "explain", None)
+    if explain is None:
+        return None
+    told = explain(job.frame().iloc[0])
+    if not told.get("stages"):
+        return None
+    stages = [{**stage, "seconds": stage["seconds"] * factor} for stage in told["stages"]]
+    return {"method": told["method"], "replayed_from": told.get("replayed_from"),
+            "factor": factor, "runtime_s": told["runtime_s"] * factor,
+            "driver_s": max(told["driver_s"] * factor, 0.0), "stages": stages,
+            "critical_path": told["critical_path"],
+            "critical_path_s": told["critical_path_s"] * factor,
+            "dominating_stage": told["dominating_stage"]}
+
+
+def explanation_lines(explanation: dict) -> list[str]:
+    """:func:`explain_answer` in words, one line per stage."""
+    def name(stage_id):
+        return f"stage {stage_id:g}"
+
+    total = explanation["runtime_s"]
+    lines = [f"where the time goes ({explanation['method']}"
+             + (f", times {explanation['factor']:.2f} to match the job's runs"
+                if explanation["factor"] != 1.0 else "") + "):"]
+    for stage in explanation["stages"]:
+        share = stage["seconds"] / total if total > 0 else 0.0
+        line = (f"  {name(stage['stage_id']):<11} {stage['kind']:<10} {stage['tasks']:>5} "
+                f"task{'s' if stage['tasks'] != 1 else ' '} in {stage['waves']:>4} "
+                f"wave{'s' if stage['waves'] != 1 else ' '} {stage['seconds']:9.2f} s "
+                f"{100 * share:3.0f} %")
+        if stage.get("shuffle_join"):
+            line += (f"  a shuffle join: the broadcast of {name(stage['stage_id'] - 0.5)} "
+                     f"outgrows spark.sql.autoBroadcastJoinThreshold here, a plan its "
+                     f"profile did not run")
+        lines.append(line)
+    lines.append(f"  {'driver':<11} {'':<10} {'':>24} {explanation['driver_s']:9.2f} s")
+    path = " -> ".join(f"{s:g}" for s in explanation["critical_path"])
+    lines.append(f"  the stages run one after another; the longest chain of dependent stages: "
+                 f"{path} ({explanation['critical_path_s']:.2f} s); the most time: "
+                 f"{name(explanation['dominating_stage'])}")
+    return lines
+
+
 def calibration_line(runs: int, workload: str, factor: float, left_out: int = 0) -> str:
     """What an answer calibrated to ``runs`` of the job's own runs says of it, and of the
     ``left_out`` runs that started on a busy machine (:func:`busy_left_out`)."""

@@ -2367,7 +2367,9 @@ class StagePredictor(RuntimeModel):
         """How one run's prediction is made: ``runtime_s``, ``method``, and for a profiled
         row ``driver_s``, ``stages`` (per stage: id, kind, tasks, waves, seconds),
         ``critical_path`` (stage ids of the stage DAG's longest path),
-        ``critical_path_s`` and ``dominating_stage``.  A query never measured is
+        ``critical_path_s`` and ``dominating_stage``; a stage with ``shuffle_join`` true
+        (id ``b + 0.5``) is the shuffle join that replaces broadcast stage ``b`` at the
+        asked size or settings, a plan the profile did not run.  A query never measured is
         answered by the median of the replays of the profiles it borrows: its stages
         are those of the replay nearest that median, scaled to it, and
         ``replayed_from`` names that profile's workload."""
@@ -2399,10 +2401,10 @@ class StagePredictor(RuntimeModel):
         seconds = seconds * math.exp(self._correction(row, rows)[0] + shift)
         stages = [{"stage_id": int(sid) if float(sid).is_integer() else float(sid),
                    "kind": kind, "tasks": int(tasks), "waves": int(waves),
-                   "seconds": float(s)}
-                  for sid, kind, tasks, waves, s in zip(table["stage_id"], table["kind"],
-                                                         table["tasks"], table["waves"],
-                                                         seconds)]
+                   "seconds": float(s), "shuffle_join": bool(switched)}
+                  for sid, kind, tasks, waves, s, switched in zip(
+                      table["stage_id"], table["kind"], table["tasks"], table["waves"],
+                      seconds, table["switched"])]
         parents = {s["stage_id"]: s["parents"] for s in rows[0]["stages"]}
         finish, via = {}, {}
         for stage in stages:  # stage order is a topological order of the stage DAG

@@ -76,6 +76,9 @@ def register(subparsers) -> None:
     parser.add_argument("--input-bytes", type=float, default=None)
     parser.add_argument("--coverage", type=float, default=0.8,
                         help="coverage of the interval (default 0.8)")
+    parser.add_argument("--explain", action="store_true",
+                        help="with --workload: where the time goes, stage by stage (the stage "
+                             "model's replay of the job's profile; JSON: explanation)")
 
     parser = add_command(subparsers, "evaluate", evaluate_command,
                          help="score runtime models on held-out configurations and workloads",
@@ -242,6 +245,8 @@ def predict_command(args) -> int:
         raise UsageError("give either --runs or --workload/--datasize, not both")
     if not args.runs and not args.workload:
         raise UsageError("nothing to predict: give --runs FILE.csv or --workload W --datasize D")
+    if args.runs and args.explain:
+        raise UsageError("--explain tells one question's stages: give --workload, not --runs")
     if not 0 < args.coverage < 1:
         raise UsageError(f"--coverage must be between 0 and 1, got {args.coverage}")
     config = parse_key_values(args.conf, "--conf", settings=True)
@@ -249,7 +254,8 @@ def predict_command(args) -> int:
         return _predict_table(load_chosen_model(args), args)
     from jobgauge.job import Cluster, Job
     from jobgauge.knobs import DEFAULT_MASTER
-    from jobgauge.models._default import calibration_line, predict_with_history
+    from jobgauge.models._default import (calibration_line, explain_answer, explanation_lines,
+                                          predict_with_history)
     from jobgauge.store import open_store
 
     store = open_store(args.store)
@@ -280,6 +286,12 @@ def predict_command(args) -> int:
     if calibrated:
         lines.append(calibration_line(calibrated, args.workload, factor,
                                       result["busy_runs_left_out"]))
+    if args.explain:
+        explanation = explain_answer(model, job, factor)
+        result["explanation"] = explanation
+        lines += explanation_lines(explanation) if explanation else [
+            f"no stages to show: the {type(model).__name__} model does not replay "
+            f"{args.workload}'s stages (jobgauge train --kind stage does)"]
     print_result(args.json, {**result, "coverage": args.coverage, "datasize": datasize,
                              "input_bytes": input_bytes, "history_runs": history}, lines)
     return 0

@@ -202,6 +202,27 @@ def test_your_own_query_runs_warm_and_answers_the_same_text_pasted(tmp_path, tpc
         "sql": OWN_QUERY, "scale": 1, "instance_types": ["local[2]"]}).get_json()
     assert again["model"]["id"] != answers[1, OWN_QUERY]["model"]["id"]
     assert again["answered_from"] is None and again["history"]["runs"] == 1
+    # where the answer's time goes: the replay of the query's own profile, stage by stage,
+    # times its calibration, adding up to the answer; the form shows it, and so does
+    # jobgauge predict --explain
+    told = again["explanation"]
+    assert "sql-" in told["method"] and told["factor"] == again["history"]["factor"]
+    assert told["stages"] and {s["kind"] for s in told["stages"]} >= {"scan"}
+    assert sum(s["seconds"] for s in told["stages"]) + told["driver_s"] == pytest.approx(
+        again["recommended"]["runtime_s"], rel=1e-6)
+    assert told["dominating_stage"] in [s["stage_id"] for s in told["stages"]]
+    page = client.post("/", data={"sql": OWN_QUERY, "scale": "1",
+                                  "instance_types": "local[2]"}).get_data(as_text=True)
+    assert "Where the time goes" in page and 'id="stages"' in page
+    assert main(["--store", str(db), "predict", "--workload", run["workload"], "--datasize",
+                 "sf1", "--explain"]) == 0
+    said = capsys.readouterr().out
+    assert "where the time goes (" in said and "longest chain of dependent stages" in said
+    assert main(["--store", str(db), "predict", "--workload", run["workload"], "--datasize",
+                 "sf1", "--explain", "--json"]) == 0
+    stages = json.loads(capsys.readouterr().out)["explanation"]["stages"]
+    assert [(s["stage_id"], s["kind"]) for s in stages] == \
+        [(s["stage_id"], s["kind"]) for s in told["stages"]]
 
 
 def test_your_own_query_is_refused_clearly(tmp_path, tpch_data_root, capsys):

@@ -183,6 +183,10 @@ def test_settings_change_tasks_and_time(corpus, fitted):
         config=[{"spark.master": "local[2]", "spark.sql.autoBroadcastJoinThreshold": "-1"}],
         config_json="x"))
     assert "join" not in [s["kind"] for s in kept["stages"]]
+    assert not any(s["shuffle_join"] for s in kept["stages"])
+    # each shuffle join that replaces a broadcast says so, numbered after its broadcast
+    joins = [s for s in no_broadcast["stages"] if s["shuffle_join"]]
+    assert joins and all(s["kind"] == "join" and s["stage_id"] % 1 == 0.5 for s in joins)
     assert len(no_broadcast["stages"]) > len(kept["stages"])
     assert no_broadcast["runtime_s"] > kept["runtime_s"]
     with pytest.raises(UsageError, match="spark.sql.shuffle.partitions must be 1 or more"):

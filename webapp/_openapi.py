@@ -194,6 +194,28 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
             "dag": dag,
             "plan_error": _nullable({"type": "string",
                                      "description": "why no DAG could be drawn, when asked for"}),
+            "explanation": _nullable({
+                "type": "object", "description":
+                    "where the recommended answer's time goes: the stage model's replay of "
+                    "the job's profile, times the calibration factor (null for a model "
+                    "without stages)",
+                "required": ["method", "stages", "driver_s", "runtime_s"],
+                "properties": {
+                    "method": {"type": "string"}, "replayed_from": _nullable({"type": "string"}),
+                    "factor": NUMBER, "runtime_s": NUMBER, "driver_s": NUMBER,
+                    "critical_path": {"type": "array", "items": NUMBER},
+                    "critical_path_s": NUMBER, "dominating_stage": NUMBER,
+                    "stages": {"type": "array", "items": {
+                        "type": "object",
+                        "required": ["stage_id", "kind", "tasks", "waves", "seconds",
+                                     "shuffle_join"],
+                        "properties": {
+                            "stage_id": NUMBER, "kind": {"type": "string"},
+                            "tasks": {"type": "integer"}, "waves": {"type": "integer"},
+                            "seconds": NUMBER,
+                            "shuffle_join": {"type": "boolean", "description":
+                                             "the shuffle join that replaces a broadcast "
+                                             "at this size or these settings"}}}}}}),
             "history": {"type": "object", "required": ["runs", "factor"],
                         "description": "the job's own measured runs in the store: every "
                                        "answer is the model's times factor (1 without runs)",

@@ -360,7 +360,8 @@ class Service:
         from jobgauge.job import jobs_frame
         from jobgauge.models import predict_frame
         from jobgauge.models._coverage import UnknownSize
-        from jobgauge.models._default import busy_left_out, history_factor, job_runs
+        from jobgauge.models._default import (busy_left_out, explain_answer, history_factor,
+                                              job_runs)
 
         model, meta = self.ensure_model()
         options = self.instance_options()
@@ -413,6 +414,10 @@ class Service:
                 "read_floor_s": floor if math.isfinite(floor) and floor > 0 else None,
             })
         recommended, reason = recommend(rows, request)
+        # where the recommended answer's time goes, stage by stage (None without stages)
+        explanation = explain_answer(model, next(
+            job for job in jobs if (job.cluster.instance_type, job.cluster.instance_count) ==
+            (recommended["instance_type"], recommended["instance_count"])), factor)
         return {
             "workload": request.workload, "label": request.label,
             "datasize": request.datasize, "input_bytes": request.input_bytes,
@@ -435,6 +440,7 @@ class Service:
             "dag": dag, "plan_error": plan_error,
             "history": {"runs": calibrated, "factor": factor,
                         "busy_left_out": busy_left_out(own)},
+            "explanation": explanation,
         }
 
     def job(self, request: EstimateRequest, option: Cluster, count: int = 1, *,
