@@ -1996,12 +1996,17 @@ class StagePredictor(RuntimeModel):
     def _correction(self, X, rows):
         """Per row, the corrector's log factor (0 where it is off or the row is not
         replayed)."""
-        out = np.zeros(len(rows))
         staged = [i for i, r in enumerate(rows) if r["stages"] is not None]
-        if getattr(self, "corrector_", None) is not None and staged:
-            out[staged] = self.corrector_.predict(
-                self._corrector_matrix(X.iloc[staged].reset_index(drop=True)))
-        return out
+
+        def compute():
+            out = np.zeros(len(rows))
+            if getattr(self, "corrector_", None) is not None and staged:
+                out[staged] = self.corrector_.predict(
+                    self._corrector_matrix(X.iloc[staged].reset_index(drop=True)))
+            return out
+
+        # once per question and replayed rows (explain asks it twice)
+        return self._once(X, f"correction {staged}", compute)
 
     def _share_shifts(self, job_names) -> np.ndarray:
         """Per job (``workload|framework``), the logit offset of its prior fixed share
@@ -2335,7 +2340,11 @@ class StagePredictor(RuntimeModel):
         ``"stages: ..."`` (replay of its workload's reference profile, naming it) or
         ``"fallback: ..."`` (scaled from measured runs, naming what they share)."""
         self._check_fitted()
-        X = X.reset_index(drop=True)
+        return self._methods(X.reset_index(drop=True))
+
+    def _methods(self, X) -> list[str]:
+        """:meth:`prediction_method` of ``X`` (reset; inside its question, its replay
+        rows are the question's)."""
         rows, matrix = self._rows(X)
         rest = [i for i, r in enumerate(rows) if r["stages"] is None]
         levels = self._fallback_log(X, matrix, rest)[1] if rest else [None] * len(rows)
@@ -2381,8 +2390,13 @@ class StagePredictor(RuntimeModel):
         if not isinstance(row, pd.DataFrame) or len(row) != 1:
             raise ModelError("explain takes one run-table row (a one-row DataFrame or a Series)")
         row = row.reset_index(drop=True)
+        with self._one_question(row):   # its features and replay rows built once
+            return self._explained(row)
+
+    def _explained(self, row) -> dict:
+        """:meth:`explain` of a one-row frame, inside its question."""
         runtime = float(np.exp(self._predict_log(row))[0])
-        method = self.prediction_method(row)[0]
+        method = self._methods(row)[0]
         result = {"runtime_s": runtime, "method": method}
         rows, _ = self._rows(row)
         if rows[0]["stages"] is None:
