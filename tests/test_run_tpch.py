@@ -199,12 +199,14 @@ def test_your_own_query_runs_warm_and_answers_the_same_text_pasted(tmp_path, tpc
     capsys.readouterr()
     app.extensions["jobgauge"]._model_checked = -1e9      # as if the recheck time had passed
     again = client.post("/api/v1/estimate", json={
-        "sql": OWN_QUERY, "scale": 1, "instance_types": ["local[2]"]}).get_json()
+        "sql": OWN_QUERY, "scale": 1, "instance_types": ["local[2]"], "explain": True}
+    ).get_json()
     assert again["model"]["id"] != answers[1, OWN_QUERY]["model"]["id"]
     assert again["answered_from"] is None and again["history"]["runs"] == 1
     # where the answer's time goes: the replay of the query's own profile, stage by stage,
     # times its calibration, adding up to the answer; the form shows it, and so does
     # jobgauge predict --explain
+    assert answers[1, OWN_QUERY]["explanation"] is None     # not asked for
     told = again["explanation"]
     assert "sql-" in told["method"] and told["factor"] == again["history"]["factor"]
     assert told["stages"] and {s["kind"] for s in told["stages"]} >= {"scan"}

@@ -349,6 +349,7 @@ def test_api_errors_share_one_shape(client, method, path, kwargs, status, error)
     ({"workload": "tpch-q1", "config": {"hive.x": "1"}}, "config", "not a spark.* setting"),
     ({"workload": "tpch-q1", "config": {"spark.x": [1]}}, "config", "plain value"),
     ({"workload": "tpch-q1", "include_dag": "perhaps"}, "include_dag", "true or false"),
+    ({"workload": "tpch-q1", "explain": "perhaps"}, "explain", "true or false"),
     ({"workload": "tpch-q1", "colour": "red"}, "colour", "not a field of this request"),
 ])
 def test_estimate_field_errors(app, client, body, field, message):

@@ -313,7 +313,6 @@ def _tune_measured(args) -> int:
         raise UsageError(f"--measure runs on a local[N] master; got {args.master!r}")
     if not args.datasize:
         raise UsageError("--measure needs --datasize (the size label of the runs)")
-    _positive(args.timeout, "timeout")
     catalog = _catalog(args)
     space = _space(args, catalog)
     job = _job(args, catalog)

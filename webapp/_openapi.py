@@ -106,6 +106,9 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                    "additionalProperties": {"type": "string"}},
         "include_dag": {"type": "boolean", "default": False,
                         "description": "also return the query DAG (a pasted query always has one)"},
+        "explain": {"type": "boolean", "default": False,
+                    "description": "also return where the recommended answer's time goes, "
+                                   "stage by stage (explanation)"},
     }
     # Exactly one way to name the job: a workload, a TPC-H query number, or a query text.
     job_choice = {"oneOf": [
@@ -196,9 +199,9 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                      "description": "why no DAG could be drawn, when asked for"}),
             "explanation": _nullable({
                 "type": "object", "description":
-                    "where the recommended answer's time goes: the stage model's replay of "
-                    "the job's profile, times the calibration factor (null for a model "
-                    "without stages)",
+                    "with explain: where the recommended answer's time goes, the stage "
+                    "model's replay of the job's profile times the calibration factor "
+                    "(null without explain, or for a model without stages)",
                 "required": ["method", "stages", "driver_s", "runtime_s"],
                 "properties": {
                     "method": {"type": "string"}, "replayed_from": _nullable({"type": "string"}),

@@ -92,6 +92,7 @@ def _answer(service, fields: dict) -> dict:
             plan_note = f"no query plan: {exc}"
     else:
         plan_note = f"{parsed.label} is not a SQL query, so it has no query plan to draw."
+    parsed.explain = True       # the page shows where the time goes
     estimate = service.estimate(parsed, dag=dag, plan=False)
     tuned = service.tune(parsed, estimate=estimate)
     png = what_if_png(estimate["options"], recommended=estimate["recommended"],

@@ -46,7 +46,7 @@ DEFAULT_SIZE = "medium"
 MAX_NODE_POINTS = 12           # node counts evaluated per instance type (the what-if grid)
 ESTIMATE_FIELDS = ("workload", "query", "sql", "scale", "size", "input_gb", "instance_types",
                    "nodes_min", "nodes_max", "deadline_s", "budget_usd", "shuffle_partitions",
-                   "adaptive", "broadcast_threshold", "config", "include_dag")
+                   "adaptive", "broadcast_threshold", "config", "include_dag", "explain")
 TUNE_FIELDS = ESTIMATE_FIELDS + ("trials", "seed")
 
 
@@ -68,6 +68,7 @@ class EstimateRequest:
     sql: str | None = None             # the query text (pasted, or the workload's own SQL)
     pasted: bool = False
     include_dag: bool = False
+    explain: bool = False              # where the recommended answer's time goes, by stage
 
     def node_counts(self) -> list[int]:
         """Node counts of the what-if grid: all of them, or MAX_NODE_POINTS spread
@@ -342,7 +343,8 @@ def parse_estimate(data, *, known_workloads, catalog_names, max_query_chars=100_
         nodes_min=nodes_min, nodes_max=nodes_max,
         deadline_s=_number(data, "deadline_s", minimum=0, strictly=True, unit="seconds"),
         budget_usd=_number(data, "budget_usd", minimum=0, strictly=True, unit="US dollars"),
-        config=_config(data), sql=sql, pasted=pasted, include_dag=_bool(data, "include_dag"))
+        config=_config(data), sql=sql, pasted=pasted, include_dag=_bool(data, "include_dag"),
+        explain=_bool(data, "explain"))
 
 
 def parse_tune(data, **kwargs) -> tuple[EstimateRequest, int | None, int]:

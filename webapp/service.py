@@ -414,10 +414,13 @@ class Service:
                 "read_floor_s": floor if math.isfinite(floor) and floor > 0 else None,
             })
         recommended, reason = recommend(rows, request)
-        # where the recommended answer's time goes, stage by stage (None without stages)
+        # asked for (the form always asks): where the recommended answer's time goes,
+        # stage by stage (None without stages); a second replay of one option, not paid by
+        # every API answer
         explanation = explain_answer(model, next(
             job for job in jobs if (job.cluster.instance_type, job.cluster.instance_count) ==
-            (recommended["instance_type"], recommended["instance_count"])), factor)
+            (recommended["instance_type"], recommended["instance_count"])), factor) \
+            if request.explain else None
         return {
             "workload": request.workload, "label": request.label,
             "datasize": request.datasize, "input_bytes": request.input_bytes,
