@@ -6,6 +6,8 @@ status 400); nothing a user types reaches the page unescaped.
 
 from __future__ import annotations
 
+import dataclasses
+
 from flask import Blueprint, current_app, render_template, request
 
 from jobgauge.errors import GaugeError
@@ -79,9 +81,11 @@ def _answer(service, fields: dict) -> dict:
     """Everything the result page shows, for valid fields."""
     from jobgauge.webapp._plots import png_data_uri, what_if_png
 
-    parsed = parse_estimate(fields, known_workloads=service.known_workloads(),
-                            catalog_names=service.instance_options(),
-                            max_query_chars=int(current_app.config["MAX_QUERY_CHARS"]))
+    parsed = dataclasses.replace(     # the page shows where the time goes
+        parse_estimate(fields, known_workloads=service.known_workloads(),
+                       catalog_names=service.instance_options(),
+                       max_query_chars=int(current_app.config["MAX_QUERY_CHARS"])),
+        explain=True)
     dag, plan_note = None, None
     if parsed.sql:
         try:
@@ -92,7 +96,6 @@ def _answer(service, fields: dict) -> dict:
             plan_note = f"no query plan: {exc}"
     else:
         plan_note = f"{parsed.label} is not a SQL query, so it has no query plan to draw."
-    parsed.explain = True       # the page shows where the time goes
     estimate = service.estimate(parsed, dag=dag, plan=False)
     tuned = service.tune(parsed, estimate=estimate)
     png = what_if_png(estimate["options"], recommended=estimate["recommended"],
