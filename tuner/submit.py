@@ -263,18 +263,15 @@ def _load_before(mine: dict) -> dict | None:
     starts, as ``jobgauge run`` and ``jobgauge collect`` record it (``LoadGuard``, no
     wait: the user's command is never held), and the CPU time of this process's
     children so far; None for a job on a cluster, whose executors run elsewhere."""
-    import resource
-
     from jobgauge.profiler.runners.collect import default_load_threshold
-    from jobgauge.profiler.runners.driver import LoadGuard
+    from jobgauge.profiler.runners.driver import LoadGuard, children_cpu_s
 
     if not _on_this_machine(mine):
         return None
     try:
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)
         guard = LoadGuard(threshold=default_load_threshold(), max_wait_s=0.0,
                           read_own_cpu=lambda: 0.0)
-        return {**guard.wait_quiet(), "cpu_before_s": children.ru_utime + children.ru_stime}
+        return {**guard.wait_quiet(), "cpu_before_s": children_cpu_s()}
     except (OSError, ValueError):       # no load average here: the run goes unguarded
         return None
 
@@ -283,15 +280,13 @@ def _load_after(load: dict | None) -> dict:
     """The run's guard columns (``runtable.GUARD_COLUMNS``) from :func:`_load_before`:
     its load at the start, and the CPU time spark-submit and its JVM (in local mode,
     the executors too) took since."""
-    import resource
+    from jobgauge.profiler.runners.driver import children_cpu_s
 
     if load is None:
         return {}
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"load_at_start": load["load_at_start"], "quiet_start": load["quiet_start"],
             "host_cores": load["host_cores"],
-            "cpu_time_s": round(children.ru_utime + children.ru_stime
-                                - load["cpu_before_s"], 3)}
+            "cpu_time_s": round(children_cpu_s() - load["cpu_before_s"], 3)}
 
 
 def _record(own, args, settings, started, ended, returncode, eventlog_dir, store,

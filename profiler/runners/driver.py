@@ -148,6 +148,15 @@ def process_group_cpu_s(group: int | None = None, roots=()) -> float:
     return sum(cpu[pid] for pid in own) / ticks
 
 
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of the children this process has waited for
+    (spark-submit and its JVM, for the wrapper), to the microsecond."""
+    import resource
+
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return children.ru_utime + children.ru_stime
+
+
 def own_and_children_cpu_s() -> float:
     """CPU seconds (user + system) of this process and of the children it has waited
     for (a MapReduce job's JVM, which runs in a session of its own and is waited for when

@@ -129,8 +129,8 @@ def _run(args, workload, size, *, sql=None) -> int:
 
 
 def _guard(args) -> dict:
-    """The measurement guard of ``jobgauge run`` (``--load-threshold``, ``--max-load-wait``,
-    checked when the command line is read; ``collect.run_guard``)."""
+    """The measurement guard of one run (``--load-threshold``, ``--max-load-wait``, checked
+    as the command line is read): ``collect.run_guard``."""
     from jobgauge.profiler.runners.collect import run_guard
 
     return run_guard(args.load_threshold, args.max_load_wait)
