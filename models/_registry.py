@@ -189,10 +189,10 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0, own_runs=None):
     time the row's nodes take to read its input (:func:`read_floors`; NaN where
     unknown); no prediction or bound is below it.  ``answered_from``: for a query never
     measured, the measured workloads whose profiles answer it (the model's
-    ``borrowed_queries``; None for any other row or model).  ``failure_note``: that the row's
+    ``predict_answer``; None for any other row or model).  ``failure_note``: that the row's
     configuration failed in measured runs, how often
     (:meth:`jobgauge.models._coverage.MeasuredRange.failure_notes`), else that it is
-    at risk of failing and why (the model's ``failure_risks``, where it has them: the stage
+    at risk of failing and why (the model's ``predict_answer``, where it has them: the stage
     model's broadcasts per GiB of driver memory); None where neither says so.  A row whose input
     size the model cannot tell (no input bytes, and a size label its workload's runs
     never measured that is not a TPC-H scale factor: ``huge``, ``biggest``) is
@@ -212,10 +212,11 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0, own_runs=None):
     if refusals:
         raise UnknownSize("; ".join(refusals))
     together = getattr(model, "predict_with_interval", None)
-    with_risks = getattr(model, "predict_with_risks", None)
-    risks = None
-    if with_risks is not None:  # the answer and its failure risks in one pass
-        runtime, low, high, risks = with_risks(X, coverage=coverage)
+    answer = getattr(model, "predict_answer", None)
+    risks, borrowed = None, [None] * len(X)
+    if answer is not None:  # the answer, its failure risks and borrowed queries in one pass
+        runtime, low, high, risks, borrowed = answer(X, coverage=coverage)
+        borrowed = [jobs or None for jobs in borrowed]
     elif together is not None:  # one pass of the model instead of two
         runtime, low, high = together(X, coverage=coverage)
     else:
@@ -229,8 +230,6 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0, own_runs=None):
     failures = measured.failure_notes(X) if known else [None] * len(X)
     if risks is not None:     # a configuration never measured that is at risk of failing
         failures = [failed or risk for failed, risk in zip(failures, risks)]
-    borrowing = getattr(model, "borrowed_queries", None)
-    borrowed = [jobs or None for jobs in borrowing(X)] if borrowing else [None] * len(X)
     return pd.DataFrame({"predicted_runtime_s": runtime, "predicted_low_s": low,
                          "predicted_high_s": high,
                          "outside_measured": [note is not None for note in notes],

@@ -819,10 +819,15 @@ class StagePredictor(RuntimeModel):
             return split
         return np.flatnonzero(~held), np.flatnonzero(held)
 
-    @staticmethod
-    def _configurations(X) -> np.ndarray:
+    def _configurations(self, X) -> np.ndarray:
         """One key per row naming its configuration: the job, its cluster (type, count,
-        cores) and its settings (``config_json``)."""
+        cores) and its settings (``config_json``).  Once while ``X`` is asked
+        (:meth:`_once`: its intervals and failure risks both read them)."""
+        return self._once(X, "configurations", lambda: self._configuration_keys(X))
+
+    @staticmethod
+    def _configuration_keys(X) -> np.ndarray:
+        """:meth:`_configurations`, computed."""
         settings = join_columns(X, ["config_json"]) if "config_json" in X.columns \
             else np.array([""] * len(X), dtype=object)
         cores = [f"{value:g}" for value in np.asarray(X["vcpus"], dtype=float)]
@@ -1148,15 +1153,19 @@ class StagePredictor(RuntimeModel):
         with self._one_question(X):
             return self._failure_risks(X)
 
-    def predict_with_risks(self, X, coverage=0.8):
-        """(runtime, low, high, failure risks) per row: :meth:`predict_with_interval`
-        and :meth:`failure_risks` in one question (the replay's rows are built once:
-        the what-if grid of a pasted query took 21.0 ms, 23.8 ms with them apart)."""
+    def predict_answer(self, X, coverage=0.8):
+        """(runtime, low, high, failure risks, borrowed queries) per row:
+        :meth:`predict_with_interval`, :meth:`failure_risks` and :meth:`borrowed_queries`
+        in one question (the replay's rows, and the queries a pasted one borrows, are
+        built once: the what-if grid of a pasted query took 21.0 ms, 23.8 ms with the
+        risks apart; and 17.9-18.4 ms, 21.6-24.0 ms with the borrowed queries apart,
+        which ranked its plan and built its features twice; bench/pasted_queries.py
+        --time)."""
         self._check_fitted()
         X = self._checked_question(X, coverage)
         with self._one_question(X):
             runtime, low, high = self._answer_with_interval(X, coverage)
-            return runtime, low, high, self._failure_risks(X)
+            return runtime, low, high, self._failure_risks(X), self._borrowed_names(X)
 
     def _failure_risks(self, X) -> list[str | None]:
         """:meth:`failure_risks` of ``X`` (reset), inside its question."""
@@ -2332,8 +2341,11 @@ class StagePredictor(RuntimeModel):
         measured (:meth:`_alike`: the measured queries whose plans read most alike;
         the answer is the median of their replays), ``[]`` for any other row."""
         self._check_fitted()
-        return [[job[0] for job, _ in alike]
-                for alike in self._alike_rows(X.reset_index(drop=True))]
+        return self._borrowed_names(X.reset_index(drop=True))
+
+    def _borrowed_names(self, X) -> list[list[str]]:
+        """:meth:`borrowed_queries` of ``X`` (reset), inside its question."""
+        return [[job[0] for job, _ in alike] for alike in self._alike_rows(X)]
 
     def prediction_method(self, X) -> list[str]:
         """Per row, how it is predicted: ``"stages"`` (replay of its own profile),
