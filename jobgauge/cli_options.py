@@ -169,12 +169,16 @@ def add_command_group(subparsers, name: str, *, help: str,  # noqa: A002 - argpa
     return parser.add_subparsers(dest=f"{name}_command", metavar=metavar, required=True)
 
 
-def number(lowest: float = 0.0, *, above: bool = False, whole: bool = False):
+def number(lowest: float = 0.0, *, above: bool = False, whole: bool = False,
+           highest: float | None = None, below: bool = False):
     """An argparse ``type=`` for a numeric flag: a finite number at least ``lowest`` (more
-    than it with ``above``), a whole one with ``whole``.  A value outside is refused when
-    the command line is read, naming the flag (``jobgauge: error: argument --timeout: must
-    be a number > 0; got '-5'``), before anything runs."""
+    than it with ``above``) and, with ``highest``, at most that (less than it with
+    ``below``); a whole one with ``whole``.  A value outside is refused when the command
+    line is read, naming the flag (``jobgauge: error: argument --timeout: must be a number
+    > 0; got '-5'``), before anything runs."""
     bound = f"{'>' if above else '>='} {lowest:g}"
+    if highest is not None:
+        bound += f" and {'<' if below else '<='} {highest:g}"
     kind = "a whole number" if whole else "a number"
 
     def parse(text: str):
@@ -183,12 +187,27 @@ def number(lowest: float = 0.0, *, above: bool = False, whole: bool = False):
         except ValueError:
             value = None
         if value is None or not math.isfinite(value) or value < lowest or \
-                (above and value == lowest):
+                (above and value == lowest) or (highest is not None and (
+                    value > highest or (below and value == highest))):
             raise argparse.ArgumentTypeError(f"must be {kind} {bound}; got {text!r}")
         return value
 
     parse.__name__ = "whole number" if whole else "number"   # argparse's fallback wording
     return parse
+
+
+def add_cluster_options(parser, *, type_help: str, count_default=None,
+                        what: str = "(default: the catalog's, or this machine's)") -> None:
+    """The cluster a question is about, in every command that takes one: ``--instance-type``
+    (``type_help``), ``--instance-count`` (a whole number >= 1, default ``count_default``),
+    ``--vcpus`` and ``--memory-gib`` per node (numbers > 0; ``what`` ends their help)."""
+    parser.add_argument("--instance-type", default=None, help=type_help)
+    parser.add_argument("--instance-count", type=number(1, whole=True), default=count_default,
+                        metavar="N", help=f"nodes {what}")
+    parser.add_argument("--vcpus", type=number(0, above=True), default=None,
+                        help=f"vCPUs per node {what}")
+    parser.add_argument("--memory-gib", type=number(0, above=True), default=None,
+                        metavar="GIB", help=f"memory per node in GiB {what}")
 
 
 def add_json_option(parser, what: str = "one object") -> None:

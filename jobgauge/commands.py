@@ -39,11 +39,11 @@ def register(subparsers) -> None:
                          help="start the web service (production server; 127.0.0.1:5000)")
     parser.add_argument("--host", default=None,
                         help="address to listen on (default: the bind setting, 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=None,
+    parser.add_argument("--port", type=number(1, whole=True, highest=65535), default=None,
                         help="port to listen on (default: the bind setting, 5000)")
     parser.add_argument("--config", metavar="FILE.toml", default=None,
                         help="settings file (default: $JOBGAUGE_CONFIG)")
-    parser.add_argument("--threads", type=int, default=None,
+    parser.add_argument("--threads", type=number(1, whole=True), default=None,
                         help="worker threads (default: the server_threads setting, 8)")
     parser.add_argument("--sync", action="append", metavar="URL", default=None,
                         help="keep importing finished applications from this History Server "
@@ -151,7 +151,6 @@ def serve_command(args) -> int:
     instead."""
     # the settings, the bind address and the store are checked before the model is loaded
     # (or trained); then it serves until SIGTERM
-    from jobgauge.errors import UsageError
     from jobgauge.webapp import create_app
     from jobgauge.webapp.server import bind_address, check_bind, serve
 
@@ -159,8 +158,6 @@ def serve_command(args) -> int:
     if args.store:
         config["STORE_URL"] = args.store
     if args.threads is not None:
-        if args.threads < 1:
-            raise UsageError(f"--threads must be at least 1; got {args.threads}")
         config["SERVER_THREADS"] = args.threads
     if args.sync:
         config["SYNC"] = tuple(args.sync)

@@ -17,9 +17,9 @@ import json
 import math
 import sys
 
-from jobgauge.cli_options import (add_command, add_conf_option, add_datasize_option,
-                                  add_deprecated_alias, add_model_options, parse_key_values,
-                                  print_result)
+from jobgauge.cli_options import (add_cluster_options, add_command, add_conf_option,
+                                  add_datasize_option, add_deprecated_alias, add_model_options,
+                                  number, parse_key_values, print_result)
 from jobgauge.errors import UsageError
 from jobgauge.units import human_size
 
@@ -63,19 +63,15 @@ def register(subparsers) -> None:
     add_datasize_option(parser, help="size label, e.g. sf1 or huge")
     add_conf_option(parser, help="a configuration setting; repeatable")
     parser.add_argument("--framework", default="spark")
-    parser.add_argument("--instance-type", default=None,
-                        help="local[N] (Spark local mode on this machine), local (the whole "
-                             "machine), a type of the instance catalog, or any type with "
-                             "--vcpus (default: local[2] for Spark, as the web form and the "
-                             "shipped runs; local for Hadoop, as its local runs record)")
-    parser.add_argument("--instance-count", type=int, default=1)
-    parser.add_argument("--vcpus", type=float, default=None,
-                        help="vCPUs per node (default: the catalog's, or this machine's)")
-    parser.add_argument("--memory-gib", type=float, default=None,
-                        help="memory per node (default: the catalog's, or this machine's)")
-    parser.add_argument("--input-bytes", type=float, default=None)
-    parser.add_argument("--coverage", type=float, default=0.8,
-                        help="coverage of the interval (default 0.8)")
+    add_cluster_options(
+        parser, count_default=1,
+        type_help="local[N] (Spark local mode on this machine), local (the whole machine), a "
+                  "type of the instance catalog, or any type with --vcpus (default: local[2] "
+                  "for Spark, as the web form and the shipped runs; local for Hadoop, as its "
+                  "local runs record)")
+    parser.add_argument("--input-bytes", type=number(0), default=None)
+    parser.add_argument("--coverage", type=number(0, above=True, highest=1, below=True),
+                        default=0.8, help="coverage of the interval (default 0.8)")
     parser.add_argument("--explain", action="store_true",
                         help="with --workload: where the time goes, stage by stage (the stage "
                              "model's replay of the job's profile; JSON: explanation)")
@@ -247,8 +243,6 @@ def predict_command(args) -> int:
         raise UsageError("nothing to predict: give --runs FILE.csv or --workload W --datasize D")
     if args.runs and args.explain:
         raise UsageError("--explain tells one question's stages: give --workload, not --runs")
-    if not 0 < args.coverage < 1:
-        raise UsageError(f"--coverage must be between 0 and 1, got {args.coverage}")
     config = parse_key_values(args.conf, "--conf", settings=True)
     if args.runs:
         return _predict_table(load_chosen_model(args), args)

@@ -813,7 +813,8 @@ def register(subparsers) -> None:
     parser.add_argument("--app-id", help="which application, when the UI lists several")
     parser.add_argument("--history", nargs="+", default=[], metavar="EVENTLOG",
                         help="event logs (files or eventlog_v2_* folders) of finished runs")
-    parser.add_argument("--alpha", type=float, default=0.3, help="EWMA smoothing (default 0.3)")
+    parser.add_argument("--alpha", type=number(above=True, highest=1), default=0.3,
+                        help="EWMA smoothing, > 0 and <= 1 (default 0.3)")
     parser.add_argument("--watch", type=number(above=True), metavar="SECONDS",
                         help="ask again every SECONDS until the application ends")
 

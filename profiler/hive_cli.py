@@ -18,8 +18,9 @@ import json
 import os
 import sys
 
-from jobgauge.cli_options import (add_command, add_command_group, add_conf_option,
-                                  add_data_root_option, add_datasize_option, add_master_option,
+from jobgauge.cli_options import (add_cluster_options, add_command, add_command_group,
+                                  add_conf_option, add_data_root_option, add_datasize_option,
+                                  add_master_option,
                                   add_query_key_option, add_query_source_options,
                                   add_timeout_option, finish_run, parse_key_values, print_result)
 
@@ -94,11 +95,9 @@ def _query_source(parser):
 
 
 def _resource_options(parser):
-    for name, kind in (("--instance-type", str), ("--instance-count", int), ("--vcpus", float),
-                       ("--memory-gib", float)):
-        parser.add_argument(name, type=kind, default=None,
-                            help="where the server runs (needed for a server not on this "
-                                 "machine)")
+    add_cluster_options(parser, type_help="where the server runs (needed, with the three "
+                                          "below, for a server not on this machine)",
+                        what="where the server runs")
 
 
 def _state_dir(parser):

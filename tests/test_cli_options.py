@@ -242,3 +242,27 @@ def test_a_numeric_flag_is_a_finite_number_in_its_range_and_says_so_otherwise():
         with pytest.raises(argparse.ArgumentTypeError) as refused:
             parse(text)
         assert str(refused.value) == said
+
+
+def test_a_bounded_numeric_flag_says_both_ends(capsys):
+    share, port = number(above=True, highest=1), number(1, whole=True, highest=65535)
+    coverage = number(above=True, highest=1, below=True)
+    assert share("1") == 1.0 and port("65535") == 65535 and coverage("0.8") == 0.8
+    for parse, text, said in ((share, "1.5", "must be a number > 0 and <= 1; got '1.5'"),
+                              (coverage, "1", "must be a number > 0 and < 1; got '1'"),
+                              (port, "65536", "must be a whole number >= 1 and <= 65535; "
+                                              "got '65536'")):
+        with pytest.raises(argparse.ArgumentTypeError) as refused:
+            parse(text)
+        assert str(refused.value) == said
+    # waitress took 99999 as port 34463 (mod 65536) and -1 with a traceback
+    for argv, said in ((["serve", "--port", "99999"], "argument --port: must be a whole "
+                        "number >= 1 and <= 65535; got '99999'"),
+                       (["serve", "--port", "-1"], "argument --port: must be a whole number "
+                        ">= 1 and <= 65535; got '-1'"),
+                       (["remaining", "--alpha", "5", "app.log"],
+                        "argument --alpha: must be a number > 0 and <= 1; got '5'")):
+        with pytest.raises(SystemExit) as done:     # the parser's usage error: exit 1
+            main(argv)
+        err = capsys.readouterr().err
+        assert done.value.code == 1 and said in err and "Traceback" not in err

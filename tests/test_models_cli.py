@@ -95,8 +95,6 @@ def test_predict_one_configuration(tables, tmp_path, capsys):
     (["predict", "--model", "M", "--workload", "x"], "--workload needs --datasize"),
     (["predict", "--model", "M", "--workload", "x", "--datasize", "s", "--conf", "novalue"],
      "--conf 'novalue' must look like KEY=VALUE"),
-    (["predict", "--model", "M", "--workload", "x", "--datasize", "s", "--coverage", "1.5"],
-     "--coverage must be between 0 and 1"),
     (["train", "--runs", "nonexistent.csv", "--out", "m.jgm"], "nonexistent.csv: no such file"),
     (["train", "--runs", "TRAIN", "--kind", "nosuch", "--out", "m.jgm"], "unknown model 'nosuch'"),
     (["train", "--runs", "TRAIN", "--kind", "fc", "--param", "epochs=0", "--out", "m.jgm"],
@@ -113,6 +111,26 @@ def test_usage_errors_are_one_line(argv, message, tables, tmp_path, capsys):
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert err.startswith("jobgauge: error: ")
+
+
+@pytest.mark.parametrize("flag, value, said", [
+    ("--coverage", "1.5", "must be a number > 0 and < 1; got '1.5'"),
+    ("--coverage", "0", "must be a number > 0 and < 1; got '0'"),
+    ("--instance-count", "0", "must be a whole number >= 1; got '0'"),
+    ("--vcpus", "0", "must be a number > 0; got '0'"),
+    ("--memory-gib", "-1", "must be a number > 0; got '-1'"),
+    ("--input-bytes", "-5", "must be a number >= 0; got '-5'"),
+])
+def test_predict_refuses_a_number_out_of_range_as_the_command_line_is_read(flag, value, said,
+                                                                          tmp_path, capsys):
+    # a model file that does not exist: read after the flags, its error would show instead
+    with pytest.raises(SystemExit) as done:         # the parser's usage error: exit 1
+        main(["predict", "--model", str(tmp_path / "none.jgm"), "--workload", "tpch-q3",
+              "--datasize", "sf1", flag, value])
+    err = capsys.readouterr().err
+    assert done.value.code == 1
+    assert f"error: argument {flag}: {said}" in err and "Traceback" not in err
+    assert "no model file" not in err
 
 
 def test_predict_with_a_garbage_model_file(tables, tmp_path, capsys):
