@@ -560,11 +560,11 @@ def recommend(result, space, evaluate, *, metrics: dict | None = None,
     gain = 1.0 - predicted / baseline if baseline > 0 else 0.0
     if 0 in contradicted:
         why = (f"predicted {predicted:.1f} s with the best settings inside the measured "
-               f"range, {baseline:.1f} s with the defaults ({_percent(gain)} % faster), but "
+               f"range, {baseline:.1f} s with the defaults ({_faster(gain)}), but "
                f"{contradicted[0]}")
     elif baseline - predicted <= noise * baseline:
         why = (f"predicted {predicted:.1f} s with the best settings inside the measured "
-               f"range, {baseline:.1f} s with the defaults: {_percent(gain)} % faster, not "
+               f"range, {baseline:.1f} s with the defaults: {_faster(gain)}, not "
                f"beyond the repeat noise of {_percent(noise)} %")
     else:
         why = (f"predicted {predicted:.1f} s with the best settings inside the measured "
@@ -605,6 +605,12 @@ def _percent(fraction: float) -> str:
     return f"{value:.0f}" if math.isfinite(value) else "n/a"
 
 
+def _faster(gain: float) -> str:
+    """``"12 % faster"`` for a gain of 0.12 over the defaults, ``"10 % slower"`` for -0.1
+    (the fastest settings a short search found can be slower than the defaults)."""
+    return f"{_percent(abs(gain))} % {'slower' if gain < 0 else 'faster'}"
+
+
 def _left_out(outside: Mapping) -> str:
     if not outside:
         return ""
@@ -616,7 +622,7 @@ def _tuned(changes, predicted, upper, baseline, base_upper, noise, outside) -> R
     gain = 1.0 - predicted / baseline if baseline > 0 else 0.0
     return Recommendation(settings, predicted, baseline, True,
                           f"predicted {predicted:.1f} s with {len(settings)} changed settings, "
-                          f"{baseline:.1f} s with Spark's defaults ({_percent(gain)} % faster, "
+                          f"{baseline:.1f} s with Spark's defaults ({_faster(gain)}, "
                           f"beyond the repeat noise of {_percent(noise)} %; "
                           f"{_percent(COVERAGE)} % upper bound {upper:.1f} s against "
                           f"{base_upper:.1f} s)"
