@@ -323,6 +323,35 @@ class Job:
         if self.source == "query":
             self._check_settings()
             self._check_datasize()
+            self.check_fits()
+
+    def check_fits(self) -> None:
+        """A Spark question on nodes of a known size whose executor could never start
+        there (its ``spark.executor.cores`` or ``spark.executor.memory`` beyond one node,
+        :func:`jobgauge.tuner._space.check_executor_fit`) is refused (UsageError): such
+        an application waits for its executors forever, and the model answered anyway
+        (TPC-H Q3 at SF 3 on 2 m5.xlarge with spark.executor.memory=100g: 2.84 s, as
+        with the defaults).  Local mode (it ignores the executor settings) and the
+        clusters a master alone describes (``cluster``, ``standalone``) are not checked."""
+        cluster = self.cluster
+        asked = {name: self.settings[name] for name in ("spark.executor.cores",
+                                                        "spark.executor.memory")
+                 if self.settings.get(name) is not None}
+        if not asked or self.framework != "spark" or cluster.local or \
+                cluster.instance_type in ("cluster", "standalone") or \
+                cluster.vcpus is None or cluster.memory_gib is None:
+            return
+        from jobgauge.tuner._errors import InvalidConfiguration
+        from jobgauge.tuner._space import check_executor_fit
+
+        try:
+            check_executor_fit({name: knobs.find(name).validate(value)
+                                for name, value in asked.items()},
+                               name=cluster.instance_type, vcpus=cluster.vcpus,
+                               memory_gib=cluster.memory_gib)
+        except InvalidConfiguration as exc:
+            raise UsageError(f"{exc}: no executor could start, and the job would wait for "
+                             f"one forever") from None
 
     def _check_settings(self) -> None:
         """A question is never answered for a setting outside its knob's valid range:

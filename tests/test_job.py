@@ -262,6 +262,23 @@ def test_a_size_its_workload_can_have_is_taken(workload, label, input_bytes):
     assert Job(workload, label, input_bytes=input_bytes).datasize == label
 
 
+@pytest.mark.parametrize("settings, match", [
+    ({"spark.executor.memory": "100g"}, r"spark\.executor\.memory=100g \(\+ overhead: 112640 MiB\) "
+     r"does not fit a m5\.xlarge node \(15360 MiB usable of 16 GiB\): no executor could start"),
+    ({"spark.executor.cores": "8"}, r"spark\.executor\.cores=8 does not fit a m5\.xlarge node "
+     r"\(4 vCPUs\): no executor could start"),
+])
+def test_a_question_whose_executor_cannot_start_on_a_node_is_refused(settings, match):
+    """Answered before as if it ran (100g on 16 GiB nodes: 2.84 s, as the defaults)."""
+    m5 = Cluster.from_catalog("m5.xlarge", 2)
+    with pytest.raises(UsageError, match=match):
+        Job("tpch-q3", "sf3", m5, settings)
+    # what fits is asked; local mode ignores the executor settings; a run keeps them
+    Job("tpch-q3", "sf3", m5, {"spark.executor.memory": "12g", "spark.executor.cores": "4"})
+    Job("tpch-q3", "sf3", Cluster.local_mode("local[2]"), settings)
+    assert Job("tpch-q3", "sf3", m5, settings, source="local").settings == settings
+
+
 def test_measured_runs_keep_what_they_recorded():
     job = Job("tpch-q3", "sf1", settings={"spark.sql.shuffle.partitions": "0"}, source="local")
     assert job.settings["spark.sql.shuffle.partitions"] == "0"

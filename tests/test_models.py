@@ -271,6 +271,20 @@ def test_slots_follow_the_cluster_manager_rules():
     local = one.assign(instance_type="local[2]", instance_count=1, vcpus=2,
                        config=[{"spark.master": "local[2]", "spark.cores.max": "1"}] * 3)
     assert (slots_of(local) == 2.0).all()
+    # local mode runs its tasks in the driver's JVM, whatever the executor settings say
+    # (spark.executor.cores=64 gave each task 1/64 of the heap: Q3 at SF 3 8x slower)
+    names = list(features.get_feature_names_out())
+    layout = [names.index(n) for n in ("executor_instances", "executor_cores",
+                                       "executor_memory_gib")]
+    executors = local.assign(config=[{"spark.master": "local[2]", "spark.executor.cores": "64",
+                                      "spark.executor.memory": "100g",
+                                      "spark.executor.instances": "9"}] * 3)
+    assert (features.transform(executors)[:, layout] ==
+            features.transform(local)[:, layout]).all()
+    assert list(features.transform(local)[0, layout]) == [1.0, 2.0, local["memory_gib"].iat[0]]
+    on_cluster = cluster.assign(config=[{**c, "spark.executor.cores": "1"}
+                                        for c in cluster["config"]])
+    assert features.transform(on_cluster)[0, names.index("executor_cores")] == 1.0
 
 
 def test_unseen_workload_and_instance_type_get_predictions(small):

@@ -147,6 +147,26 @@ def test_the_api_refuses_a_size_its_workload_is_not_sized_by(client, body, field
     assert answer["detail"]["field"] == field and takes in answer["error"]
 
 
+def test_the_api_refuses_an_executor_larger_than_a_node(client):
+    """spark.executor.memory=100g on m5.xlarge nodes (16 GiB) was answered as the defaults
+    were; such an application waits for its executors forever."""
+    response = client.post("/api/v1/estimate", json={
+        "workload": "tpch-q3", "scale": 1, "instance_types": ["local[2]", "m5.xlarge"],
+        "config": {"spark.executor.memory": "100g"}})
+    assert response.status_code == 400
+    answer = response.get_json()
+    assert answer["detail"]["field"] == "config"
+    assert answer["error"].startswith("config: spark.executor.memory=100g (+ overhead: ")
+    assert "does not fit a m5.xlarge node" in answer["error"]
+    assert "ask without m5.xlarge or with smaller executors" in answer["error"]
+    # local mode runs in the driver's JVM: the executor settings change nothing there
+    plain, with_executor = (client.post("/api/v1/estimate", json={
+        "workload": "tpch-q3", "scale": 1, "instance_types": ["local[2]"],
+        "config": config}).get_json()["recommended"]["runtime_s"]
+        for config in ({}, {"spark.executor.cores": "64", "spark.executor.memory": "100g"}))
+    assert with_executor == pytest.approx(plain, rel=0.02)
+
+
 def test_a_hibench_size_without_a_measured_input_is_refused(client):
     """This store's runs measured Spark's join at huge and bigdata only: gigantic, and the
     default size (medium), have no input size to answer from (kmeans at huge was answered

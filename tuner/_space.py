@@ -304,18 +304,10 @@ def check_configuration(config: Mapping, *, instance=None, instance_count: int |
     node_mb = instance.memory_mb - RESERVED_NODE_MB
     name = instance.instance_type
     if any(key.startswith("spark.executor.") or key == "spark.driver.memory" for key in config):
+        check_executor_fit(config, name=name, vcpus=instance.vcpus,
+                           memory_gib=instance.memory_gib)
         cores = int(_value(config, "spark.executor.cores"))
-        if cores > instance.vcpus:
-            raise InvalidConfiguration(
-                f"spark.executor.cores={cores} does not fit a {name} node "
-                f"({instance.vcpus:g} vCPUs)")
-        memory_mb = _value(config, "spark.executor.memory")
-        footprint = executor_footprint_mb(memory_mb)
-        if footprint > node_mb:
-            raise InvalidConfiguration(
-                f"spark.executor.memory={knob('spark.executor.memory').format(memory_mb)} "
-                f"(+ overhead: {footprint:.0f} MiB) does not fit a {name} node "
-                f"({node_mb} MiB usable of {instance.memory_gib:g} GiB)")
+        footprint = executor_footprint_mb(_value(config, "spark.executor.memory"))
         driver_mb = executor_footprint_mb(_value(config, "spark.driver.memory"))
         if driver_mb > node_mb:
             raise InvalidConfiguration(
@@ -333,6 +325,27 @@ def check_configuration(config: Mapping, *, instance=None, instance_count: int |
         if key in config and config[key] > node_mb:
             raise InvalidConfiguration(
                 f"{key}={config[key]} does not fit a {name} node ({node_mb} MiB usable)")
+
+
+def check_executor_fit(config: Mapping, *, name: str, vcpus: float, memory_gib: float) -> None:
+    """Raise :class:`InvalidConfiguration` if one executor of ``config`` (its
+    ``spark.executor.cores``, and its ``spark.executor.memory`` plus Spark's default
+    overhead; Spark's defaults where unset) does not fit one node of ``name`` with
+    ``vcpus`` and ``memory_gib`` (less ``RESERVED_NODE_MB``): such an executor never
+    starts, and the application waits for it forever.  ``config``: knob values as the
+    knob table reads them (MiB for memory)."""
+    node_mb = memory_gib * 1024 - RESERVED_NODE_MB
+    cores = int(_value(config, "spark.executor.cores"))
+    if cores > vcpus:
+        raise InvalidConfiguration(
+            f"spark.executor.cores={cores} does not fit a {name} node ({vcpus:g} vCPUs)")
+    memory_mb = _value(config, "spark.executor.memory")
+    footprint = executor_footprint_mb(memory_mb)
+    if footprint > node_mb:
+        raise InvalidConfiguration(
+            f"spark.executor.memory={knob('spark.executor.memory').format(memory_mb)} "
+            f"(+ overhead: {footprint:.0f} MiB) does not fit a {name} node "
+            f"({node_mb:.0f} MiB usable of {memory_gib:g} GiB)")
 
 
 # ------------------------------------------------------------ SQL equivalents

@@ -377,6 +377,12 @@ class Service:
         jobs = [self.job(request, options[name], count, dag=drawn)
                 for name in request.instance_types
                 for count in ([1] if options[name].local else request.node_counts())]
+        for job in jobs:     # an executor larger than a node: refused, not answered
+            try:
+                job.check_fits()
+            except UsageError as exc:
+                raise InvalidField("config", f"{exc}; ask without {job.cluster.instance_type} "
+                                             f"or with smaller executors") from None
         own = job_runs(self.store, jobs[0])
         factor, calibrated = history_factor(self.store, model, jobs[0], runs=own)
         try:
