@@ -82,10 +82,22 @@ def _driver_hint(url: str, exc: ImportError) -> str:
 
 def default_url() -> str:
     env = os.environ.get("JOBGAUGE_STORE")
-    return _as_url(env) if env else _as_url(str(DEFAULT_PATH))
+    return store_url(env) if env else store_url(str(DEFAULT_PATH))
 
 
-def _as_url(target: str) -> str:
+#: PostgreSQL URLs without a driver, as libpq, psql and most hosts write them, and the
+#: driver the README names and the tests install (psycopg2-binary): SQLAlchemy 2.1 takes
+#: ``postgresql://`` to mean psycopg 3, and does not know ``postgres://`` at all.
+PLAIN_POSTGRESQL = ("postgresql://", "postgres://")
+POSTGRESQL_DRIVER = "postgresql+psycopg2://"
+
+
+def store_url(target: str) -> str:
+    """A store argument as a SQLAlchemy URL: a URL as given (a PostgreSQL one without a
+    driver gets psycopg2, :data:`PLAIN_POSTGRESQL`), else a SQLite file's path (its
+    folder made)."""
+    if target.startswith(PLAIN_POSTGRESQL):
+        return POSTGRESQL_DRIVER + target.split("://", 1)[1]
     if "://" in target:
         return target
     path = Path(target).expanduser()
@@ -97,7 +109,7 @@ def open_store(target=None) -> "Store":
     """Turn ``None | URL | path | Store`` into an open Store."""
     if isinstance(target, Store):
         return target
-    url = default_url() if target is None else _as_url(str(target))
+    url = default_url() if target is None else store_url(str(target))
     return Store(url)
 
 

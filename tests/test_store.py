@@ -206,3 +206,9 @@ def test_default_location_from_environment(tmp_path, monkeypatch):
 def test_unreachable_database_is_a_store_error():
     with pytest.raises(StoreError, match="cannot open store"):
         open_store("postgresql+psycopg2://nobody@127.0.0.1:1/none")
+    # a URL without a driver takes the one jobgauge installs: SQLAlchemy 2.1 asked for
+    # psycopg 3 ("pip install psycopg[binary]") and did not know postgres:// at all
+    for url in ("postgresql://nobody@127.0.0.1:1/none", "postgres://nobody@127.0.0.1:1/none"):
+        with pytest.raises(StoreError, match=r"cannot open store postgresql\+psycopg2://nobody"
+                                             r"@127\.0\.0\.1:1/none: OperationalError"):
+            open_store(url)

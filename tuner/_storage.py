@@ -14,17 +14,17 @@ from jobgauge.errors import StoreError
 
 
 def storage_url(target) -> str | None:
-    """The database URL of ``target``: a URL as is, a file path as SQLite, a
-    run store (anything with ``.url``) as its URL; ``None`` stays ``None``."""
+    """The database URL of ``target``: a URL or a file path as the run store reads it
+    (:func:`jobgauge.store.store_url`), a run store (anything with ``.url``) as its URL;
+    ``None`` stays ``None``."""
+    from jobgauge.store import store_url
+
     if target is None:
         return None
     url = getattr(target, "url", target)
     if not isinstance(url, (str, Path)):
         return None
-    text = str(url)
-    if "://" in text:
-        return text
-    return "sqlite:///" + str(Path(text).expanduser().resolve())
+    return store_url(str(url))      # as the run store reads it
 
 
 def get_storage(target=None):
