@@ -277,9 +277,10 @@ def predict_command(args) -> int:
         lines.append(f"never below {result['read_floor_s']:.1f} s: the time its nodes take "
                      f"to read the input that does not fit in their memory at their "
                      f"network's top speed")
-    if calibrated:
-        lines.append(calibration_line(calibrated, args.workload, factor,
-                                      result["busy_runs_left_out"]))
+    said = calibration_line(calibrated, args.workload, factor, result["busy_runs_left_out"],
+                            result["far_runs_left_out"])
+    if said:
+        lines.append(said)
     if args.explain:
         explanation = explain_answer(model, job, factor)
         result["explanation"] = explanation

@@ -292,12 +292,13 @@ def explain_command(args) -> int:
         if prediction["answered_from"]:
             print("never measured: answered from the measured queries whose plans read "
                   "most alike, " + ", ".join(prediction["answered_from"]))
-        if prediction["calibrated_runs"]:
-            from jobgauge.models._default import calibration_line
+        from jobgauge.models._default import calibration_line
 
-            print(calibration_line(prediction["calibrated_runs"], workload,
-                                   prediction["history_factor"],
-                                   prediction["busy_runs_left_out"]))
+        said = calibration_line(prediction["calibrated_runs"], workload,
+                                prediction["history_factor"], prediction["busy_runs_left_out"],
+                                prediction["far_runs_left_out"])
+        if said:
+            print(said)
         print(f"predicted runtime of {workload} on {where}: {prediction['runtime_s']:.1f} s "
               f"({int(prediction['coverage'] * 100)} % interval {prediction['low_s']:.1f} .. "
               f"{prediction['high_s']:.1f} s; {dag.number_of_nodes()} plan operators)")

@@ -221,8 +221,16 @@ def test_a_jobs_runs_the_model_has_not_learned_yet_count_as_measured(tmp_path, s
         "instance_types": ["c4.xlarge"], "nodes_min": 4, "nodes_max": 4})
     assert reply.status_code == 200, reply.get_data(as_text=True)
     body = reply.get_json()
-    assert body["history"]["runs"] == len(runs) and body["history"]["busy_left_out"] == 0
+    # asked at 10x the largest run: the runs more than 10x smaller calibrate nothing
+    history = body["history"]
+    assert history["runs"] + history["far_left_out"] == len(runs) and history["runs"] > 0
+    assert history["far_left_out"] > 0 and history["busy_left_out"] == 0
     assert "nightly-join was measured at" in body["measured_note"]
+    page = client.post("/", data={"workload": "nightly-join", "input_gb": 10 * largest / 1e9,
+                                  "instance_types": "c4.xlarge", "nodes_min": 4,
+                                  "nodes_max": 4}).get_data(as_text=True)
+    assert (f"{history['far_left_out']} runs more than 10x smaller or larger than this "
+            f"input are left out.") in page
     # a run that started on a busy machine is left out of the calibration, and the API,
     # the form and jobgauge predict say so
     store.add_run({**runs[0], "run_id": "busy", "runtime_s": 3 * runs[0]["runtime_s"],

@@ -320,3 +320,22 @@ def test_a_jobs_own_runs_calibrate_its_predictions(tmp_path):
     assert calibration_line(3, "tpch-q18", factor, 1).endswith(
         f"x {factor:.2f} (1 run that started on a busy machine left out)")
     assert predict_with_history(only_busy, model, asked)["busy_runs_left_out"] == 0
+    # a run calibrates answers near its own size: fully within 3x, not at all beyond 10x
+    # (one warm run of Q3 at SF 0.01, 0.67 s, took the answer at SF 3 from 5.95 to 8.8 s)
+    from dataclasses import replace
+
+    far, near = (replace(asked, datasize=label, input_bytes=None) for label in ("sf40", "sf6"))
+    assert history_factor(store, model, far) == (1.0, 0)
+    assert history_factor(store, model, near) == pytest.approx((factor, 3), rel=1e-6)
+    halfway = history_factor(store, model, replace(asked, datasize="sf0.5463",
+                                                   input_bytes=None))[0]
+    assert 1 < halfway < factor or factor < halfway < 1     # 6x away: half its weight
+    away = predict_with_history(store, model, far)
+    assert (away["calibrated_runs"], away["far_runs_left_out"]) == (0, 3)
+    assert calibration_line(0, "tpch-q18", 1.0, 0, 3) == (
+        "not calibrated to tpch-q18's runs in the store: 3 runs more than 10x smaller or "
+        "larger than this input")
+    assert calibration_line(0, "tpch-q18", 1.0) == ""
+    assert calibration_line(2, "tpch-q18", 1.2, 1, 1).endswith(
+        "x 1.20 (1 run that started on a busy machine left out; 1 run more than 10x smaller "
+        "or larger than this input left out)")

@@ -228,7 +228,13 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                            "type": "integer", "minimum": 0,
                                            "description": "runs of the job that started on "
                                                           "a busy machine, left out because "
-                                                          "it has quiet ones"}}},
+                                                          "it has quiet ones"},
+                                       "far_left_out": {
+                                           "type": "integer", "minimum": 0,
+                                           "description": "runs of the job more than 10x "
+                                                          "smaller or larger than the "
+                                                          "question's input, which calibrate "
+                                                          "nothing"}}},
         },
     }
     tuned = {

@@ -360,8 +360,8 @@ class Service:
         from jobgauge.job import jobs_frame
         from jobgauge.models import predict_frame
         from jobgauge.models._coverage import UnknownSize
-        from jobgauge.models._default import (busy_left_out, explain_answer, history_factor,
-                                              job_runs)
+        from jobgauge.models._default import (busy_left_out, explain_answer, far_left_out,
+                                              history_factor, job_runs)
 
         model, meta = self.ensure_model()
         options = self.instance_options()
@@ -448,7 +448,8 @@ class Service:
             "answered_from": predicted["answered_from"].iloc[0],
             "dag": dag, "plan_error": plan_error,
             "history": {"runs": calibrated, "factor": factor,
-                        "busy_left_out": busy_left_out(own)},
+                        "busy_left_out": busy_left_out(own),
+                        "far_left_out": far_left_out(model, jobs[0], own)},
             "explanation": explanation,
         }
 
