@@ -272,10 +272,12 @@ HISTORY_RUNS = 50
 #: size, not at all beyond :data:`HISTORY_REACH` (its weight falls linearly in the log
 #: size between).  On the quiet TPC-H corpus (the stage model trained on SF <= 1, each
 #: query's answers at SF 3 calibrated by its runs at one smaller scale, all weighted
-#: alike), runs at SF 1 took the SF 3 answers from 17.8 to 17.4 % MdAPE, at SF 0.3 to
-#: 18.6 % and at SF 0.1 to 21.4 % (their log ratios correlate -0.08 and -0.05 with the
-#: SF 3 ones); and one warm run of TPC-H Q3 at SF 0.01 on a busy machine (0.67 s against
-#: 0.45 s answered) took the answer at SF 3 from 5.95 to 8.8 s (measured 5.2-7.5 s).
+#: alike), runs at SF 1 (3.1x smaller) took the SF 3 answers from 16.5 to 16.6 % MdAPE,
+#: at SF 0.3 (11x) to 18.0 % and at SF 0.1 (34x) to 20.3 %; the SF 10 answers from
+#: 16.9 % to 18.2, 18.1 and 24.3 % (weighted by distance: 16.5-16.9 % throughout;
+#: bench/calibration_reach.py).  One warm run of TPC-H Q3 at SF 0.01 on a busy machine
+#: (0.67 s against 0.45 s answered) took the answer at SF 3 from 5.95 to 8.8 s
+#: (measured 5.2-7.5 s).
 HISTORY_NEAR = 3.0
 HISTORY_REACH = 10.0
 
@@ -366,8 +368,6 @@ def _size_weights(model, question, runs):
     calibration of ``question`` (a one-row frame): 1 within :data:`HISTORY_NEAR` x its
     input size, 0 beyond :data:`HISTORY_REACH` x, linear in the log size between; 1
     for every run where the model cannot tell the sizes (its ``measured_range_``)."""
-    import math
-
     import numpy as np
 
     from jobgauge.models._coverage import MeasuredRange
@@ -380,8 +380,19 @@ def _size_weights(model, question, runs):
                       for size in measured.input_bytes(runs)], dtype=float)
     if asked is None or not asked > 0:
         return np.ones(len(runs))
+    return reach_weights(sizes / asked)
+
+
+def reach_weights(ratios):
+    """A run's weight in a calibration by the ratio of its input to the asked input: 1
+    within :data:`HISTORY_NEAR` x either way, 0 beyond :data:`HISTORY_REACH` x, linear in
+    the log ratio between; 1 where the ratio is not a positive number."""
+    import math
+
+    import numpy as np
+
     with np.errstate(divide="ignore", invalid="ignore"):
-        distance = np.abs(np.log(sizes / asked))
+        distance = np.abs(np.log(np.asarray(ratios, dtype=float)))
     weight = (math.log(HISTORY_REACH) - distance) / \
         (math.log(HISTORY_REACH) - math.log(HISTORY_NEAR))
     return np.where(np.isfinite(distance), np.clip(weight, 0.0, 1.0), 1.0)
