@@ -315,12 +315,21 @@ def job_runs(store, job):
 
 
 def history_factor(store, model, job, *, runs=None) -> tuple:
-    """(factor, runs): how the job's own measured runs in the store compare with what
-    ``model`` answers for them when asked as ``job`` (a :class:`jobgauge.job.Job`) is
-    asked: each of its runs (``runs``, else :func:`job_runs`) is priced as ``job`` on
-    the run's cluster with the run's settings; the factor is the
-    exponential of the mean log ratio of measured to priced runtime, shrunk to 1 by
-    ``n / (n + HISTORY_SHRINK_RUNS)``; (1.0, 0) without such runs.
+    """(factor, runs) of :func:`history_calibration`."""
+    calibration = history_calibration(store, model, job, runs=runs)
+    return calibration["factor"], calibration["runs"]
+
+
+def history_calibration(store, model, job, *, runs=None) -> dict:
+    """``{"factor", "runs", "far"}``: how the job's own measured runs in the store
+    compare with what ``model`` answers for them when asked as ``job`` (a
+    :class:`jobgauge.job.Job`) is asked: each of its runs (``runs``, else :func:`job_runs`) is priced as ``job`` on
+    the run's cluster with the run's settings; the factor is the exponential of the
+    mean log ratio of measured to priced runtime, each run weighted by its distance from
+    the asked input (:func:`reach_weights`: none beyond :data:`HISTORY_REACH` x), shrunk
+    to 1 by ``w / (w + HISTORY_SHRINK_RUNS)`` (:func:`calibration_factor`); ``runs``:
+    how many calibrate it, ``far``: how many are too far from the asked input to;
+    factor 1.0 without such runs.
 
     Each run is priced at its own size (its input bytes and size label where it has
     them, else the job's): priced at the size asked, runs at a third and a tenth of it
@@ -350,17 +359,19 @@ def history_factor(store, model, job, *, runs=None) -> tuple:
     # the job key's runs only: the cost follows the job's history, not the store's size
     own = quiet_runs(job_runs(store, job) if runs is None else runs)
     if not len(own):
-        return 1.0, 0
+        return {"factor": 1.0, "runs": 0, "far": 0}
     asked = jobs_frame(replace(job, cluster=Job.from_row(row).cluster, settings=config,
                                **_run_size(row))
                        for row, config in zip(own.to_dict("records"), row_configs(own)))
     weights = _size_weights(model, jobs_frame([job]), asked)
     near = weights > 0
+    far = int((~near).sum())
     if not near.any():
-        return 1.0, 0
-    return calibration_factor(own["runtime_s"].to_numpy(dtype=float)[near],
-                              model.predict(asked.iloc[np.flatnonzero(near)]),
-                              weights[near])
+        return {"factor": 1.0, "runs": 0, "far": far}
+    factor, count = calibration_factor(own["runtime_s"].to_numpy(dtype=float)[near],
+                                       model.predict(asked.iloc[np.flatnonzero(near)]),
+                                       weights[near])
+    return {"factor": factor, "runs": count, "far": far}
 
 
 def _size_weights(model, question, runs):
@@ -408,21 +419,6 @@ def quiet_runs(runs):
     return runs if busy.all() or not busy.any() else runs[~busy].reset_index(drop=True)
 
 
-def far_left_out(model, job, runs) -> int:
-    """How many of a job's runs (a run frame) that :func:`quiet_runs` keeps calibrate
-    nothing of an answer for ``job``: each more than :data:`HISTORY_REACH` x smaller or
-    larger than its input (:func:`_size_weights`)."""
-    from dataclasses import replace
-
-    from jobgauge.job import jobs_frame
-
-    own = quiet_runs(runs)
-    if not len(own):
-        return 0
-    sized = jobs_frame(replace(job, **_run_size(row)) for row in own.to_dict("records"))
-    return int((_size_weights(model, jobs_frame([job]), sized) <= 0).sum())
-
-
 def busy_left_out(runs) -> int:
     """How many of a job's runs (a run frame) :func:`quiet_runs` leaves out of its
     calibration: those that started busy, where the job has a quiet one."""
@@ -457,11 +453,12 @@ def predict_with_history(store, model, job, *, coverage: float = 0.8) -> dict:
     from jobgauge.models import predict_job
 
     own = job_runs(store, job)
-    factor, runs = history_factor(store, model, job, runs=own)
+    calibration = history_calibration(store, model, job, runs=own)
+    factor = calibration["factor"]
     return {**predict_job(model, job, coverage=coverage, factor=factor, own_runs=own),
-            "calibrated_runs": runs, "history_factor": factor,
+            "calibrated_runs": calibration["runs"], "history_factor": factor,
             "busy_runs_left_out": busy_left_out(own),
-            "far_runs_left_out": far_left_out(model, job, own)}
+            "far_runs_left_out": calibration["far"]}
 
 
 def explain_answer(model, job, factor: float = 1.0) -> dict | None:
@@ -516,7 +513,7 @@ def calibration_line(runs: int, workload: str, factor: float, left_out: int = 0,
                      far: int = 0) -> str:
     """What an answer calibrated to ``runs`` of the job's own runs says of it, and of the
     ``left_out`` runs that started on a busy machine (:func:`busy_left_out`) and the
-    ``far`` ones too far from its size (:func:`far_left_out`); "" for an answer that no
+    ``far`` ones too far from its size (:func:`history_calibration`); "" for an answer that no
     run calibrates and none was left out of."""
     beyond = (f"{far} run{'s' if far != 1 else ''} more than {HISTORY_REACH:g}x smaller or "
               f"larger than this input") if far else ""

@@ -360,8 +360,8 @@ class Service:
         from jobgauge.job import jobs_frame
         from jobgauge.models import predict_frame
         from jobgauge.models._coverage import UnknownSize
-        from jobgauge.models._default import (busy_left_out, explain_answer, far_left_out,
-                                              history_factor, job_runs)
+        from jobgauge.models._default import (busy_left_out, explain_answer,
+                                              history_calibration, job_runs)
 
         model, meta = self.ensure_model()
         options = self.instance_options()
@@ -384,7 +384,8 @@ class Service:
                 raise InvalidField("config", f"{exc}; ask without {job.cluster.instance_type} "
                                              f"or with smaller executors") from None
         own = job_runs(self.store, jobs[0])
-        factor, calibrated = history_factor(self.store, model, jobs[0], runs=own)
+        calibration = history_calibration(self.store, model, jobs[0], runs=own)
+        factor, calibrated = calibration["factor"], calibration["runs"]
         try:
             predicted = predict_frame(model, jobs_frame(jobs), factor=factor, own_runs=own)
         except UnknownSize as exc:   # a HiBench size the model has no input size for
@@ -449,7 +450,7 @@ class Service:
             "dag": dag, "plan_error": plan_error,
             "history": {"runs": calibrated, "factor": factor,
                         "busy_left_out": busy_left_out(own),
-                        "far_left_out": far_left_out(model, jobs[0], own)},
+                        "far_left_out": calibration["far"]},
             "explanation": explanation,
         }
 
