@@ -323,8 +323,9 @@ def history_factor(store, model, job, *, runs=None) -> tuple:
 def history_calibration(store, model, job, *, runs=None) -> dict:
     """``{"factor", "runs", "far"}``: how the job's own measured runs in the store
     compare with what ``model`` answers for them when asked as ``job`` (a
-    :class:`jobgauge.job.Job`) is asked: each of its runs (``runs``, else :func:`job_runs`) is priced as ``job`` on
-    the run's cluster with the run's settings; the factor is the exponential of the
+    :class:`jobgauge.job.Job`) is asked: each of its runs (``runs``, else
+    :func:`job_runs`) is priced as ``job`` on the run's cluster with the run's
+    settings; the factor is the exponential of the
     mean log ratio of measured to priced runtime, each run weighted by its distance from
     the asked input (:func:`reach_weights`: none beyond :data:`HISTORY_REACH` x), shrunk
     to 1 by ``w / (w + HISTORY_SHRINK_RUNS)`` (:func:`calibration_factor`); ``runs``:
@@ -521,8 +522,12 @@ def calibration_line(runs: int, workload: str, factor: float, left_out: int = 0,
         return f"not calibrated to {workload}'s runs in the store: {beyond}" if far else ""
     line = (f"calibrated to the {runs} measured run{'s' if runs != 1 else ''} of "
             f"{workload} in the store: the model's answer x {factor:.2f}")
-    notes = [f"{left_out} run{'s' if left_out != 1 else ''} that started on a busy "
-             f"machine left out"] * bool(left_out) + [f"{beyond} left out"] * bool(far)
+    notes = []
+    if left_out:
+        notes.append(f"{left_out} run{'s' if left_out != 1 else ''} that started on a busy "
+                     f"machine left out")
+    if far:
+        notes.append(f"{beyond} left out")
     return line + (f" ({'; '.join(notes)})" if notes else "")
 
 

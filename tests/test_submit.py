@@ -336,6 +336,14 @@ def test_a_jobs_own_runs_calibrate_its_predictions(tmp_path):
         "not calibrated to tpch-q18's runs in the store: 3 runs more than 10x smaller or "
         "larger than this input")
     assert calibration_line(0, "tpch-q18", 1.0) == ""
+    # the wrapper asks at its newest run's input: a run 20x smaller makes the others far
+    small = open_store(tmp_path / "small.db")
+    small.add_runs([*own, dict(own[0], run_id="small", datasize="sf0.15",
+                               input_bytes=own[0]["input_bytes"] / 20)])
+    small.save_model("default", "stage", dumps_model(model), {})
+    said = submit.recommendation(*submit.split_own_options(args), small).reason
+    assert "3 runs more than 10x smaller or larger than this input calibrate nothing" in said
+    assert "to match its 1 measured run;" in said
     assert calibration_line(2, "tpch-q18", 1.2, 1, 1).endswith(
         "x 1.20 (1 run that started on a busy machine left out; 1 run more than 10x smaller "
         "or larger than this input left out)")

@@ -206,7 +206,8 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     did not set: model-guided, with the store's model (on a fresh store, one trained
     on first need from the shipped runs plus the store's own, ``store_model``).  Its
     ``history_runs`` says how many runs of the job key the store holds."""
-    from jobgauge.models._default import busy_left_out, history_factor, job_runs, store_model
+    from jobgauge.models._default import (HISTORY_REACH, busy_left_out, history_calibration,
+                                          job_runs, store_model)
     from jobgauge.tuner import Goal, job_space, tune_with_model
     from jobgauge.tuner._modes import model_evaluator
     from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
@@ -221,7 +222,8 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     result = tune_with_model(model, space, job, goal=Goal(own["objective"]),
                              n_trials=trials, seed=0, importance=False)
     own_runs = job_runs(store, job)
-    factor, calibrated = history_factor(store, model, job, runs=own_runs)
+    calibration = history_calibration(store, model, job, runs=own_runs)
+    factor, calibrated = calibration["factor"], calibration["runs"]
     answer = recommend(result, space, model_evaluator(model, job, factor=factor),
                        metrics=meta.get("metrics"), region=store_trust_region(store, job, space))
     answer.settings = {k: v for k, v in answer.settings.items() if k.startswith("spark.")}
@@ -234,6 +236,10 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
         left_out = busy_left_out(own_runs)
         if left_out:
             where += f" ({left_out} that started on a busy machine left out)"
+    far = calibration["far"]
+    if far:
+        where += (f"; {far} run{'s' if far != 1 else ''} more than {HISTORY_REACH:g}x smaller "
+                  f"or larger than this input calibrate{'' if far != 1 else 's'} nothing")
     answer.reason = f"{answer.reason}; learned from {where}"
     return answer
 
