@@ -321,7 +321,7 @@ def history_factor(store, model, job, *, runs=None) -> tuple:
 
 
 def history_calibration(store, model, job, *, runs=None) -> dict:
-    """``{"factor", "runs", "far"}``: how the job's own measured runs in the store
+    """``{"factor", "runs", "far", "busy"}``: how the job's own measured runs in the store
     compare with what ``model`` answers for them when asked as ``job`` (a
     :class:`jobgauge.job.Job`) is asked: each of its runs (``runs``, else
     :func:`job_runs`) is priced as ``job`` on the run's cluster with the run's
@@ -329,7 +329,8 @@ def history_calibration(store, model, job, *, runs=None) -> dict:
     mean log ratio of measured to priced runtime, each run weighted by its distance from
     the asked input (:func:`reach_weights`: none beyond :data:`HISTORY_REACH` x), shrunk
     to 1 by ``w / (w + HISTORY_SHRINK_RUNS)`` (:func:`calibration_factor`); ``runs``:
-    how many calibrate it, ``far``: how many are too far from the asked input to;
+    how many calibrate it, ``far``: how many are too far from the asked input to,
+    ``busy``: how many started on a busy machine and are left out (:func:`quiet_runs`);
     factor 1.0 without such runs.
 
     Each run is priced at its own size (its input bytes and size label where it has
@@ -358,9 +359,11 @@ def history_calibration(store, model, job, *, runs=None) -> dict:
     from jobgauge.models.features import row_configs
 
     # the job key's runs only: the cost follows the job's history, not the store's size
-    own = quiet_runs(job_runs(store, job) if runs is None else runs)
+    every = job_runs(store, job) if runs is None else runs
+    own = quiet_runs(every)
+    busy = len(every) - len(own)
     if not len(own):
-        return {"factor": 1.0, "runs": 0, "far": 0}
+        return {"factor": 1.0, "runs": 0, "far": 0, "busy": busy}
     asked = jobs_frame(replace(job, cluster=Job.from_row(row).cluster, settings=config,
                                **_run_size(row))
                        for row, config in zip(own.to_dict("records"), row_configs(own)))
@@ -368,11 +371,11 @@ def history_calibration(store, model, job, *, runs=None) -> dict:
     near = weights > 0
     far = int((~near).sum())
     if not near.any():
-        return {"factor": 1.0, "runs": 0, "far": far}
+        return {"factor": 1.0, "runs": 0, "far": far, "busy": busy}
     factor, count = calibration_factor(own["runtime_s"].to_numpy(dtype=float)[near],
                                        model.predict(asked.iloc[np.flatnonzero(near)]),
                                        weights[near])
-    return {"factor": factor, "runs": count, "far": far}
+    return {"factor": factor, "runs": count, "far": far, "busy": busy}
 
 
 def _size_weights(model, question, runs):
@@ -420,12 +423,6 @@ def quiet_runs(runs):
     return runs if busy.all() or not busy.any() else runs[~busy].reset_index(drop=True)
 
 
-def busy_left_out(runs) -> int:
-    """How many of a job's runs (a run frame) :func:`quiet_runs` leaves out of its
-    calibration: those that started busy, where the job has a quiet one."""
-    return len(runs) - len(quiet_runs(runs))
-
-
 def calibration_factor(measured, predicted, weights=None) -> tuple:
     """(factor, runs) of :func:`history_factor` from a job's measured runtimes and what
     the model answers for the same runs: the exponential of the (``weights``-) weighted
@@ -458,7 +455,7 @@ def predict_with_history(store, model, job, *, coverage: float = 0.8) -> dict:
     factor = calibration["factor"]
     return {**predict_job(model, job, coverage=coverage, factor=factor, own_runs=own),
             "calibrated_runs": calibration["runs"], "history_factor": factor,
-            "busy_runs_left_out": busy_left_out(own),
+            "busy_runs_left_out": calibration["busy"],
             "far_runs_left_out": calibration["far"]}
 
 
@@ -513,9 +510,9 @@ def explanation_lines(explanation: dict) -> list[str]:
 def calibration_line(runs: int, workload: str, factor: float, left_out: int = 0,
                      far: int = 0) -> str:
     """What an answer calibrated to ``runs`` of the job's own runs says of it, and of the
-    ``left_out`` runs that started on a busy machine (:func:`busy_left_out`) and the
-    ``far`` ones too far from its size (:func:`history_calibration`); "" for an answer that no
-    run calibrates and none was left out of."""
+    ``left_out`` runs that started on a busy machine and the ``far`` ones too far from
+    its size (both counted by :func:`history_calibration`); "" for an answer that no run
+    calibrates and none was left out of."""
     beyond = (f"{far} run{'s' if far != 1 else ''} more than {HISTORY_REACH:g}x smaller or "
               f"larger than this input") if far else ""
     if not runs:

@@ -360,8 +360,7 @@ class Service:
         from jobgauge.job import jobs_frame
         from jobgauge.models import predict_frame
         from jobgauge.models._coverage import UnknownSize
-        from jobgauge.models._default import (busy_left_out, explain_answer,
-                                              history_calibration, job_runs)
+        from jobgauge.models._default import explain_answer, history_calibration, job_runs
 
         model, meta = self.ensure_model()
         options = self.instance_options()
@@ -449,7 +448,7 @@ class Service:
             "answered_from": predicted["answered_from"].iloc[0],
             "dag": dag, "plan_error": plan_error,
             "history": {"runs": calibrated, "factor": factor,
-                        "busy_left_out": busy_left_out(own),
+                        "busy_left_out": calibration["busy"],
                         "far_left_out": calibration["far"]},
             "explanation": explanation,
         }
