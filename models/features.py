@@ -408,7 +408,7 @@ class RunFeatures(TransformerMixin, BaseEstimator):
         executor_memory = np.where(np.isfinite(executor_memory), executor_memory, memory)
         # Spark's local mode runs its tasks in the driver's JVM on local[N]'s N threads and
         # ignores the executor settings: spark.executor.cores=64 on local[2] gave each task
-        # 1/64 of the heap, and the web form answered TPC-H Q3 at SF 3 in 40.1 s (4.8 s
+        # 1/64 of the heap, and the web form answered TPC-H Q3 at SF 3 in 40.1 s (5.95 s
         # without it)
         local = np.array([str(c.get("spark.master", "")).startswith("local") for c in configs],
                          dtype=bool)

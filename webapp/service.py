@@ -376,7 +376,9 @@ class Service:
         jobs = [self.job(request, options[name], count, dag=drawn)
                 for name in request.instance_types
                 for count in ([1] if options[name].local else request.node_counts())]
-        for job in jobs:     # an executor larger than a node: refused, not answered
+        # an executor larger than a node: refused, not answered (once per instance type:
+        # its node counts share the node)
+        for job in {job.cluster.instance_type: job for job in jobs}.values():
             try:
                 job.check_fits()
             except UsageError as exc:
