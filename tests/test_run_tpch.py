@@ -195,6 +195,15 @@ def test_your_own_query_runs_warm_and_answers_the_same_text_pasted(tmp_path, tpc
     assert answers[1, OWN_QUERY]["outside_measured"]        # measured at SF 0.01 only
     other = answers[0.01, OWN_QUERY.replace("o_orderstatus", "o_orderpriority")]
     assert other["answered_from"] and other["history"]["runs"] == 0   # never run: borrowed
+    # the tuner prices the same question from the same plan: its defaults' runtime is the
+    # estimate's (it was priced from the data set's size alone: 30.9 s beside 2.2 s)
+    tuned = client.post("/api/v1/tune", json={
+        "sql": OWN_QUERY.replace("o_orderstatus", "o_orderpriority"), "scale": 0.01,
+        "instance_types": ["local[2]"], "trials": 3}).get_json()
+    assert tuned["baseline_runtime_s"] == pytest.approx(
+        tuned["estimate"]["recommended"]["runtime_s"], rel=0.02)
+    assert tuned["estimate"]["recommended"]["runtime_s"] == pytest.approx(
+        other["recommended"]["runtime_s"], rel=1e-6)
     # the background retraining (jobgauge train --with-prior, as maybe_retrain starts it)
     # keeps the query's own profile: it once trained without the store's profiles, and
     # the query went back to borrowed answers
