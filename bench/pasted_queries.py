@@ -330,6 +330,23 @@ def profiling_runs(scale: float, store_url: str) -> None:
               file=sys.stderr, flush=True)
 
 
+def merged_store(stores, target: Path) -> None:
+    """One store at ``target`` holding the runs (and their profiles) of every store of
+    ``stores`` (paths of SQLite stores holding no model yet)."""
+    from jobgauge.models._default import store_profile_records
+    from jobgauge.store import open_store
+
+    shutil.copy(stores[0], target)
+    merged = open_store(str(target))
+    for path in stores[1:]:
+        store = open_store(str(path))
+        runs = store.run_frame()
+        records = store_profile_records(store, sorted(set(runs["workload"].astype(str))))
+        merged.add_runs(runs.drop(columns=["id"]).to_dict("records"), profiles=records)
+        store.close()
+    merged.close()
+
+
 def _timed(spark, sql: str, timeout_s: float) -> tuple[str, float, str | None]:
     """(status, seconds, error) of one run of ``sql``: its Spark job group cancelled past
     ``timeout_s`` (``JobGroupLimit``; then ``timed_out`` at the limit)."""
@@ -394,6 +411,13 @@ def check(journal: Path = MEASURED, report_dir: Path | None = None,
                     kept.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy(folder / "store.db", kept)
             services[f"after one run at SF {scale:g}"] = folder
+        if len(profile_scales) > 1:       # a user who ran each query at every such scale
+            folder = Path(tmp) / "service-all"
+            folder.mkdir()
+            merged_store([services[f"after one run at SF {scale:g}"] / "store.db"
+                          for scale in profile_scales], folder / "store.db")
+            services["after one run at each of SF " + ", ".join(
+                f"{scale:g}" for scale in profile_scales)] = folder
         for method, folder in services.items():
             service = service_for(run_tables(), folder)
             answers[method] = {scale: _answers(service, scale, asked[scale])

@@ -77,7 +77,11 @@ The fitted model keeps the reference profile of every workload it was trained wi
 (:func:`reference_runs`: the run marked ``profile_reference``, else the profiled run
 with the fewest settings, then the smallest input; only the stages the replay needs).  A row without a profile of its
 own (a question from the web form, the API, ``jobgauge predict``, the what-if plot or
-the tuner) is replayed from its workload's reference profile.  Rows of a workload
+the tuner) is replayed from its workload's reference profile.  A job of the user's
+profiled at several sizes keeps one per size level (:func:`sized_reference_runs`) and
+is replayed from the level nearest the asked input, each level with its own work factor
+and fixed share; its answer never falls where the asked input crosses from one level to
+the next (:meth:`StagePredictor._above_smaller_levels`).  Rows of a workload
 trained without any profile fall back to the measured runs of that workload, scaled
 to the asked size and slots along the job's own measured curves (``prediction_method``
 and ``explain`` say which).  A query never measured whose plan knows the bytes of the
@@ -120,6 +124,7 @@ from jobgauge.models._params import Boolean, Interval, Options, store_params
 from jobgauge.models.features import KNOB_DEFAULTS, SLOT_SETTINGS, RunFeatures, _as_summary, \
     instance_family, parse_knob, row_configs, settings_key
 from jobgauge.runtable import busy_starts
+from jobgauge.units import human_size
 
 #: Stage kinds, derived from what a profiled stage read and wrote.
 STAGE_KINDS = ("scan", "broadcast", "exchange", "join", "aggregate", "map", "reduce", "other")
@@ -604,6 +609,51 @@ def reference_runs(frame, has_profile) -> dict:
     return {job: position for job, (_, position) in best.items()}
 
 
+#: A job of the user's (not one of jobgauge's benchmarks) keeps one reference profile per
+#: size level, a level spanning this factor of input bytes (:func:`sized_reference_runs`).
+PROFILE_LEVEL = 1.5
+
+
+def sized_reference_runs(frame, has_profile) -> dict:
+    """{(workload, framework): positions of its reference runs, smallest input first}.
+    A job of jobgauge's benchmarks has one (:func:`reference_runs`: protocol (e) profiles
+    a query once, at a small scale).  A job of the user's has one per size level its
+    profiled runs ran at (inputs within :data:`PROFILE_LEVEL` of each other, the same
+    rule choosing within each): its own history is the profile, and a question is
+    replayed from the level nearest its input (:meth:`StagePredictor._nearest_profile`).
+    (``bench/own_job.py``: a reporting job run at SF 0.3 and SF 1, asked at SF 3, was
+    replayed from its SF 0.3 profile, whose broadcast joins all moved to shuffle joins
+    the replay priced from a scan that probed three broadcasts, and answered 69.6 s
+    against 49.3 s measured.)"""
+    from jobgauge.profiler.workloads import benchmark_of
+
+    best = reference_runs(frame, has_profile)
+    own = [job for job in best if benchmark_of(job[0]) is None]
+    out = {job: [position] for job, position in best.items()}
+    if not own:
+        return out
+    sizes = frame["input_bytes"].astype(float).to_numpy() \
+        if "input_bytes" in frame.columns else np.full(len(frame), np.nan)
+    known = np.asarray(has_profile, dtype=bool) & (sizes > 0)
+    levels = np.full(len(frame), np.nan)
+    levels[known] = np.round(np.log(sizes[known]) / math.log(PROFILE_LEVEL))
+    for level in np.unique(levels[known]):
+        for job, position in reference_runs(frame, known & (levels == level)).items():
+            if job in own and position not in out[job]:
+                out[job].append(position)
+    for job in own:
+        out[job].sort(key=lambda i: (sizes[i] if sizes[i] > 0 else 0.0, i))
+    return out
+
+
+def nearest_size(sizes, asked) -> int:
+    """The index of the size in ``sizes`` nearest ``asked`` in log size (the smaller on a
+    tie; the first where ``asked`` is not positive)."""
+    if not asked or not asked > 0:
+        return 0
+    return min(range(len(sizes)), key=lambda i: (abs(math.log(asked / sizes[i])), sizes[i]))
+
+
 def _positive(value) -> bool:
     try:
         return value is not None and math.isfinite(float(value)) and float(value) > 0
@@ -731,8 +781,11 @@ class StagePredictor(RuntimeModel):
     """Stage-level replay of a profiled job at the asked size, settings and slots
     (see the module docstring).  Rows without a profile are replayed from their
     workload's reference profile (``reference_profiles_``: (workload, framework) ->
-    ``stages``, ``read_bytes``, ``dataset_bytes``, ``datasize``); a workload trained
-    without one falls back to its measured runs, scaled to the asked size and slots.
+    ``stages``, ``read_bytes``, ``dataset_bytes``, ``datasize``; a job of the user's
+    profiled at several sizes, from the one nearest the asked input,
+    ``sized_profiles_``: (workload, framework) -> those profiles, smallest first); a
+    workload trained without one falls back to its measured runs, scaled to the asked
+    size and slots.
 
     ``overhead_prior_s``: prior (and starting value) of the per-task overhead;
     ``speed_regularization``: how strongly an instance family's learned speed is shrunk
@@ -793,6 +846,7 @@ class StagePredictor(RuntimeModel):
         state.setdefault("residual_corrector", None)     # saved before the corrector existed
         state.setdefault("fixed_regularization", None)   # saved before per-job fixed shares
         state.setdefault("fixed_shares_", {})
+        state.setdefault("sized_profiles_", {})       # saved before a job kept several
         # saved before the factor was a parameter
         state.setdefault("broadcast_size_factor", BROADCAST_SIZE_FACTOR)
         state.setdefault("broadcast_file_share", BROADCAST_FILE_SHARE)
@@ -844,12 +898,15 @@ class StagePredictor(RuntimeModel):
     def _replay_rows(self, X):
         """One dict per row (``stages``: the stages it is replayed from, None without
         any; ``reference``: True when they are its workload's reference profile;
-        ``config``, ``framework``, ``slots``, ``task_memory`` in bytes and ``ratio``:
-        asked input bytes over the profiled input bytes) and the feature matrix.
+        ``config``, ``framework``, ``slots``, ``task_memory`` in bytes, ``ratio``:
+        asked input bytes over the profiled input bytes, ``profiled``: those profiled
+        bytes, ``job``: the key of its work factor, :meth:`_job_key`) and the feature
+        matrix.
 
         A row's own stage DAG wins; a row without one (a question from the web form,
         the API, ``jobgauge predict``, the tuner) is replayed from the reference profile
-        its workload had in training (:attr:`reference_profiles_`); a row of an unknown
+        its workload had in training (:attr:`reference_profiles_`; of a job profiled at
+        several sizes, the one nearest the row's input, :meth:`_nearest_profile`); a row of an unknown
         workload whose plan knows what it reads, from the first profile it borrows
         (:meth:`_borrowing`; ``alike``: all it borrows, :meth:`_alike_rows`); a row of
         an unknown workload with only a profile summary is one stage; else it has no
@@ -872,13 +929,15 @@ class StagePredictor(RuntimeModel):
             summary = None if _missing(summaries[i]) else _as_summary(summaries[i])
             stages = profile_stages(dag, summary) if _has_stages(dag) else []
             reference = self.reference_profiles_.get(keys[i])
-            ratio, from_reference, borrowed = None, False, None
+            ratio, from_reference, borrowed, profiled = None, False, None, None
             if stages:
                 profiled = self._profiled_size(keys[i], stages, summary, dag)
                 ratio = max(size[i], 1.0) / profiled if profiled else None
             elif reference is not None:
+                reference = self._nearest_profile(keys[i], size[i])
                 stages, from_reference = reference["stages"], True
-                ratio = max(size[i], 1.0) / reference["dataset_bytes"]
+                profiled = reference["dataset_bytes"]
+                ratio = max(size[i], 1.0) / profiled
             elif alike[i]:
                 borrowed = alike[i][0]
                 reference = self.reference_profiles_[borrowed[0]]
@@ -898,7 +957,10 @@ class StagePredictor(RuntimeModel):
                          "read_bytes": read,
                          # a borrowed profile's bytes, as the query asked reads them
                          "asked_bytes": max(size[i], 1.0) * (borrowed[1] if borrowed else 1.0),
-                         "size": max(size[i], 1.0), "cores": sharing[i]})
+                         "size": max(size[i], 1.0), "cores": sharing[i],
+                         "profiled": profiled,
+                         "job": self._job_key(keys[i], profiled if ratio and not borrowed
+                                              else None)})
         return rows, matrix
 
     def _borrowing(self, rows, pick: int) -> list:
@@ -1000,8 +1062,10 @@ class StagePredictor(RuntimeModel):
             return stated
         read = _profile_read_bytes(stages, summary)
         known = self.reference_profiles_.get(key)
-        if known and read and abs(known["read_bytes"] - read) <= 1e-6 * max(read, 1.0):
-            return known["dataset_bytes"]
+        candidates = getattr(self, "sized_profiles_", {}).get(key) or ([known] if known else [])
+        for profile in candidates:
+            if read and abs(profile["read_bytes"] - read) <= 1e-6 * max(read, 1.0):
+                return profile["dataset_bytes"]
         if not read:
             return known["dataset_bytes"] if known else None
         return read / self.read_fractions_.get(key, self.read_fraction_)
@@ -1009,26 +1073,71 @@ class StagePredictor(RuntimeModel):
     def _fit_reference_profiles(self, X, size):
         """Remember, per workload and framework, the reference profile of the training
         runs (:func:`reference_runs`): its stages (what the replay needs, not the whole
-        DAG), the bytes it read and the input bytes of its data set (``size``)."""
-        self.reference_profiles_, fractions = {}, {}
+        DAG), the bytes it read and the input bytes of its data set (``size``); of a job
+        whose runs mark a reference run per size level (``attach_reference_profiles``,
+        :func:`sized_reference_runs`), each of those too (``sized_profiles_``)."""
+        self.reference_profiles_, self.sized_profiles_, fractions = {}, {}, {}
         dags = X["dag"].tolist() if "dag" in X.columns else [None] * len(X)
         summaries = X["profile"].tolist() if "profile" in X.columns else [None] * len(X)
         has = np.array([not _missing(d) or not _missing(s) for d, s in zip(dags, summaries)])
-        for key, i in reference_runs(X, has).items():
+
+        def profile(i):
             summary = None if _missing(summaries[i]) else _as_summary(summaries[i])
             stages = profile_stages(None if _missing(dags[i]) else dags[i], summary)
             read = _profile_read_bytes(stages, summary)
-            if stages and read and size[i] > 0:
-                self.reference_profiles_[key] = {"stages": stages, "read_bytes": read,
-                                                 "dataset_bytes": float(size[i]),
-                                                 "datasize": str(X["datasize"].iat[i])
-                                                 if "datasize" in X.columns else "",
-                                                 # what its plan reads, for a query
-                                                 # never measured (:meth:`_alike`)
-                                                 "reads": plan_reads(dags[i])}
-                fractions[key] = read / float(size[i])
+            if not (stages and read and size[i] > 0):
+                return None
+            return {"stages": stages, "read_bytes": read, "dataset_bytes": float(size[i]),
+                    "datasize": str(X["datasize"].iat[i]) if "datasize" in X.columns else "",
+                    # what its plan reads, for a query never measured (:meth:`_alike`)
+                    "reads": plan_reads(dags[i])}
+
+        for key, i in reference_runs(X, has).items():
+            reference = profile(i)
+            if reference is not None:
+                self.reference_profiles_[key] = reference
+                fractions[key] = reference["read_bytes"] / reference["dataset_bytes"]
+        # a job of the user's profiled at several sizes (the reference runs
+        # ``attach_reference_profiles`` marked, one per size level) keeps each
+        marked = X["profile_reference"].fillna(False).to_numpy(dtype=bool) \
+            if "profile_reference" in X.columns else np.zeros(len(X), dtype=bool)
+        keys = list(zip(X["workload"].astype(str), X["framework"].astype(str)))
+        levels = collections.defaultdict(list)
+        for i in np.flatnonzero(marked & has):
+            if keys[i] in self.reference_profiles_:
+                levels[keys[i]].append(i)
+        for key, positions in levels.items():
+            sized = [p for p in map(profile, positions) if p is not None]
+            if len({p["dataset_bytes"] for p in sized}) > 1:
+                self.sized_profiles_[key] = sorted(sized, key=lambda p: p["dataset_bytes"])
         self.read_fractions_ = fractions
         self.read_fraction_ = float(np.median(list(fractions.values()))) if fractions else 1.0
+
+    def _nearest_profile(self, key, asked):
+        """The reference profile of ``key`` a question of ``asked`` input bytes replays:
+        of a job profiled at several sizes (``sized_profiles_``), the one nearest in log
+        size; else its one reference profile (None for a job without one)."""
+        sized = getattr(self, "sized_profiles_", {}).get(key)
+        if not sized:
+            return self.reference_profiles_.get(key)
+        return sized[nearest_size([p["dataset_bytes"] for p in sized], asked)]
+
+    def _job_key(self, key, profiled):
+        """The key of a row's work factor and fixed share: its (workload, framework); for
+        a job profiled at several sizes (``sized_profiles_``), (workload, framework,
+        dataset bytes) of the profile it replays, each level of it a job of its own
+        (its fixed seconds and its work over its profile's task time are the level's)."""
+        sized = getattr(self, "sized_profiles_", {}).get(key)
+        if not sized or not profiled:
+            return key
+        level = sized[nearest_size([p["dataset_bytes"] for p in sized], profiled)]
+        same = abs(level["dataset_bytes"] - profiled) <= 1e-6 * profiled
+        return (*key, level["dataset_bytes"]) if same else key
+
+    def _job_keys(self, X, rows=None) -> list:
+        """Per row of ``X``, :meth:`_job_key` (``rows``: its replay rows, else
+        :meth:`_rows`)."""
+        return [row["job"] for row in (self._rows(X)[0] if rows is None else rows)]
 
     # ------------------------------------------------------- stage table
     def _stage_table(self, rows):
@@ -1490,9 +1599,9 @@ class StagePredictor(RuntimeModel):
         if pools is None:
             return
         factors = getattr(self, "work_factors_", None) or {}
-        measured = [(workload, framework, math.log(value))
-                    for (workload, framework), value in factors.items()
-                    if value > 0 and counts.get(f"{workload}|{framework}", 0) > 1]
+        measured = [(job[0], job[1], math.log(value)) for job, value in factors.items()
+                    # a job's size levels (:meth:`_job_key`) are one job: none of them
+                    if len(job) == 2 and value > 0 and counts.get("|".join(job), 0) > 1]
         known = getattr(self, "benchmark_jobs_", {})
         benchmarks = [known.get(f"{workload}|{framework}") for workload, framework, _ in measured]
         kinds = {}
@@ -1993,8 +2102,8 @@ class StagePredictor(RuntimeModel):
         if not self.corrector_columns_:
             return
         table = self._stage_table(rows)
-        seconds = self._row_seconds(table, self.params_, self._rates(), self._speeds(X),
-                                    len(rows), fixed=self._fixed_shares(X))
+        seconds = self._row_seconds(table, self.params_, self._rates(), self._speeds(X, rows),
+                                    len(rows), fixed=self._fixed_shares(X, rows))
         keep = np.flatnonzero(usable)
         residual = log_y[keep] - np.log(seconds[keep])
         self.corrector_ = HistGradientBoostingRegressor(
@@ -2018,7 +2127,7 @@ class StagePredictor(RuntimeModel):
         return self._once(X, f"correction {staged}", compute)
 
     def _share_shifts(self, job_names) -> np.ndarray:
-        """Per job (``workload|framework``), the logit offset of its prior fixed share
+        """Per job (:meth:`_job_key`), the logit offset of its prior fixed share
         from the shared one (with ``fixed_regularization``): ``-log(b / m)``, for a
         reference profile of a data set of ``b`` bytes and ``m`` the median over the
         reference profiles; 0 for a job without one.  A fixed share is a share of the
@@ -2037,9 +2146,11 @@ class StagePredictor(RuntimeModel):
         median = float(np.median(profiled)) if profiled else 1.0
         out = np.zeros(len(job_names))
         for i, job in enumerate(job_names):
-            reference = self.reference_profiles_.get(tuple(job.split("|", 1)))
-            if reference is not None and reference["dataset_bytes"] > 0:
-                out[i] = -math.log(reference["dataset_bytes"] / median)
+            reference = self.reference_profiles_.get(job[:2])
+            profiled = job[2] if len(job) > 2 else \
+                reference["dataset_bytes"] if reference is not None else 0.0
+            if profiled > 0:
+                out[i] = -math.log(profiled / median)
         return out
 
     def _work_exponent_bounds(self):
@@ -2063,11 +2174,13 @@ class StagePredictor(RuntimeModel):
         table = self._stage_table(rows)
         type_index = np.array([self.instance_types_.index(t) if s else 0
                                for t, s in zip(types, staged)])
-        jobs = [f"{w}|{f}" for w, f in zip(X["workload"].astype(str),
-                                           X["framework"].astype(str))]
-        job_names = sorted({j for j, s in zip(jobs, staged) if s})
+        jobs = self._job_keys(X, rows)
+        # in the order of their names (the fit's start and path follow it)
+        job_names = sorted({j for j, s in zip(jobs, staged) if s},
+                           key=lambda job: "|".join(map(str, job)))
         shift = self._share_shifts(job_names)
-        job_index = np.array([job_names.index(j) if s else 0 for j, s in zip(jobs, staged)])
+        position = {job: i for i, job in enumerate(job_names)}
+        job_index = np.array([position[j] if s else 0 for j, s in zip(jobs, staged)])
         n_types, n_rows, n_groups = len(self.instance_types_), len(rows), len(RATE_GROUP_NAMES)
         n_jobs = len(job_names)
         keep = np.flatnonzero(staged)
@@ -2152,16 +2265,14 @@ class StagePredictor(RuntimeModel):
                                f_scale=0.3, max_nfev=self.max_iterations)
         params, rates, offsets, work, exponents, shares = unpack(result.x)
         if n_fixed:
-            self.fixed_shares_ = {tuple(j.split("|", 1)): float(v)
-                                  for j, v in zip(job_names, shares)}
+            self.fixed_shares_ = {job: float(v) for job, v in zip(job_names, shares)}
         if n_kinds:
             self.work_exponents_ = dict(zip(STAGE_KINDS, (float(e) for e in exponents)))
         self.params_ = {k: float(v) for k, v in params.items()}
         self.rates_ = {g: float(r) for g, r in zip(RATE_GROUP_NAMES, rates)}
         self.instance_speeds_ = {t: float(math.exp(o))
                                  for t, o in zip(self.instance_types_, offsets)}
-        self.work_factors_ = {tuple(j.split("|", 1)): float(math.exp(w))
-                              for j, w in zip(job_names, work)}
+        self.work_factors_ = {job: float(math.exp(w)) for job, w in zip(job_names, work)}
 
     def _fit_fallback(self, X, matrix, log_y, censored):
         """Measured anchors for rows without a profile: median log runtime per workload,
@@ -2250,7 +2361,7 @@ class StagePredictor(RuntimeModel):
         return out, level_used
 
     # ------------------------------------------------------------ predict
-    def _speeds(self, X):
+    def _speeds(self, X, rows=None):
         """Per row, the relative speed of a slot of its instance family (``m5`` for
         m5.xlarge and m5.2xlarge, ``local`` for local[1] and local[2]) over its
         workload's work factor (1 for a workload not seen).  A family not seen in
@@ -2258,7 +2369,9 @@ class StagePredictor(RuntimeModel):
         only known relative to ``work_rate`` (the fit trades one for the other), so a
         fixed 1 would let that trade set the answer.  (Slots protocol, train local[2]
         and predict the standalone cluster: 15.1 % against 17.2 % with 1, where the
-        local speed had come out 1.21; bench/evaluate.py --quiet-corpus.)"""
+        local speed had come out 1.21; bench/evaluate.py --quiet-corpus.)  The work
+        factor is the row's job's, or its size level's (:meth:`_job_keys`; ``rows``: its
+        replay rows, else :meth:`_rows`)."""
         def compute():
             factors = getattr(self, "work_factors_", {})
             speeds = self.instance_speeds_
@@ -2273,25 +2386,32 @@ class StagePredictor(RuntimeModel):
                                     np.maximum(matrix[:, names.index("executor_cores")], 1.0))
             else:
                 cores = np.ones(len(X))
-            return np.array([speeds.get(instance_family(t), unseen)
-                             / factors.get((w, f), 1.0)
-                             for t, w, f in zip(X["instance_type"].astype(str),
-                                                X["workload"].astype(str),
-                                                X["framework"].astype(str))]) \
+            return np.array([speeds.get(instance_family(t), unseen) / factors.get(job, 1.0)
+                             for t, job in zip(X["instance_type"].astype(str),
+                                               self._job_keys(X, rows))]) \
                 * cores ** -contention
 
         return self._once(X, "speeds", compute)
 
-    def _fixed_shares(self, X):
-        """Per row, its workload's fixed share (the shared one for a workload not seen);
-        once while ``X`` is asked (:meth:`_once`), as :meth:`_speeds`."""
+    def _fixed_shares(self, X, rows=None):
+        """Per row, its workload's (or its size level's) fixed share (the shared one for a
+        workload not seen); once while ``X`` is asked (:meth:`_once`), as :meth:`_speeds`."""
         shares = getattr(self, "fixed_shares_", {}) or {}
         default = self.params_["fixed_share"]
         return self._once(X, "fixed shares", lambda: np.array(
-            [shares.get((w, f), default)
-             for w, f in zip(X["workload"].astype(str), X["framework"].astype(str))]))
+            [shares.get(job, default) for job in self._job_keys(X, rows)]))
 
     def _predict_log(self, X):
+        asked = getattr(self, "_asked", None)
+        if asked is not None and asked[0] is X:
+            return self._answer_log(X)
+        with self._one_question(X):     # the replay rows, job keys and speeds once
+            return self._answer_log(X)
+
+    def _answer_log(self, X, levels=True):
+        """Log seconds of each row of ``X`` (asked as one question); ``levels``: a job
+        profiled at several sizes answers at least its answers at the edges of its
+        smaller levels (:meth:`_above_smaller_levels`)."""
         rows, matrix = self._rows(X)
         staged = [i for i, r in enumerate(rows) if r["stages"] is not None]
         out = np.full(len(rows), np.nan)
@@ -2305,6 +2425,35 @@ class StagePredictor(RuntimeModel):
         rest = sorted(set(range(len(rows))) - set(staged))
         if rest:
             out[rest] = self._fallback_log(X, matrix, rest)[0][rest]
+        return self._above_smaller_levels(X, rows, out) if levels else out
+
+    def _above_smaller_levels(self, X, rows, out):
+        """``out`` (log seconds per row), raised for a job profiled at several sizes to
+        its answer at the upper edge of each smaller level (the geometric middle between
+        that level's size and the next), asked from that level.  Each level's replay
+        grows with the data, but the answer moves from one level's replay to the next
+        where the asked input crosses an edge, and the larger profile may grow the job
+        less than the smaller one does up to there: without this, more data could be
+        faster.  (No other row costs anything: only rows replayed from a level above
+        the smallest are asked again, in one question.)"""
+        edges = []
+        for i, row in enumerate(rows):
+            if not row["reference"] or len(row["job"]) < 3 or not np.isfinite(out[i]):
+                continue
+            sizes = [p["dataset_bytes"] for p in self.sized_profiles_[row["job"][:2]]]
+            level = sizes.index(row["job"][2])
+            # just below the middle: asked from the smaller level
+            edges += [(i, math.sqrt(sizes[k] * sizes[k + 1]) * (1.0 - 1e-9))
+                      for k in range(level)]
+        if not edges:
+            return out
+        asked = X.iloc[[i for i, _ in edges]].reset_index(drop=True).assign(
+            input_bytes=[edge for _, edge in edges], datasize="")
+        with self._one_question(asked):
+            at_edges = self._answer_log(asked, levels=False)
+        out = np.array(out, dtype=float)
+        for (i, _), value in zip(edges, at_edges):
+            out[i] = max(out[i], value) if np.isfinite(value) else out[i]
         return out
 
     def _borrowed_logs(self, X, rows, first):
@@ -2370,6 +2519,11 @@ class StagePredictor(RuntimeModel):
                            f"replays of the reference profiles of the measured queries "
                            f"whose plans read most alike, each scaled to the bytes this "
                            f"plan reads: {names}")
+            elif row["reference"] and self.sized_profiles_.get(keys[i]):
+                out.append(f"stages: no profile given; replay of {keys[i][0]}'s profile "
+                           f"nearest this input (its run on {human_size(row['profiled'])} "
+                           f"of input, of {len(self.sized_profiles_[keys[i]])} sizes "
+                           f"profiled)")
             elif row["reference"]:
                 datasize = self.reference_profiles_[keys[i]]["datasize"]
                 out.append("stages: no profile given; replay of the reference profile of "

@@ -285,17 +285,18 @@ def _shipped_scan_row_bytes() -> dict:
 
 
 def attach_reference_profiles(frame, records):
-    """Add ``profile`` and ``dag`` columns from one reference run per workload.
+    """Add ``profile`` and ``dag`` columns from one reference run per workload, or for a
+    job of the user's one per size level (each run gets the level nearest its input).
 
-    The reference run of a workload (per framework) is chosen by
-    ``models._stage.reference_runs`` (the profiled run with the fewest knobs set, then
-    the smallest input, then the smallest run_id); its profile stands for "the user
-    profiled this job once".  A ``profile_reference`` column marks the reference runs
+    The reference runs of a workload (per framework) are chosen by
+    ``models._stage.sized_reference_runs`` (the profiled run with the fewest knobs set,
+    then the smallest input, then the smallest run_id); a benchmark's profile stands for
+    "the user profiled this job once".  A ``profile_reference`` column marks the reference runs
     (they are not scored in evaluations).  A ``task_cpu_s`` column keeps each run's own
     tasks' CPU seconds (its own profile's ``executor_cpu_time_ms``; NaN without one):
     beside ``cpu_time_s`` it is the run's CPU accounting.
     """
-    from jobgauge.models._stage import reference_runs
+    from jobgauge.models._stage import nearest_size, sized_reference_runs
 
     frame = frame.copy()
     frame["profile"] = None
@@ -309,16 +310,19 @@ def attach_reference_profiles(frame, records):
     if not has.any():
         return frame
     jobs = _keys(frame, ["workload", "framework"])  # Hadoop sort and Spark sort differ
-    for (workload, framework), best in reference_runs(frame, has).items():
+    sizes = frame["input_bytes"].astype(float).to_numpy() \
+        if "input_bytes" in frame.columns else np.full(len(frame), np.nan)
+    for (workload, framework), references in sized_reference_runs(frame, has).items():
         job = f"{workload}|{framework}"
-        record = records[keys[best]]
-        summary = record.get("summary") or None
-        dag = record_dag(record)
-        same = np.flatnonzero(jobs == job)
-        for i in same:
+        profiles = [(record.get("summary") or None, record_dag(record))
+                    for record in (records[keys[best]] for best in references)]
+        levels = [sizes[best] for best in references]
+        for i in np.flatnonzero(jobs == job):
+            summary, dag = profiles[nearest_size(levels, sizes[i]) if len(levels) > 1 else 0]
             frame.at[frame.index[i], "profile"] = summary
             frame.at[frame.index[i], "dag"] = dag
-        frame.at[frame.index[best], "profile_reference"] = True
+        for best in references:
+            frame.at[frame.index[best], "profile_reference"] = True
     return frame
 
 

@@ -1227,3 +1227,56 @@ def test_a_job_never_trained_scales_from_the_data_set_its_profile_was_taken_on(t
     ratio = model.predict(asked) / asked["runtime_s"].to_numpy()
     assert np.median(np.abs(ratio - 1)) <= 0.35, np.median(ratio)
     assert 0.7 <= np.median(ratio) <= 1.3, np.median(ratio)
+
+
+def test_a_job_of_the_users_is_replayed_from_its_profile_nearest_the_asked_size():
+    """A job of the user's (TPC-H Q9's quiet runs at SF 0.1, 0.3 and 1 under a name no
+    benchmark knows) keeps a reference profile per size level and answers from the level
+    nearest the asked input, each level with its own work factor; its runs are the
+    measurements.  Asked at SF 3 (measured 9.17 and 9.59 s) it answered 9.53 s from its SF 1
+    profile.  Each level grows with the data, but the answer moves from one level's
+    replay to the next where the input crosses between them (without the guard this job's
+    answer fell there on the grid below, and bench/own_job.py's job's from 17.45 to 13.46 s
+    between its SF 0.3 and SF 1 levels), so a grid of sizes across the levels checks that
+    more data is never faster."""
+    from jobgauge.models.evaluation import attach_reference_profiles
+    from jobgauge.runtable import read_profile_records, read_run_tables
+    from jobgauge.units import human_size
+
+    names = ("quiet-tpch-sf0.1", "quiet-tpch-sf0.3", "tpch-sf1", "tpch-sf3")
+    runs = read_run_tables([REPO / "data" / "runs" / f"{n}.csv.gz" for n in names])
+    records = read_profile_records([REPO / "data" / "profiles" / f"{n}.jsonl.gz" for n in names])
+    runs = runs.assign(workload=runs["workload"].replace({"tpch-q9": "nightly-join"}))
+    small = runs["datasize"].isin(["sf0.1", "sf0.3", "sf1"]).to_numpy()
+    train = attach_reference_profiles(runs[small].reset_index(drop=True), records)
+
+    mine = (train["workload"] == "nightly-join").to_numpy()
+    marked = train[mine & train["profile_reference"].to_numpy(dtype=bool)]
+    assert sorted(marked["datasize"]) == ["sf0.1", "sf0.3", "sf1"]       # one per level
+    assert int(train.loc[train["workload"] == "tpch-q3", "profile_reference"].sum()) == 1
+    for _, reference in marked.iterrows():     # each run carries its own level's profile
+        same = train[mine & (train["datasize"] == reference["datasize"]).to_numpy()]
+        assert all(dag is reference["dag"] for dag in same["dag"])
+
+    model = make_model("stage").fit(train)
+    levels = [p["dataset_bytes"] for p in model.sized_profiles_[("nightly-join", "spark")]]
+    assert list(model.sized_profiles_) == [("nightly-join", "spark")]
+    np.testing.assert_allclose(levels, sorted(marked["input_bytes"]), rtol=1e-9)
+    assert {job for job in model.work_factors_ if job[0] == "nightly-join"} == \
+        {("nightly-join", "spark", size) for size in levels}
+
+    defaults = runs[(runs["workload"] == "nightly-join") & (runs["datasize"] == "sf3")
+                    & (runs["config_json"] == '{"spark.master": "local[2]"}')
+                    & runs["completed"]].reset_index(drop=True)
+    assert len(defaults) >= 2
+    answer = float(model.predict(defaults.iloc[[0]])[0])
+    assert answer == pytest.approx(float(defaults["runtime_s"].median()), rel=0.2)
+    method = model.prediction_method(defaults.iloc[[0]])[0]
+    assert f"its run on {human_size(levels[-1])} of input, of 3 sizes profiled" in method
+
+    grid = np.geomspace(levels[0] / 2, levels[-1] * 30, 120)
+    asked = pd.concat([defaults.iloc[[0]].assign(input_bytes=size, datasize="")
+                       for size in grid], ignore_index=True)
+    predicted = model.predict(asked)
+    assert np.isfinite(predicted).all() and (predicted > 0).all()
+    assert (np.diff(predicted) >= 0).all(), np.flatnonzero(np.diff(predicted) < 0)
