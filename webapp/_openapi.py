@@ -7,6 +7,7 @@ Built per application, so enumerations (workloads, instance types) and limits
 from __future__ import annotations
 
 from jobgauge.knobs import knob
+from jobgauge.models._default import HISTORY_REACH
 from jobgauge.webapp.requests import (
     AQE_CHOICES, DEFAULT_SIZE, HIBENCH_SIZES, MAX_INSTANCE_TYPES, MAX_NODES, RUN_FILTERS,
     RUN_LIMITS, SQL_WORKLOAD,
@@ -231,7 +232,8 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                                           "it has quiet ones"},
                                        "far_left_out": {
                                            "type": "integer", "minimum": 0,
-                                           "description": "runs of the job more than 10x "
+                                           "description": f"runs of the job more than "
+                                                          f"{HISTORY_REACH:g}x "
                                                           "smaller or larger than the "
                                                           "question's input, which calibrate "
                                                           "nothing"}}},
