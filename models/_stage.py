@@ -2435,25 +2435,29 @@ class StagePredictor(RuntimeModel):
         where the asked input crosses an edge, and the larger profile may grow the job
         less than the smaller one does up to there: without this, more data could be
         faster.  (No other row costs anything: only rows replayed from a level above
-        the smallest are asked again, in one question.)"""
-        edges = []
+        the smallest are asked again, in one question, each question and edge once: the
+        rows of one question at several sizes, as :meth:`_never_falling_low` asks them,
+        share their edges.)"""
+        edges, keys = {}, None
         for i, row in enumerate(rows):
             if not row["reference"] or len(row["job"]) < 3 or not np.isfinite(out[i]):
                 continue
             sizes = [p["dataset_bytes"] for p in self.sized_profiles_[row["job"][:2]]]
             level = sizes.index(row["job"][2])
-            # just below the middle: asked from the smaller level
-            edges += [(i, math.sqrt(sizes[k] * sizes[k + 1]) * (1.0 - 1e-9))
-                      for k in range(level)]
+            keys = _question_keys(X) if keys is None else keys
+            for k in range(level):      # just below the middle: asked from the smaller level
+                edge = math.sqrt(sizes[k] * sizes[k + 1]) * (1.0 - 1e-9)
+                edges.setdefault((keys[i], edge), []).append(i)
         if not edges:
             return out
-        asked = X.iloc[[i for i, _ in edges]].reset_index(drop=True).assign(
-            input_bytes=[edge for _, edge in edges], datasize="")
+        asked = X.iloc[[rows_of[0] for rows_of in edges.values()]].reset_index(drop=True)
+        asked = asked.assign(input_bytes=[edge for _, edge in edges], datasize="")
         with self._one_question(asked):
             at_edges = self._answer_log(asked, levels=False)
         out = np.array(out, dtype=float)
-        for (i, _), value in zip(edges, at_edges):
-            out[i] = max(out[i], value) if np.isfinite(value) else out[i]
+        for rows_of, value in zip(edges.values(), at_edges):
+            if np.isfinite(value):
+                out[rows_of] = np.maximum(out[rows_of], value)
         return out
 
     def _borrowed_logs(self, X, rows, first):
@@ -2768,6 +2772,18 @@ def _shares(shared, offsets):
     """Fixed shares in [0, 1]: the shared one moved by logit ``offsets``."""
     clipped = min(max(float(shared), 1e-4), 1.0 - 1e-4)
     return 1.0 / (1.0 + np.exp(-(math.log(clipped / (1.0 - clipped)) + offsets)))
+
+
+def _question_keys(X) -> list:
+    """Per row of ``X``, what its question asks but its size: its job, cluster and
+    settings."""
+    import json
+
+    columns = [X[c].astype(str).tolist() for c in ("workload", "framework", "instance_type",
+                                                   "instance_count", "vcpus", "memory_gib")
+               if c in X.columns]
+    settings = [json.dumps(config, sort_keys=True, default=str) for config in row_configs(X)]
+    return list(zip(*columns, settings))
 
 
 def _missing(value) -> bool:
