@@ -624,7 +624,8 @@ def sized_reference_runs(frame, has_profile) -> dict:
     (``bench/own_job.py``: a reporting job run at SF 0.3 and SF 1, asked at SF 3, was
     replayed from its SF 0.3 profile, whose broadcast joins all moved to shuffle joins
     the replay priced from a scan that probed three broadcasts, and answered 69.6 s
-    against 49.3 s measured.)"""
+    against 49.3 s measured; from its SF 1 profile 50.9 s, and 118.7 s at SF 10 against
+    104.8 and 116.6 s measured.)"""
     from jobgauge.profiler.workloads import benchmark_of
 
     best = reference_runs(frame, has_profile)
@@ -906,8 +907,8 @@ class StagePredictor(RuntimeModel):
         A row's own stage DAG wins; a row without one (a question from the web form,
         the API, ``jobgauge predict``, the tuner) is replayed from the reference profile
         its workload had in training (:attr:`reference_profiles_`; of a job profiled at
-        several sizes, the one nearest the row's input, :meth:`_nearest_profile`); a row of an unknown
-        workload whose plan knows what it reads, from the first profile it borrows
+        several sizes, the one nearest the row's input, :meth:`_nearest_profile`); a row
+        of an unknown workload whose plan knows what it reads, from the first profile it borrows
         (:meth:`_borrowing`; ``alike``: all it borrows, :meth:`_alike_rows`); a row of
         an unknown workload with only a profile summary is one stage; else it has no
         stages."""
@@ -1092,8 +1093,9 @@ class StagePredictor(RuntimeModel):
                     # what its plan reads, for a query never measured (:meth:`_alike`)
                     "reads": plan_reads(dags[i])}
 
+        made = {}
         for key, i in reference_runs(X, has).items():
-            reference = profile(i)
+            reference = made[i] = profile(i)
             if reference is not None:
                 self.reference_profiles_[key] = reference
                 fractions[key] = reference["read_bytes"] / reference["dataset_bytes"]
@@ -1107,7 +1109,8 @@ class StagePredictor(RuntimeModel):
             if keys[i] in self.reference_profiles_:
                 levels[keys[i]].append(i)
         for key, positions in levels.items():
-            sized = [p for p in map(profile, positions) if p is not None]
+            sized = [p for p in (made[i] if i in made else profile(i) for i in positions)
+                     if p is not None]
             if len({p["dataset_bytes"] for p in sized}) > 1:
                 self.sized_profiles_[key] = sorted(sized, key=lambda p: p["dataset_bytes"])
         self.read_fractions_ = fractions
