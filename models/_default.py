@@ -321,7 +321,7 @@ def history_factor(store, model, job, *, runs=None) -> tuple:
 
 
 def history_calibration(store, model, job, *, runs=None) -> dict:
-    """``{"factor", "runs", "far", "busy"}``: how the job's own measured runs in the store
+    """``{"factor", "runs", "far", "busy", "held"}``: how the job's own measured runs in the store
     compare with what ``model`` answers for them when asked as ``job`` (a
     :class:`jobgauge.job.Job`) is asked: each of its runs (``runs``, else
     :func:`job_runs`) is priced as ``job`` on the run's cluster with the run's
@@ -331,7 +331,9 @@ def history_calibration(store, model, job, *, runs=None) -> dict:
     to 1 by ``w / (w + HISTORY_SHRINK_RUNS)`` (:func:`calibration_factor`); ``runs``:
     how many calibrate it, ``far``: how many are too far from the asked input to,
     ``busy``: how many started on a busy machine and are left out (:func:`quiet_runs`);
-    factor 1.0 without such runs.
+    factor 1.0 without such runs.  ``held``: the factor holds the answer at the
+    (calibrated) answer of a smaller size, so that more data is never faster
+    (:func:`_held_factor`; ``runs`` and ``far`` still count at the asked size).
 
     Each run is priced at its own size (its input bytes and size label where it has
     them, else the job's): priced at the size asked, runs at a third and a tenth of it
@@ -363,39 +365,86 @@ def history_calibration(store, model, job, *, runs=None) -> dict:
     own = quiet_runs(every)
     busy = len(every) - len(own)
     if not len(own):
-        return {"factor": 1.0, "runs": 0, "far": 0, "busy": busy}
+        return {"factor": 1.0, "runs": 0, "far": 0, "busy": busy, "held": False}
     asked = jobs_frame(replace(job, cluster=Job.from_row(row).cluster, settings=config,
                                **_run_size(row))
                        for row, config in zip(own.to_dict("records"), row_configs(own)))
-    weights = _size_weights(model, jobs_frame([job]), asked)
+    question = jobs_frame([job])
+    sizes, at = _run_sizes(model, question, asked)
+    weights = reach_weights(sizes / at) if at else np.ones(len(asked))
     near = weights > 0
     far = int((~near).sum())
-    if not near.any():
-        return {"factor": 1.0, "runs": 0, "far": far, "busy": busy}
-    factor, count = calibration_factor(own["runtime_s"].to_numpy(dtype=float)[near],
-                                       model.predict(asked.iloc[np.flatnonzero(near)]),
-                                       weights[near])
-    return {"factor": factor, "runs": count, "far": far, "busy": busy}
+    measured = own["runtime_s"].to_numpy(dtype=float)
+    if at is None:      # sizes unknown: every run calibrates alike
+        factor, count = calibration_factor(measured, model.predict(asked))
+        return {"factor": factor, "runs": count, "far": far, "busy": busy, "held": False}
+    predicted = model.predict(asked)
+    factor, count = calibration_factor(measured[near], predicted[near], weights[near])
+    held = _held_factor(model, job, question, at, sizes, measured, predicted, factor)
+    return {"factor": factor if held is None else held, "runs": count, "far": far,
+            "busy": busy, "held": held is not None}
 
 
-def _size_weights(model, question, runs):
-    """Per run of ``runs`` (a frame of them priced at their own sizes), its weight in the
-    calibration of ``question`` (a one-row frame): 1 within :data:`HISTORY_NEAR` x its
-    input size, 0 beyond :data:`HISTORY_REACH` x, linear in the log size between; 1
-    for every run where the model cannot tell the sizes (its ``measured_range_``)."""
+#: Sizes inside each fade of a run's weight (between :data:`HISTORY_NEAR` and
+#: :data:`HISTORY_REACH` x its input, either way) at which :func:`_held_factor` also asks.
+HOLD_STEPS = 4
+
+
+def _held_factor(model, job, question, at, sizes, measured, predicted, factor):
+    """The factor that keeps a calibrated answer from falling as the data grows, or None
+    where ``factor`` does: the answer at ``at`` input bytes is the model's times
+    ``factor``, each run's weight fading with its distance (:func:`reach_weights`), so
+    moving away from runs the model answers too fast (or towards runs it answers too
+    slowly) could make more data faster.  (A query of one's own run once at SF 0.01 was
+    answered 0.276 s there and 0.268 s at SF 1, 100x away: its run had been slower
+    than the model answered.)  The answer is at least the calibrated answer of the same
+    question at every smaller size where a run's weight changes (the edges of its fades
+    and :data:`HOLD_STEPS` sizes inside each): only those whose factor is above
+    ``factor`` can be higher, and only they are asked of the model."""
+    import math
+    from dataclasses import replace
+
+    import numpy as np
+
+    from jobgauge.job import jobs_frame
+
+    steps = np.linspace(math.log(HISTORY_NEAR), math.log(HISTORY_REACH), HOLD_STEPS + 2)
+    known = sizes[np.isfinite(sizes) & (sizes > 0)]
+    points = np.unique(np.concatenate([np.outer(known, np.exp(steps)).ravel(),
+                                       np.outer(known, np.exp(-steps)).ravel()]))
+    points = points[points < at * (1.0 - 1e-9)]
+    higher = []
+    for point in points:
+        weights = reach_weights(sizes / point)
+        near = weights > 0
+        there = calibration_factor(measured[near], predicted[near], weights[near])[0]
+        if there > factor * (1.0 + 1e-9):
+            higher.append((point, there))
+    if not higher:
+        return None
+    frame = jobs_frame([replace(job, input_bytes=float(point), datasize="")
+                        for point, _ in higher])
+    highest = float(np.max(model.predict(frame) * np.array([there for _, there in higher])))
+    raw = float(model.predict(question)[0])
+    if not raw > 0 or highest <= raw * factor:
+        return None
+    return highest / raw
+
+
+def _run_sizes(model, question, runs):
+    """(input bytes of each of ``runs``, of ``question``) as the model sizes them (its
+    ``measured_range_``); (NaNs, None) where it cannot tell."""
     import numpy as np
 
     from jobgauge.models._coverage import MeasuredRange
 
     measured = getattr(model, "measured_range_", None)
     if not isinstance(measured, MeasuredRange):
-        return np.ones(len(runs))
+        return np.full(len(runs), np.nan), None
     asked = measured.input_bytes(question)[0]
     sizes = np.array([np.nan if size is None else size
                       for size in measured.input_bytes(runs)], dtype=float)
-    if asked is None or not asked > 0:
-        return np.ones(len(runs))
-    return reach_weights(sizes / asked)
+    return sizes, (asked if asked is not None and asked > 0 else None)
 
 
 def reach_weights(ratios):
@@ -455,6 +504,7 @@ def predict_with_history(store, model, job, *, coverage: float = 0.8) -> dict:
     factor = calibration["factor"]
     return {**predict_job(model, job, coverage=coverage, factor=factor, own_runs=own),
             "calibrated_runs": calibration["runs"], "history_factor": factor,
+            "history_held": calibration["held"],
             "busy_runs_left_out": calibration["busy"],
             "far_runs_left_out": calibration["far"]}
 
@@ -507,16 +557,26 @@ def explanation_lines(explanation: dict) -> list[str]:
     return lines
 
 
+#: What an answer held at the calibrated answer of a smaller size says
+#: (:func:`_held_factor`).
+HELD_NOTE = "held at its answer at a smaller size: more data is never faster"
+
+
 def calibration_line(runs: int, workload: str, factor: float, left_out: int = 0,
-                     far: int = 0) -> str:
+                     far: int = 0, held: bool = False) -> str:
     """What an answer calibrated to ``runs`` of the job's own runs says of it, and of the
     ``left_out`` runs that started on a busy machine and the ``far`` ones too far from
-    its size (both counted by :func:`history_calibration`); "" for an answer that no run
+    its size (both counted by :func:`history_calibration`), and whether it is ``held``
+    at the calibrated answer of a smaller size; "" for an answer that no run
     calibrates and none was left out of."""
     beyond = (f"{far} run{'s' if far != 1 else ''} more than {HISTORY_REACH:g}x smaller or "
               f"larger than this input") if far else ""
     if not runs:
-        return f"not calibrated to {workload}'s runs in the store: {beyond}" if far else ""
+        if not (far or held):
+            return ""
+        return f"not calibrated to {workload}'s runs in the store: " + "; ".join(
+            note for note in (beyond, f"the model's answer x {factor:.2f}, {HELD_NOTE}"
+                              if held else "") if note)
     line = (f"calibrated to the {runs} measured run{'s' if runs != 1 else ''} of "
             f"{workload} in the store: the model's answer x {factor:.2f}")
     notes = []
@@ -525,6 +585,8 @@ def calibration_line(runs: int, workload: str, factor: float, left_out: int = 0,
                      f"machine left out")
     if far:
         notes.append(f"{beyond} left out")
+    if held:
+        notes.append(HELD_NOTE)
     return line + (f" ({'; '.join(notes)})" if notes else "")
 
 

@@ -244,7 +244,8 @@ def test_a_jobs_runs_the_model_has_not_learned_yet_count_as_measured(tmp_path, s
     assert "1 run that started on a busy machine is left out." in page
     assert main(["--store", store_path, "predict", "--workload", "nightly-join",
                  "--input-bytes", str(largest), *where[:-1]]) == 0
-    assert "(1 run that started on a busy machine left out)" in capsys.readouterr().out
+    # (the answer may be held at its answer at a smaller size: the note then follows)
+    assert "(1 run that started on a busy machine left out" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------ retraining

@@ -347,3 +347,49 @@ def test_a_jobs_own_runs_calibrate_its_predictions(tmp_path):
     assert calibration_line(2, "tpch-q18", 1.2, 1, 1).endswith(
         "x 1.20 (1 run that started on a busy machine left out; 1 run more than 10x smaller "
         "or larger than this input left out)")
+
+
+def test_an_answer_calibrated_by_runs_never_falls_as_the_data_grows(tmp_path):
+    """A run calibrates answers near its size only (its weight fades from 3x to 10x
+    away), so moving away from runs the model answers too fast, or towards runs it
+    answers too slowly, could make more data faster: the answer is held at the
+    calibrated answer of the smaller size (``models._default._held_factor``).  Q18's
+    runs at SF 3 made three times slower (the model then answers them too fast) and
+    three times faster (too slow), each asked at 24 sizes from SF 0.1 to SF 100."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from jobgauge.data import runs_dir
+    from jobgauge.job import jobs_frame
+    from jobgauge.models import dumps_model
+    from jobgauge.models._default import (HELD_NOTE, calibration_line, history_calibration,
+                                          predict_with_history, store_model)
+    from jobgauge.runtable import read_run_table
+
+    own = [r for r in read_run_table(runs_dir() / "tpch-sf3-check.csv.gz")
+           if r["workload"] == "tpch-q18" and r["completed"]]
+    model, _ = store_model(open_store(tmp_path / "fresh.db"))
+    args = ["--master", "local[2]", "--jobgauge-workload", "tpch-q18",
+            "--jobgauge-datasize", "sf3", "q18.py"]
+    scales = np.geomspace(0.1, 100, 24)
+    for times in (3.0, 1 / 3):
+        store = open_store(tmp_path / f"x{times:.2f}.db")
+        store.add_runs([dict(r, runtime_s=r["runtime_s"] * times) for r in own])
+        store.save_model("default", "stage", dumps_model(model), {})
+        asked, _ = submit.submit_job(*submit.split_own_options(args), store)
+        jobs = [replace(asked, datasize=f"sf{scale:.4g}", input_bytes=None) for scale in scales]
+        calibrations = [history_calibration(store, model, job) for job in jobs]
+        answers = model.predict(jobs_frame(jobs)) * [c["factor"] for c in calibrations]
+        assert (np.diff(answers) >= -1e-9 * answers[1:]).all(), answers
+        held = [c["held"] for c in calibrations]
+        assert any(held) and not held[list(scales).index(min(scales, key=lambda s: abs(s - 3)))]
+        first = held.index(True)
+        answer = predict_with_history(store, model, jobs[first])
+        assert answer["history_held"] and answer["runtime_s"] == pytest.approx(
+            answers[first], rel=1e-6)
+        assert answer["calibrated_runs"] == calibrations[first]["runs"]   # at its own size
+        said = calibration_line(answer["calibrated_runs"], "tpch-q18",
+                                answer["history_factor"], 0, answer["far_runs_left_out"],
+                                held=True)
+        assert HELD_NOTE in said and f"x {answer['history_factor']:.2f}" in said

@@ -206,8 +206,8 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     did not set: model-guided, with the store's model (on a fresh store, one trained
     on first need from the shipped runs plus the store's own, ``store_model``).  Its
     ``history_runs`` says how many runs of the job key the store holds."""
-    from jobgauge.models._default import (HISTORY_REACH, history_calibration, job_runs,
-                                          store_model)
+    from jobgauge.models._default import (HELD_NOTE, HISTORY_REACH, history_calibration,
+                                          job_runs, store_model)
     from jobgauge.tuner import Goal, job_space, tune_with_model
     from jobgauge.tuner._modes import model_evaluator
     from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
@@ -236,6 +236,10 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
         left_out = calibration["busy"]
         if left_out:
             where += f" ({left_out} that started on a busy machine left out)"
+        if calibration["held"]:
+            where += f" ({HELD_NOTE})"
+    elif calibration["held"]:
+        where += f"; predictions x{factor:.2f}, {HELD_NOTE}"
     far = calibration["far"]
     if far:
         where += (f"; {far} run{'s' if far != 1 else ''} more than {HISTORY_REACH:g}x smaller "

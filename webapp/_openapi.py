@@ -236,7 +236,13 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                                           f"{HISTORY_REACH:g}x "
                                                           "smaller or larger than the "
                                                           "question's input, which calibrate "
-                                                          "nothing"}}},
+                                                          "nothing"},
+                                       "held": {
+                                           "type": "boolean",
+                                           "description": "factor holds the answer at "
+                                                          "its (calibrated) answer at a "
+                                                          "smaller size, so that more data "
+                                                          "is never faster"}}},
         },
     }
     tuned = {

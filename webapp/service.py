@@ -451,7 +451,7 @@ class Service:
             "dag": dag, "plan_error": plan_error,
             "history": {"runs": calibrated, "factor": factor,
                         "busy_left_out": calibration["busy"],
-                        "far_left_out": calibration["far"]},
+                        "far_left_out": calibration["far"], "held": calibration["held"]},
             "explanation": explanation,
         }
 
