@@ -409,7 +409,7 @@ def _held_factor(model, job, question, at, sizes, measured, predicted, factor):
     from jobgauge.job import jobs_frame
 
     steps = np.linspace(math.log(HISTORY_NEAR), math.log(HISTORY_REACH), HOLD_STEPS + 2)
-    known = sizes[np.isfinite(sizes) & (sizes > 0)]
+    known = np.unique(sizes[np.isfinite(sizes) & (sizes > 0)])    # runs share sizes
     points = np.unique(np.concatenate([np.outer(known, np.exp(steps)).ravel(),
                                        np.outer(known, np.exp(-steps)).ravel()]))
     points = points[points < at * (1.0 - 1e-9)]
