@@ -375,12 +375,11 @@ def history_calibration(store, model, job, *, runs=None) -> dict:
     near = weights > 0
     far = int((~near).sum())
     measured = own["runtime_s"].to_numpy(dtype=float)
-    if at is None:      # sizes unknown: every run calibrates alike
-        factor, count = calibration_factor(measured, model.predict(asked))
-        return {"factor": factor, "runs": count, "far": far, "busy": busy, "held": False}
     predicted = model.predict(asked)
     factor, count = calibration_factor(measured[near], predicted[near], weights[near])
-    held = _held_factor(model, job, question, at, sizes, measured, predicted, factor)
+    # sizes unknown: every run calibrates alike, and nothing fades
+    held = None if at is None else \
+        _held_factor(model, job, question, at, sizes, measured, predicted, factor)
     return {"factor": factor if held is None else held, "runs": count, "far": far,
             "busy": busy, "held": held is not None}
 
@@ -572,11 +571,9 @@ def calibration_line(runs: int, workload: str, factor: float, left_out: int = 0,
     beyond = (f"{far} run{'s' if far != 1 else ''} more than {HISTORY_REACH:g}x smaller or "
               f"larger than this input") if far else ""
     if not runs:
-        if not (far or held):
-            return ""
-        return f"not calibrated to {workload}'s runs in the store: " + "; ".join(
-            note for note in (beyond, f"the model's answer x {factor:.2f}, {HELD_NOTE}"
-                              if held else "") if note)
+        notes = [beyond] * bool(far) + [f"the model's answer x {factor:.2f}, {HELD_NOTE}"] * held
+        return f"not calibrated to {workload}'s runs in the store: " + "; ".join(notes) \
+            if notes else ""
     line = (f"calibrated to the {runs} measured run{'s' if runs != 1 else ''} of "
             f"{workload} in the store: the model's answer x {factor:.2f}")
     notes = []
