@@ -283,7 +283,8 @@ def test_a_jobs_own_runs_calibrate_its_predictions(tmp_path):
     assert after.baseline_runtime_s == pytest.approx(
         measured ** weight * before.baseline_runtime_s ** (1 - weight), rel=1e-6)
     assert abs(after.baseline_runtime_s / measured - 1) < 0.05
-    assert f"predictions x{factor:.2f} to match its 3 measured runs" in after.reason
+    assert (f"calibrated to the 3 measured runs of tpch-q18 in the store: the model's answer "
+            f"x {factor:.2f}") in after.reason
     # a long history: only the newest HISTORY_RUNS runs are priced (the answer's cost
     # stays bounded); older runs twice as slow change nothing
     from jobgauge.models._default import HISTORY_RUNS
@@ -314,7 +315,7 @@ def test_a_jobs_own_runs_calibrate_its_predictions(tmp_path):
 
     with_busy.save_model("default", "stage", dumps_model(model), {})
     said = submit.recommendation(*submit.split_own_options(args), with_busy).reason
-    assert "to match its 3 measured runs (1 that started on a busy machine left out)" in said
+    assert f"x {factor:.2f} (1 run that started on a busy machine left out)" in said
     answer = predict_with_history(with_busy, model, asked)
     assert (answer["calibrated_runs"], answer["busy_runs_left_out"]) == (3, 1)
     assert calibration_line(3, "tpch-q18", factor, 1).endswith(
@@ -342,8 +343,9 @@ def test_a_jobs_own_runs_calibrate_its_predictions(tmp_path):
                                input_bytes=own[0]["input_bytes"] / 20)])
     small.save_model("default", "stage", dumps_model(model), {})
     said = submit.recommendation(*submit.split_own_options(args), small).reason
-    assert "3 runs more than 10x smaller or larger than this input calibrate nothing" in said
-    assert "to match its 1 measured run;" in said
+    assert ("calibrated to the 1 measured run of tpch-q18 in the store: the model's answer x "
+            in said)
+    assert "3 runs more than 10x smaller or larger than this input left out" in said
     assert calibration_line(2, "tpch-q18", 1.2, 1, 1).endswith(
         "x 1.20 (1 run that started on a busy machine left out; 1 run more than 10x smaller "
         "or larger than this input left out)")

@@ -206,8 +206,8 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     did not set: model-guided, with the store's model (on a fresh store, one trained
     on first need from the shipped runs plus the store's own, ``store_model``).  Its
     ``history_runs`` says how many runs of the job key the store holds."""
-    from jobgauge.models._default import (HELD_NOTE, HISTORY_REACH, history_calibration,
-                                          job_runs, store_model)
+    from jobgauge.models._default import (calibration_line, history_calibration, job_runs,
+                                          store_model)
     from jobgauge.tuner import Goal, job_space, tune_with_model
     from jobgauge.tuner._modes import model_evaluator
     from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
@@ -223,27 +223,17 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
                              n_trials=trials, seed=0, importance=False)
     own_runs = job_runs(store, job)
     calibration = history_calibration(store, model, job, runs=own_runs)
-    factor, calibrated = calibration["factor"], calibration["runs"]
+    factor = calibration["factor"]
     answer = recommend(result, space, model_evaluator(model, job, factor=factor),
                        metrics=meta.get("metrics"), region=store_trust_region(store, job, space))
     answer.settings = {k: v for k, v in answer.settings.items() if k.startswith("spark.")}
     answer.history_runs = history["runs"]
     where = (f"{history['runs']} runs of {job.workload} in the store" if history["runs"]
              else f"no runs of {job.workload} yet: the shipped runs as the prior")
-    if calibrated:
-        where += (f"; predictions x{factor:.2f} to match its {calibrated} measured "
-                  f"run{'s' if calibrated != 1 else ''}")
-        left_out = calibration["busy"]
-        if left_out:
-            where += f" ({left_out} that started on a busy machine left out)"
-        if calibration["held"]:
-            where += f" ({HELD_NOTE})"
-    elif calibration["held"]:
-        where += f"; predictions x{factor:.2f}, {HELD_NOTE}"
-    far = calibration["far"]
-    if far:
-        where += (f"; {far} run{'s' if far != 1 else ''} more than {HISTORY_REACH:g}x smaller "
-                  f"or larger than this input calibrate{'' if far != 1 else 's'} nothing")
+    said = calibration_line(calibration["runs"], job.workload, factor,
+                            calibration["busy"], calibration["far"], calibration["held"])
+    if said:
+        where += f"; {said}"
     answer.reason = f"{answer.reason}; learned from {where}"
     return answer
 
