@@ -5,7 +5,8 @@ One spelling per idea, in every subcommand:
 ==========================  ==================================================
 ``--conf KEY=VALUE``        a setting (Spark, Hive, MapReduce); repeatable
 ``--datasize LABEL``        the data size (``sf0.1``, ``tiny``, ...); for TPC-H
-                            ``--scale SF`` is the same option
+                            ``--scale SF`` is the same option (``--scale 3`` is
+                            ``--datasize sf3``)
 ``--model PATH``            a model file
 ``--model-name NAME``       a model saved in the store
 ``--json``                  print JSON instead of text lines
@@ -103,14 +104,27 @@ def add_conf_option(parser, *, help: str = "a setting; repeatable",  # noqa: A00
 
 
 def add_datasize_option(parser, *, default=None, help: str = "size label, e.g. sf1 or tiny",  # noqa: A002
-                        tpch: bool = False, old: tuple[str, ...] = (), **kwargs) -> None:
+                        tpch: bool = False, scale: bool = False, old: tuple[str, ...] = (),
+                        **kwargs) -> None:
     """``--datasize LABEL`` (into ``args.datasize``); for TPC-H also ``--scale SF``, the
-    same option; ``old`` spellings are deprecated aliases."""
+    same option; ``old`` spellings are deprecated aliases.  ``scale``: a command of any
+    workload (``predict``, ``tune``) takes ``--scale SF`` too, as ``--datasize sfSF``."""
     spellings = ("--datasize", "--scale") if tpch else ("--datasize",)
     parser.add_argument(*spellings, dest="datasize", default=default,
                         metavar="SF" if tpch else "LABEL", help=help, **kwargs)
+    if scale and not tpch:
+        parser.add_argument("--scale", dest="datasize", type=_scale_factor_label,
+                            metavar="SF", help="a TPC-H query's scale factor: --scale 3 is "
+                                               "--datasize sf3")
     for spelling in old:
         add_deprecated_alias(parser, spelling, "--datasize", dest="datasize", **kwargs)
+
+
+def _scale_factor_label(text: str) -> str:
+    """``--scale``'s value as the size label it means: ``3`` is ``sf3`` (a label given
+    as ``sf3`` stays); the question's job checks that it is a positive scale factor."""
+    text = text.strip()
+    return text if text.lower().startswith("sf") else f"sf{text}"
 
 
 def add_query_source_options(parser) -> None:

@@ -60,7 +60,7 @@ def register(subparsers) -> None:
     parser.add_argument("--out", metavar="PRED.csv",
                         help="where to write the rows with predictions (default: stdout)")
     parser.add_argument("--workload", help="the job, e.g. terasort or tpch-q3")
-    add_datasize_option(parser, help="size label, e.g. sf1 or huge")
+    add_datasize_option(parser, help="size label, e.g. sf1 or huge", scale=True)
     add_conf_option(parser, help="a configuration setting; repeatable")
     parser.add_argument("--framework", default="spark")
     add_cluster_options(

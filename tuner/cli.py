@@ -22,7 +22,7 @@ def register(subparsers) -> None:
                          help="find the fastest or cheapest settings and cluster for a job",
                          json="one object")
     parser.add_argument("--workload", required=True, help="the job to tune, e.g. tpch-q1")
-    add_datasize_option(parser, help="size label, e.g. sf0.1 or huge")
+    add_datasize_option(parser, help="size label, e.g. sf0.1 or huge", scale=True)
     parser.add_argument("--framework", default=None, help="engine as in run tables (spark, hadoop)")
     mode = parser.add_argument_group("mode")
     mode.add_argument("--replay", metavar="FILE.csv", default=None,
