@@ -1,0 +1,107 @@
+"""Jobs without a profile asked beyond their largest measured size: grown as their work
+grows (a fixed part and a part in proportion to the data), or as the power law they grew
+by inside their sizes.
+
+    nice -n 10 .venv/bin/python bench/unprofiled_growth.py [--json]
+
+A job the model knows only from its runs (a run table without event logs, a job of the
+user's imported so) is answered from its measured anchors and its own curve of size
+(``StagePredictor._fallback_log``).  Here the jobs are the quiet corpus's TPC-H queries
+(local[1], local[2] and the standalone cluster), without their profiles: trained on
+every finished run at SF <= 1 (then at SF <= 0.3), every finished run above is asked,
+once as its own query (its own curve) and once under a name no run has (a job never
+measured: the anchors pooled over every job).  "now" continues the curve beyond its
+largest size by ``models._stage._grown_beyond``; "power law" by the exponent alone (what
+the model did before).  Prints a Markdown table and writes
+``bench/reports/unprofiled_growth.md``; ``--json`` prints the figures.  About 10 seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+#: (training sizes, asked sizes): the quiet runs' scale factors.
+SPLITS = ((("sf0.1", "sf0.3", "sf1"), ("sf3", "sf10")),
+          (("sf0.1", "sf0.3"), ("sf1", "sf3", "sf10")))
+#: The name a question of a job never measured is asked under.
+NEVER_MEASURED = "a-job-never-measured"
+
+
+def answers() -> list[dict]:
+    """One row per training split, way of growing, job and asked scale: MdAPE, the median
+    answer / measured and the runs."""
+    import numpy as np
+
+    import jobgauge.models._stage as stage
+    from jobgauge.models.evaluation import EVAL_PARAMS, load_quiet_frames, model_from_spec
+
+    frame = load_quiet_frames()[0]["quiet"].reset_index(drop=True)
+    frame = frame[frame["completed"].astype(bool)]
+    frame = frame.drop(columns=["profile", "dag"])
+    grown = stage._grown_beyond
+    rows = []
+    for trained, asked in SPLITS:
+        model = model_from_spec("stage", random_state=0, **EVAL_PARAMS.get("stage", {}))
+        model.fit(frame[frame["datasize"].isin(trained)])
+        test = frame[frame["datasize"].isin(asked)].reset_index(drop=True)
+        measured = test["runtime_s"].to_numpy(dtype=float)
+        for way, continued in (("now", grown),
+                               ("power law", lambda distance, exponent:
+                                exponent * np.maximum(distance, 0.0))):
+            stage._grown_beyond = continued
+            try:
+                for job, questions in (("its own", test),
+                                       ("never measured", test.assign(workload=NEVER_MEASURED))):
+                    ratio = model.predict(questions) / measured
+                    for label in asked:
+                        mine = (test["datasize"] == label).to_numpy()
+                        rows.append({"trained": f"SF <= {trained[-1][2:]}", "growth": way,
+                                     "job": job, "asked": label, "runs": int(mine.sum()),
+                                     "mdape": float(np.median(np.abs(ratio[mine] - 1))),
+                                     "ratio": float(np.median(ratio[mine])),
+                                     "exponent": model.fallback_size_exponent_})
+            finally:
+                stage._grown_beyond = grown
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--report-dir", type=Path, default=REPO / "bench" / "reports")
+    args = parser.parse_args(argv)
+    start = time.time()
+    rows = answers()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    lines = ["# Jobs without a profile, asked beyond their largest measured size", "",
+             "Reproduce with `nice -n 10 .venv/bin/python bench/unprofiled_growth.py` "
+             f"({time.time() - start:.0f} s). The quiet TPC-H runs without their profiles "
+             "(local[1], local[2], the standalone cluster): trained on the finished runs up "
+             "to a scale factor, every finished run above asked as its own query and as "
+             "a job never measured. "
+             "*now*: beyond its largest size a job's fixed part stays and the rest grows "
+             "with the data (`models._stage._grown_beyond`); *power law*: grown by the "
+             "exponent it grew by inside its sizes, as before.", "",
+             "| trained on | size exponent | growth | job | asked at | runs | MdAPE | "
+             "answer / measured (median) |", "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['trained']} | {row['exponent']:.2f} | {row['growth']} | "
+                     f"{row['job']} | SF {row['asked'][2:]} | {row['runs']} | "
+                     f"{100 * row['mdape']:.1f} % | x{row['ratio']:.2f} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    args.report_dir.mkdir(parents=True, exist_ok=True)
+    (args.report_dir / "unprofiled_growth.md").write_text(text, encoding="utf-8")
+    print(f"wrote {args.report_dir / 'unprofiled_growth.md'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
