@@ -20,13 +20,13 @@ bench/reports/calibration_reach.md; ``--json`` prints the rows.  About 2 minutes
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from _report import report_main  # noqa: E402  (bench/_report.py)
+
 
 
 def rows() -> list[dict]:
@@ -76,20 +76,12 @@ def rows() -> list[dict]:
     return out
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    args = parser.parse_args(argv)
-    started = time.perf_counter()
-    table = rows()
-    if args.json:
-        print(json.dumps(table, indent=1))
-        return 0
+def markdown(table: list[dict], seconds: float) -> str:
     columns = list(table[0])
     lines = ["# A job's own runs as calibration, by how far they are from the question",
              "",
              f"Reproduce with `nice -n 10 .venv/bin/python bench/calibration_reach.py` "
-             f"({time.perf_counter() - started:.0f} s).  The stage model trained on the "
+             f"({seconds:.0f} s).  The stage model trained on the "
              f"quiet TPC-H runs at SF <= 1 (protocol (e)); each finished run at SF 3 and "
              f"SF 10 answered alone, times its query's calibration factor from its runs at "
              f"one smaller scale with every run weighted alike, and with each run weighted "
@@ -100,12 +92,11 @@ def main(argv=None) -> int:
              "| " + " | ".join(columns) + " |",
              "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in table]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    out = REPO / "bench" / "reports" / "calibration_reach.md"
-    out.write_text(text, encoding="utf-8")
-    print(f"wrote {out}", file=sys.stderr)
-    return 0
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    return report_main(argv, __doc__, rows, markdown, "calibration_reach.md")
 
 
 if __name__ == "__main__":

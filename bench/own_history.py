@@ -21,13 +21,13 @@ figures.  About 2 minutes.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from _report import report_main  # noqa: E402  (bench/_report.py)
+
 #: The name a TPC-H query takes as a user's own job (no benchmark knows it).
 OWN_PREFIX = "own-"
 #: The queries taken for a user's own jobs: the odd ones.  The others stay TPC-H's, one
@@ -86,19 +86,10 @@ def answers() -> dict:
     return out
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--report-dir", type=Path, default=REPO / "bench" / "reports")
-    args = parser.parse_args(argv)
-    start = time.time()
-    figures = answers()
-    if args.json:
-        print(json.dumps(figures, indent=2))
-        return 0
+def markdown(figures: dict, seconds: float) -> str:
     lines = ["# A user's own jobs with a history at SF 0.1-1, asked at SF 3 and SF 10", "",
              "Reproduce with `nice -n 10 .venv/bin/python bench/own_history.py` "
-             f"({time.time() - start:.0f} s). The quiet TPC-H runs at SF <= 1 train the "
+             f"({seconds:.0f} s). The quiet TPC-H runs at SF <= 1 train the "
              "stage model (protocol (e)'s training runs); every finished run at SF 3 and SF "
              "10 is asked without a profile. The model's answer alone (the service "
              "calibrates it by the job's own runs near the asked size besides).", "",
@@ -108,12 +99,11 @@ def main(argv=None) -> int:
         for label, (mdape, inside, ratio, n) in per_scale.items():
             lines.append(f"| {method} | {label.upper().replace('SF', 'SF ')} | {n} | "
                          f"{100 * mdape:.1f} % | {100 * inside:.1f} % | x{ratio:.2f} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    args.report_dir.mkdir(parents=True, exist_ok=True)
-    (args.report_dir / "own_history.md").write_text(text, encoding="utf-8")
-    print(f"wrote {args.report_dir / 'own_history.md'}", file=sys.stderr)
-    return 0
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    return report_main(argv, __doc__, answers, markdown, "own_history.md")
 
 
 if __name__ == "__main__":

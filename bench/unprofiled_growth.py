@@ -18,13 +18,13 @@ the model did before).  Prints a Markdown table and writes
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from _report import report_main  # noqa: E402  (bench/_report.py)
+
 #: (training sizes, asked sizes): the quiet runs' scale factors.
 SPLITS = ((("sf0.1", "sf0.3", "sf1"), ("sf3", "sf10")),
           (("sf0.1", "sf0.3"), ("sf1", "sf3", "sf10")))
@@ -70,19 +70,10 @@ def answers() -> list[dict]:
     return rows
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--report-dir", type=Path, default=REPO / "bench" / "reports")
-    args = parser.parse_args(argv)
-    start = time.time()
-    rows = answers()
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
+def markdown(rows: list[dict], seconds: float) -> str:
     lines = ["# Jobs without a profile, asked beyond their largest measured size", "",
              "Reproduce with `nice -n 10 .venv/bin/python bench/unprofiled_growth.py` "
-             f"({time.time() - start:.0f} s). The quiet TPC-H runs without their profiles "
+             f"({seconds:.0f} s). The quiet TPC-H runs without their profiles "
              "(local[1], local[2], the standalone cluster): trained on the finished runs up "
              "to a scale factor, every finished run above asked as its own query and as "
              "a job never measured. "
@@ -95,12 +86,11 @@ def main(argv=None) -> int:
         lines.append(f"| {row['trained']} | {row['exponent']:.2f} | {row['growth']} | "
                      f"{row['job']} | SF {row['asked'][2:]} | {row['runs']} | "
                      f"{100 * row['mdape']:.1f} % | x{row['ratio']:.2f} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    args.report_dir.mkdir(parents=True, exist_ok=True)
-    (args.report_dir / "unprofiled_growth.md").write_text(text, encoding="utf-8")
-    print(f"wrote {args.report_dir / 'unprofiled_growth.md'}", file=sys.stderr)
-    return 0
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    return report_main(argv, __doc__, answers, markdown, "unprofiled_growth.md")
 
 
 if __name__ == "__main__":

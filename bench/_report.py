@@ -1,0 +1,40 @@
+"""The command line of a bench script that computes figures and writes them as a report.
+
+    def main(argv=None) -> int:
+        return report_main(argv, __doc__, figures, markdown, "my_bench.md")
+
+``figures()`` computes what the script measures (anything JSON can print); ``markdown(
+figures, seconds)`` renders it as the report's text, given the seconds it took.  The
+script then takes ``--json`` (print the figures, write nothing) and ``--report-dir``
+(where the report goes, default ``bench/reports``); it prints the report and says where
+it wrote it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPORTS = Path(__file__).resolve().parent / "reports"
+
+
+def report_main(argv, doc: str, figures, markdown, name: str) -> int:
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--report-dir", type=Path, default=REPORTS)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    found = figures()
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return 0
+    text = markdown(found, time.perf_counter() - started)
+    print(text)
+    args.report_dir.mkdir(parents=True, exist_ok=True)
+    out = args.report_dir / name
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
