@@ -121,10 +121,15 @@ def add_datasize_option(parser, *, default=None, help: str = "size label, e.g. s
 
 
 def _scale_factor_label(text: str) -> str:
-    """``--scale``'s value as the size label it means: ``3`` is ``sf3`` (a label given
-    as ``sf3`` stays); the question's job checks that it is a positive scale factor."""
-    text = text.strip()
-    return text if text.lower().startswith("sf") else f"sf{text}"
+    """``--scale``'s value as the size label it means (``3`` and ``sf3.0`` are ``sf3``:
+    ``jobgauge.profiler.workloads.tpch.scale_label``, with no upper bound, for a
+    question); imported when ``--scale`` is given, so ``--help`` stays fast."""
+    from jobgauge.profiler.workloads.tpch import scale_label
+
+    try:
+        return scale_label(text, most=None)
+    except ValueError as exc:       # argparse shows only this error's message
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_query_source_options(parser) -> None:

@@ -62,7 +62,8 @@ NEW_GRAMMAR = [
     (["tune", "--workload", "w", "--model-name", "mine"], {"model_name": "mine"}),
     # TPC-H's scale factor, as run tpch and hive take it: --scale 3 is --datasize sf3
     (["predict", "--workload", "tpch-q3", "--scale", "3"], {"datasize": "sf3"}),
-    (["predict", "--workload", "tpch-q3", "--scale", "sf0.1"], {"datasize": "sf0.1"}),
+    (["predict", "--workload", "tpch-q3", "--scale", "sf0.10"], {"datasize": "sf0.1"}),
+    (["predict", "--workload", "tpch-q3", "--scale", "1000"], {"datasize": "sf1000"}),
     (["tune", "--workload", "tpch-q3", "--scale", "30"], {"datasize": "sf30"}),
 ]
 

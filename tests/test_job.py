@@ -203,8 +203,9 @@ def test_predict_asks_about_local_2_by_default_as_the_web_form_does(tree, tmp_pa
     # TPC-H's scale factor as run tpch takes it: --scale 0.1 is --datasize sf0.1
     assert main([*base[:-2], "--scale", "0.1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == default
-    assert main([*base[:-2], "--scale", "-1"]) == 1
-    assert "datasize 'sf-1' is not a TPC-H scale factor" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base[:-2], "--scale", "-1"])
+    assert "argument --scale: TPC-H scale must be > 0; got '-1'" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ bad input

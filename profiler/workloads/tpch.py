@@ -11,6 +11,7 @@ scale labels ``sf0.01`` (the tests' size), ``sf0.1``, ``sf0.3``, ``sf1``, ``sf3`
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -38,8 +39,13 @@ class ScaleFactors(tuple):
 SIZES = ScaleFactors(("sf0.01", "sf0.1", "sf0.3", "sf1", "sf3", "sf10"))
 
 
-def scale_label(scale) -> str:
-    """``0.1`` → ``sf0.1``; accepts a number or a label."""
+#: The largest scale factor jobgauge generates and runs here (a question may ask beyond it).
+MAX_RUN_SCALE = 100.0
+
+
+def scale_label(scale, *, most: float | None = MAX_RUN_SCALE) -> str:
+    """``0.1`` → ``sf0.1``; accepts a number or a label, above 0 and at most ``most``
+    (None: no bound, for a question rather than a run)."""
     text = str(scale).strip().lower()
     if text.startswith("sf"):
         text = text[2:]
@@ -48,8 +54,9 @@ def scale_label(scale) -> str:
     except ValueError:
         raise UsageError(f"TPC-H scale must be a number such as 0.1 or a label such as "
                          f"sf0.1; got {scale!r}") from None
-    if not 0 < value <= 100:
-        raise UsageError(f"TPC-H scale must be > 0 and <= 100; got {scale!r}")
+    if not 0 < value <= (math.inf if most is None else most):
+        bound = "" if most is None else f" and <= {most:g}"
+        raise UsageError(f"TPC-H scale must be > 0{bound}; got {scale!r}")
     return f"sf{value:g}"
 
 
