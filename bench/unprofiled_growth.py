@@ -11,9 +11,10 @@ user's imported so) is answered from its measured anchors and its own curve of s
 every finished run at SF <= 1 (then at SF <= 0.3), every finished run above is asked,
 once as its own query (its own curve) and once under a name no run has (a job never
 measured: the anchors pooled over every job).  "now" continues the curve beyond its
-largest size by ``models._stage._grown_beyond``; "power law" by the exponent alone (what
-the model did before).  Prints a Markdown table and writes
-``bench/reports/unprofiled_growth.md``; ``--json`` prints the figures.  About 10 seconds.
+largest size by ``models._stage._grown_beyond`` (from its last step's slope); "power
+law" by the pooled exponent alone (what the model did before session 35).  Prints a
+Markdown table and writes ``bench/reports/unprofiled_growth.md``; ``--json`` prints the
+figures.  About 10 seconds.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def answers() -> list[dict]:
         test = frame[frame["datasize"].isin(asked)].reset_index(drop=True)
         measured = test["runtime_s"].to_numpy(dtype=float)
         for way, continued in (("now", grown),
-                               ("power law", lambda distance, exponent:
+                               ("power law", lambda distance, exponent, last=None:
                                 exponent * np.maximum(distance, 0.0))):
             stage._grown_beyond = continued
             try:
@@ -78,8 +79,9 @@ def markdown(rows: list[dict], seconds: float) -> str:
              "to a scale factor, every finished run above asked as its own query and as "
              "a job never measured. "
              "*now*: beyond its largest size a job's fixed part stays and the rest grows "
-             "with the data (`models._stage._grown_beyond`); *power law*: grown by the "
-             "exponent it grew by inside its sizes, as before.", "",
+             "with the data, by the slope of its last measured step or the pooled exponent, "
+             "the larger (`models._stage._grown_beyond`); *power law*: grown by the pooled "
+             "exponent as a power law, as before.", "",
              "| trained on | size exponent | growth | job | asked at | runs | MdAPE | "
              "answer / measured (median) |", "|---|---|---|---|---|---|---|---|"]
     for row in rows:

@@ -1285,11 +1285,12 @@ def test_a_job_of_the_users_is_replayed_from_its_profile_nearest_the_asked_size(
 def test_a_job_without_a_profile_grows_beyond_its_largest_size_as_its_work_does():
     """The quiet TPC-H runs at SF 0.1-1 without their profiles (each query a job of its
     own runs, answered from its measured anchors), asked at SF 10: beyond its largest
-    size a job's fixed part stays and the rest grows with the data
-    (:func:`models._stage._grown_beyond`).  Continued as the power law it grew by
-    inside its sizes (input ** 0.5, mostly fixed costs at SF <= 1), the answers were
-    x0.47 of the measured runs (53 % MdAPE), and a job never measured was answered at
-    931 GiB on local[2] in 364 s (2.6 GB/s); now x0.84 (23 %)."""
+    size a job's fixed part stays and the rest grows with the data, by its last
+    measured step's slope or the pooled exponent (:func:`models._stage._grown_beyond`).
+    Continued as the power law of the pooled exponent (input ** 0.5, mostly fixed costs
+    at SF <= 1), the answers were x0.47 of the measured runs (53 % MdAPE), and a job
+    never measured was answered at 931 GiB on local[2] in 364 s (2.6 GB/s); now x0.97
+    (23 %)."""
     from jobgauge.runtable import read_run_tables
 
     runs = REPO / "data" / "runs"
