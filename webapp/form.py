@@ -11,7 +11,7 @@ import dataclasses
 from flask import Blueprint, current_app, render_template, request
 
 from jobgauge.errors import GaugeError
-from jobgauge.models._default import HISTORY_REACH
+from jobgauge.models._default import HELD_NOTE, HISTORY_REACH
 from jobgauge.webapp.requests import (
     AQE_CHOICES, DEFAULT_SIZE, HIBENCH_SIZES, SQL_WORKLOAD, InvalidField, parse_estimate,
 )
@@ -75,7 +75,8 @@ def index():
             status = 400
     return render_template("index.html", values=values, chosen_types=chosen, errors=errors,
                            field_names=FIELD_NAMES, failure=failure, answer=answer,
-                           history_reach=HISTORY_REACH, **_choices(service)), status
+                           history_reach=HISTORY_REACH, held_note=HELD_NOTE,
+                           **_choices(service)), status
 
 
 def _answer(service, fields: dict) -> dict:
