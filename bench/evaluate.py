@@ -14,7 +14,7 @@ The same is ``jobgauge evaluate``.
 
 ``--quiet-corpus`` (implied by asking only for its protocols: scaleup, slots, families,
 configs-sf1, workloads-sf1) scores the stage predictor, Ernest, the current default
-model and the FC network on the quiet corpus (the tables of data/runs measured under the
+model, the FC network and the DAG network (RNN) on the quiet corpus (the tables of data/runs measured under the
 collector's load guard; each query's reference profile is its smallest quiet profiled
 run) and the shared Scout and C3O tables, times one what-if estimate of the
 web service, and writes bench/reports/evaluation_quiet.md with
@@ -128,7 +128,7 @@ def main(argv=None) -> int:
     parser.add_argument("--protocol", action="append", choices=list(PROTOCOLS))
     parser.add_argument("--models", nargs="+", default=None,
                         help="models to score (default: all; with --quiet-corpus: stage, "
-                             "ernest, the default model and fc)")
+                             "ernest, the default model, fc and rnn)")
     parser.add_argument("--out", help="report folder (default bench/reports)")
     parser.add_argument("--quick", action="store_true", help="smoke run: fewer folds/epochs")
     parser.add_argument("--no-cache", action="store_true", help="recompute every cell")

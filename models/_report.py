@@ -650,8 +650,10 @@ def write_quiet_report(result, out: Path, *, quick=False, command=None, what_if=
              f"({timing.get('computed', 0)} cells computed, {timing.get('cached', 0)} from "
              "the cache in `bench/reports/cache/`).", "",
              f"Models: `stage` (the stage predictor), `ernest` (Ernest), the current "
-             f"default model `{DEFAULT_MODEL}` (`models.DEFAULT_MODEL`) and `fc` (the "
-             "default when issue 13 was filed); evaluated here: "
+             f"default model `{DEFAULT_MODEL}` (`models.DEFAULT_MODEL`), `fc` (the "
+             "default when issue 13 was filed) and `rnn` (the DAG network, which target (c) "
+             "compares with `fc` as it does the stage predictor; it needs the runs' DAGs, "
+             "which Scout's and C3O's tables lack); evaluated here: "
              + ", ".join(f"`{m}`" for m in models) + ".", "", "## Data", "",
              "| file | rows | in this evaluation |", "|---|---|---|"]
     lines += [f"| `{_shown_path(path)}` | {count} | {used} |"

@@ -814,11 +814,12 @@ _DEFAULT_PROTOCOL_SET = {p for ps in PROTOCOLS_BY_SOURCE.values() for p in ps} |
 # ------------------------------------------------------------- the quiet corpus
 def quiet_models() -> list[str]:
     """The models the quiet-corpus report compares: the stage predictor, Ernest, the
-    registry's current default model (read now, not when this module was imported) and
-    the FC network (the default when issue 13 was filed; target (c) compares with it)."""
+    registry's current default model (read now, not when this module was imported), the
+    FC network (the default when issue 13 was filed) and the DAG network: target (c) asks
+    both DAG-aware predictors, this one and the RNN, to beat the FC network."""
     from jobgauge.models import DEFAULT_MODEL
 
-    return list(dict.fromkeys(["stage", "ernest", DEFAULT_MODEL, "fc"]))
+    return list(dict.fromkeys(["stage", "ernest", DEFAULT_MODEL, "fc", "rnn"]))
 
 
 def quiet_run_tables(quiet_dir=None) -> list[Path]:

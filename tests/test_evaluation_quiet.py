@@ -205,7 +205,7 @@ def test_metrics_interval_width_and_names():
     from jobgauge.models import DEFAULT_MODEL
 
     assert quiet_models()[:2] == ["stage", "ernest"]
-    assert {DEFAULT_MODEL, "fc"} <= set(quiet_models())
+    assert {DEFAULT_MODEL, "fc", "rnn"} <= set(quiet_models())
     with pytest.raises(UsageError, match="no quiet run tables in"):
         load_quiet_frames(REPO / "no-such-folder")
 
