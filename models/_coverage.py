@@ -54,7 +54,7 @@ import math
 from dataclasses import dataclass, field
 
 from jobgauge.errors import UsageError
-from jobgauge.units import human_size
+from jobgauge.units import bytes_at_scale, human_size
 
 #: An input more than this many times above the largest (or below 1/x of the smallest)
 #: measured input of its workload is far outside what was measured; the stage predictor
@@ -79,7 +79,8 @@ class WorkloadRange:
     ``sizes``: (size label, median input bytes) per measured label, smallest first
     (label ``""`` for runs without one, at their smallest and largest input);
     ``smallest_bytes``/``largest_bytes``: the measured input range;
-    ``bytes_per_scale_factor``: median input bytes per TPC-H scale factor;
+    ``scale_bytes``: (TPC-H scale factor, median input bytes) per measured scale factor,
+    from which a scale factor not measured is sized (``jobgauge.units.bytes_at_scale``);
     ``labels``: every measured size label (with or without input bytes);
     ``hibench_sizes``: label -> HiBench size ordinal of the measured labels;
     ``cores``: (fewest, most) vCPUs x nodes of the runs.
@@ -88,7 +89,7 @@ class WorkloadRange:
     sizes: list = field(default_factory=list)
     smallest_bytes: float | None = None
     largest_bytes: float | None = None
-    bytes_per_scale_factor: float | None = None
+    scale_bytes: tuple = ()
     labels: frozenset = frozenset()
     hibench_sizes: dict = field(default_factory=dict)
     cores: tuple | None = None
@@ -124,8 +125,8 @@ class WorkloadRange:
             sizes=sizes,
             smallest_bytes=float(size[known].min()) if known.any() else None,
             largest_bytes=float(size[known].max()) if known.any() else None,
-            bytes_per_scale_factor=float(np.median(size.to_numpy()[usable] / factors[usable]))
-            if usable.any() else None,
+            scale_bytes=tuple((float(f), float(b)) for f, b in pd.Series(
+                size.to_numpy()[usable]).groupby(factors[usable]).median().items()),
             labels=frozenset(label for label in labels if label),
             hibench_sizes={k: float(v) for k, v in ordinals.items() if math.isfinite(v)},
             cores=(float(cores.min()), float(cores.max())) if len(cores) else None,
@@ -159,8 +160,11 @@ class WorkloadRange:
         from jobgauge.models.features import size_scale
 
         factor = size_scale(label)[0]
-        if self.bytes_per_scale_factor and math.isfinite(factor) and factor > 0:
-            return self.bytes_per_scale_factor * factor
+        if self.scale_bytes:
+            return bytes_at_scale(self.scale_bytes, factor)
+        old = self.__dict__.get("bytes_per_scale_factor")   # a range made before scale_bytes
+        if old and math.isfinite(factor) and factor > 0:
+            return old * factor
         return None
 
     def size_reason(self, name: str, label: str, input_bytes) -> str | None:
@@ -201,8 +205,7 @@ class WorkloadRange:
             sizes=sorted(set(self.sizes) | set(other.sizes), key=lambda item: (item[1], item[0])),
             smallest_bytes=edge(min, self.smallest_bytes, other.smallest_bytes),
             largest_bytes=edge(max, self.largest_bytes, other.largest_bytes),
-            bytes_per_scale_factor=other.bytes_per_scale_factor
-            if self.bytes_per_scale_factor is None else self.bytes_per_scale_factor,
+            scale_bytes=self.scale_bytes or other.scale_bytes,
             labels=self.labels | other.labels,
             hibench_sizes={**other.hibench_sizes, **self.hibench_sizes},
             cores=(min(c[0] for c in cores), max(c[1] for c in cores)) if cores else None)

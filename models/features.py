@@ -45,7 +45,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from jobgauge.errors import ModelError, NotFittedError, UsageError
 from jobgauge.knobs import defaults_as_text
 from jobgauge.models._params import store_params
-from jobgauge.units import HIBENCH_SIZES, parse_quantity, size_scale  # noqa: F401 (re-exported)
+from jobgauge.units import (  # noqa: F401 (size_scale and HIBENCH_SIZES re-exported)
+    HIBENCH_SIZES, bytes_at_scale, parse_quantity, size_scale)
 
 REQUIRED_COLUMNS = ("workload", "framework", "instance_type", "instance_count", "vcpus")
 #: Maps Hadoop's local job runner runs at once unless ``mapreduce.local.map.tasks.maximum``
@@ -279,7 +280,7 @@ class RunFeatures(TransformerMixin, BaseEstimator):
         self.size_by_workload_label_ = {}
         self.size_by_label_ = {}
         self.size_by_workload_ = {}
-        self.bytes_per_scale_ = {}
+        self.scale_bytes_ = {}
         if known.any():
             import pandas as pd
 
@@ -292,15 +293,20 @@ class RunFeatures(TransformerMixin, BaseEstimator):
             self.size_by_workload_ = {str(k): float(v)
                                       for k, v in table.groupby("w")["b"].median().items()}
             self.size_default_ = float(np.median(log_bytes[known]))
-            # bytes grow in proportion to a TPC-H scale factor: log bytes - log sf per workload
+            # a TPC-H scale factor not measured: the bytes per scale factor of the measured
+            # ones around it (jobgauge.units.bytes_at_scale), per workload, else pooled
             factors = np.array([size_scale(label)[0] for label in labels])
             usable = known & np.isfinite(factors) & (factors > 0)
             if usable.any():
-                offset = pd.DataFrame({"w": workloads[usable],
-                                       "o": log_bytes[usable] - np.log(factors[usable])})
-                self.bytes_per_scale_ = {str(k): float(v)
-                                         for k, v in offset.groupby("w")["o"].median().items()}
-                self.bytes_per_scale_[""] = float(offset["o"].median())
+                scaled = pd.DataFrame({"w": workloads[usable], "f": factors[usable],
+                                       "b": np.expm1(log_bytes[usable])})
+
+                def medians(part):
+                    by_factor = part.groupby("f")["b"].median()
+                    return [(float(f), float(b)) for f, b in by_factor.items()]
+
+                self.scale_bytes_ = {str(w): medians(part) for w, part in scaled.groupby("w")}
+                self.scale_bytes_[""] = medians(scaled)
         else:
             self.size_default_ = 0.0
         # knobs
@@ -476,9 +482,12 @@ class RunFeatures(TransformerMixin, BaseEstimator):
         if key in self.size_by_workload_label_:
             return self.size_by_workload_label_[key]
         factor = size_scale(label)[0]
-        if self.bytes_per_scale_ and math.isfinite(factor) and factor > 0:
-            offset = self.bytes_per_scale_.get(workload, self.bytes_per_scale_[""])
-            return offset + math.log(factor)
+        levels = getattr(self, "scale_bytes_", None)
+        if levels and math.isfinite(factor) and factor > 0:
+            return math.log1p(bytes_at_scale(levels.get(workload, levels[""]), factor))
+        old = getattr(self, "bytes_per_scale_", None)     # a model fitted before scale_bytes_
+        if old and math.isfinite(factor) and factor > 0:
+            return old.get(workload, old[""]) + math.log(factor)
         if label and label in self.size_by_label_:
             return self.size_by_label_[label]
         if workload in self.size_by_workload_:
