@@ -100,7 +100,7 @@ class WorkloadRange:
         import numpy as np
         import pandas as pd
 
-        from jobgauge.models.features import size_scale
+        from jobgauge.models.features import scale_bytes, size_scale
 
         labels = frame["datasize"].fillna("").astype(str).str.strip() \
             if "datasize" in frame.columns else pd.Series([""] * len(frame), index=frame.index)
@@ -125,8 +125,7 @@ class WorkloadRange:
             sizes=sizes,
             smallest_bytes=float(size[known].min()) if known.any() else None,
             largest_bytes=float(size[known].max()) if known.any() else None,
-            scale_bytes=tuple((float(f), float(b)) for f, b in pd.Series(
-                size.to_numpy()[usable]).groupby(factors[usable]).median().items()),
+            scale_bytes=tuple(scale_bytes(factors[usable], size.to_numpy()[usable])),
             labels=frozenset(label for label in labels if label),
             hibench_sizes={k: float(v) for k, v in ordinals.items() if math.isfinite(v)},
             cores=(float(cores.min()), float(cores.max())) if len(cores) else None,

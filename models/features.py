@@ -298,15 +298,11 @@ class RunFeatures(TransformerMixin, BaseEstimator):
             factors = np.array([size_scale(label)[0] for label in labels])
             usable = known & np.isfinite(factors) & (factors > 0)
             if usable.any():
-                scaled = pd.DataFrame({"w": workloads[usable], "f": factors[usable],
-                                       "b": np.expm1(log_bytes[usable])})
-
-                def medians(part):
-                    by_factor = part.groupby("f")["b"].median()
-                    return [(float(f), float(b)) for f, b in by_factor.items()]
-
-                self.scale_bytes_ = {str(w): medians(part) for w, part in scaled.groupby("w")}
-                self.scale_bytes_[""] = medians(scaled)
+                sizes = np.expm1(log_bytes)
+                self.scale_bytes_ = {str(w): scale_bytes(factors[usable & (workloads == w)],
+                                                         sizes[usable & (workloads == w)])
+                                     for w in np.unique(workloads[usable])}
+                self.scale_bytes_[""] = scale_bytes(factors[usable], sizes[usable])
         else:
             self.size_default_ = 0.0
         # knobs
@@ -493,6 +489,18 @@ class RunFeatures(TransformerMixin, BaseEstimator):
         if workload in self.size_by_workload_:
             return self.size_by_workload_[workload]
         return self.size_default_
+
+
+def scale_bytes(factors, sizes) -> list:
+    """[(TPC-H scale factor, median input bytes)] per distinct scale factor of the runs
+    (``factors`` and ``sizes`` aligned, every factor positive): what
+    ``jobgauge.units.bytes_at_scale`` sizes a scale factor never measured from, for the
+    model's size feature and for ``models._coverage``'s "far outside" note alike."""
+    import pandas as pd
+
+    medians = pd.Series(np.asarray(sizes, dtype=float)).groupby(
+        np.asarray(factors, dtype=float)).median()
+    return [(float(f), float(b)) for f, b in medians.items()]
 
 
 def _layout(config, key):
