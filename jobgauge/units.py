@@ -31,6 +31,7 @@ jobgauge.errors.UsageError: 'lots' is not a valid size: must be bytes or a size 
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 
@@ -244,7 +245,7 @@ def bytes_at_scale(measured, factor) -> float | None:
     elif position >= logs[-1]:
         offset = offsets[-1]
     else:
-        right = next(i for i, value in enumerate(logs) if value >= position)
+        right = bisect.bisect_left(logs, position)      # the first measured at or above
         share = (position - logs[right - 1]) / (logs[right] - logs[right - 1])
         offset = offsets[right - 1] + share * (offsets[right] - offsets[right - 1])
     return math.exp(offset) * factor
