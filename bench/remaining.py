@@ -35,7 +35,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+
+from jobgauge.profiler.runners.cluster import free_ports
 
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = REPO / "bench" / "reports"
@@ -241,19 +242,13 @@ def _child(apps: list[str], port: int, eventlog_dir: str) -> int:
     return 0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def run_live(apps: list[str], runs_per_app: int, poll_s: float = 0.5, budget_s: float = 480.0):
     """Run the live apps in a child process; poll REST; return (rows, notes)."""
     from jobgauge.errors import GaugeError
     from jobgauge.models.remaining import AppTimeline, RemainingTimeEstimator
     from jobgauge.profiler.readers.live import read_rest_snapshot
 
-    port = _free_port()
+    port = free_ports(1)[0]
     eventlog_dir = Path(tempfile.mkdtemp(prefix="jobgauge-bench-events-"))
     order = ["warmup"] + [f"{app}#{i}" for i in range(runs_per_app) for app in apps]
     child = subprocess.Popen(

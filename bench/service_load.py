@@ -46,15 +46,11 @@ import threading
 import time
 from pathlib import Path
 
+from jobgauge.profiler.runners.cluster import free_ports
+
 REPO = Path(__file__).resolve().parent.parent
 INSTANCE_CHOICES = (["local[2]"], ["m5.xlarge", "r5.xlarge"], ["local[2]", "m5.xlarge", "c5.large"])
 NODE_RANGES = ((1, 4), (1, 16))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def request_shapes() -> list[dict]:
@@ -215,8 +211,8 @@ def half_open(port: int, count: int, header_timeout: float) -> dict:
 
 
 def start_server(args, store: Path, log_path: Path):
-    port = free_port()
-    env = dict(os.environ, JOBGAUGE_HIVE_HOST="127.0.0.1", JOBGAUGE_HIVE_PORT=str(free_port()),
+    port = free_ports(1)[0]
+    env = dict(os.environ, JOBGAUGE_HIVE_HOST="127.0.0.1", JOBGAUGE_HIVE_PORT=str(free_ports(1)[0]),
                JOBGAUGE_HEADER_TIMEOUT_S=str(args.header_timeout))
     env.pop("JOBGAUGE_CONFIG", None)
     if args.model_kind:

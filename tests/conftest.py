@@ -101,11 +101,9 @@ def spark(spark_eventlog_dir):
 
 def _free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on (free when asked)."""
-    import socket
+    from jobgauge.profiler.runners.cluster import free_ports
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
 
 
 def run_spark_script(source: str, script: Path, folder: Path, failure: str,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -27,6 +26,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import _free_port
 
 from jobgauge.webapp import create_app
 
@@ -36,12 +36,6 @@ REPO = Path(__file__).resolve().parent.parent
 SHOTS = REPO / "artifacts" / "screenshots"
 CHROMIUM = Path(os.environ.get("JOBGAUGE_CHROMIUM", "/usr/bin/chromium"))
 PAGE_TIMEOUT_MS = 300_000   # the first form answer starts the plan session's JVM
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # The slow application: its JVM starts as soon as this module does (so its start-up

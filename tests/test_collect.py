@@ -579,7 +579,11 @@ def test_sigterm_stops_a_real_standalone_cluster(tmp_path, handler):
     process = subprocess.Popen([sys.executable, "-c", _HOLD_A_CLUSTER, handler],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        started = json.loads(process.stdout.readline())
+        line = process.stdout.readline()
+        if not line:      # the cluster never came up: say why, from the child's own words
+            process.wait(timeout=60)
+            pytest.fail(f"no cluster (exit {process.returncode}): {process.stderr.read()[-3000:]}")
+        started = json.loads(line)
         assert len(started["pids"]) == 2 and all(_pid_alive(p) for p in started["pids"])
         os.kill(process.pid, signal.SIGTERM)
         out, err = process.communicate(timeout=120)
@@ -596,3 +600,52 @@ def test_sigterm_stops_a_real_standalone_cluster(tmp_path, handler):
         time.sleep(0.2)
     assert not any(_pid_alive(p) for p in started["pids"])
     assert not Path(started["state"]).exists()
+
+
+def test_free_ports_are_distinct_and_free():
+    import socket
+
+    from jobgauge.profiler.runners.cluster import free_ports
+
+    for _ in range(200):      # one at a time, four ports repeat about once in 2,000 draws
+        ports = free_ports(4)
+        assert len(set(ports)) == 4
+    for port in free_ports(3):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+
+
+@pytest.mark.slow
+def test_a_cluster_whose_master_port_was_taken_starts_again_on_other_ports(monkeypatch):
+    """Spark moves a daemon whose port is taken to the next port up, where the workers
+    never look; the cluster sees the bind failure in the daemon's log and starts again
+    on fresh ports instead of waiting out its timeout."""
+    import socket
+    import time
+
+    from jobgauge.profiler.runners import cluster as cluster_module
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    calls = []
+    real = cluster_module.free_ports
+
+    def first_one_taken(count=1):
+        ports = real(count)
+        calls.append(ports)
+        return [taken.getsockname()[1], *ports[1:]] if len(calls) == 1 else ports
+
+    monkeypatch.setattr(cluster_module, "free_ports", first_one_taken)
+    started = time.monotonic()
+    try:
+        with cluster_module.StandaloneCluster(workers=1, cores_per_worker=1,
+                                              memory_per_worker="512m",
+                                              start_timeout_s=300) as cluster:
+            assert len(calls) == 2
+            assert cluster.master_url.endswith(f":{calls[1][0]}")
+            assert cluster.status()["status"] == "ALIVE"
+            assert len(cluster.daemon_pids()) == 2
+    finally:
+        taken.close()
+    assert time.monotonic() - started < 240     # not the 300 s timeout: the log told

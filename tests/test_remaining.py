@@ -9,7 +9,6 @@ import csv
 import json
 import queue
 import random
-import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import _free_port
 
 from jobgauge.errors import GaugeError, NotFittedError, ParseError, UsageError
 from jobgauge.models.remaining import (
@@ -448,12 +448,6 @@ def test_finished_log_without_application_end_is_a_failed_run(corpus_dir, tmp_pa
     app_end = [e["Timestamp"] for e in events if e["Event"] == "SparkListenerApplicationEnd"][0] / 1000
     last_job_end = max(e["Completion Time"] for e in events if e["Event"] == "SparkListenerJobEnd") / 1000
     assert last_job_end <= snap.ended_s < app_end
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_unreachable_url_is_a_clear_error():

@@ -17,12 +17,7 @@ import sys
 import time
 
 import pytest
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from conftest import _free_port
 
 
 def _get(port, path, *, method="GET", body=None, timeout=10.0):

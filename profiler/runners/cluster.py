@@ -23,6 +23,7 @@ owner's pid, and the next ``start`` stops every cluster whose owner is gone
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -104,10 +105,17 @@ def stop_orphans(base_dir=None) -> list[str]:
     return removed
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def free_ports(count: int = 1) -> list[int]:
+    """``count`` distinct TCP ports on 127.0.0.1 that nothing listens on when asked.
+
+    The sockets stay bound until all are chosen: ports asked one at a time can repeat
+    (about 1 in 2,000 draws of four here), and a Spark daemon given a taken port binds
+    the next one up, where its workers never look."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
 
 
 class StandaloneCluster:
@@ -152,32 +160,49 @@ class StandaloneCluster:
 
     def start(self) -> "StandaloneCluster":
         stop_orphans()
+        for attempt in (1, 2):
+            try:
+                return self._start_once()
+            except RunError as error:
+                # a port taken between choosing it and binding it: once more, on others
+                if attempt == 2 or "could not bind" not in str(error):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> "StandaloneCluster":
         self.state_dir = Path(tempfile.mkdtemp(prefix=STATE_PREFIX))
         (self.state_dir / OWNER_FILE).write_text(str(os.getpid()))
-        port, web = _free_port(), _free_port()
+        port, web, *worker_webs = free_ports(2 + self.workers)
         self.master_url = f"spark://127.0.0.1:{port}"
         self.web_url = f"http://127.0.0.1:{web}"
         self._daemon("start", self.MASTER, 1, "--host", "127.0.0.1", "--port", str(port),
                      "--webui-port", str(web))
-        for index in range(1, self.workers + 1):
+        for index, worker_web in enumerate(worker_webs, start=1):
             self._daemon("start", self.WORKER, index, "--host", "127.0.0.1", "--cores",
                          str(self.cores_per_worker), "--memory", self.memory_per_worker,
-                         "--webui-port", str(_free_port()), self.master_url)
+                         "--webui-port", str(worker_web), self.master_url)
         deadline = time.monotonic() + self.start_timeout_s
-        alive = 0
-        while time.monotonic() < deadline:
+        alive, bind_failed = 0, False
+        while time.monotonic() < deadline and not bind_failed:
             try:
                 alive = sum(1 for w in self.status().get("workers", []) if w.get("state") == "ALIVE")
             except OSError:
                 alive = 0
             if alive >= self.workers:
                 return self
+            # Spark moves a daemon whose port was taken to the next one, out of our sight
+            bind_failed = any("could not bind" in log for log in self._logs())
             time.sleep(0.5)
-        logs = "\n".join(p.read_text(errors="replace")[-500:]
-                         for p in sorted((self.state_dir / "logs").glob("*.out")))
+        logs = "\n".join(log[-500:] for log in self._logs())
         self.stop()
-        raise RunError(f"standalone cluster did not come up in {self.start_timeout_s:.0f} s "
+        why = ("a daemon could not bind its port" if bind_failed else
+               f"not in {self.start_timeout_s:.0f} s")
+        raise RunError(f"standalone cluster did not come up: {why} "
                        f"({alive}/{self.workers} workers alive)\n{logs}")
+
+    def _logs(self) -> list[str]:
+        return [p.read_text(errors="replace")
+                for p in sorted((self.state_dir / "logs").glob("*.out"))]
 
     def daemon_pids(self) -> list[int]:
         """The running master's and workers' pids (their executors are their children)."""
