@@ -26,7 +26,6 @@ Prints the figures and writes bench/reports/history.md.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import platform
@@ -313,7 +312,6 @@ def cluster_figure() -> dict | None:
     port changes with each start, and ``spark.cores.max`` aside).  The cluster's
     executors all run on 127.0.0.1, so the replay applies the contention of cores
     sharing one machine, as in local mode.  None when a table is missing."""
-    from jobgauge.profiler.readers.app_report import LOCAL_CORE_CONTENTION
     from jobgauge.runtable import read_profile_records, read_run_tables, repeat_noise
 
     paths = [(REPO / "data" / "runs" / f"{name}.csv.gz",

@@ -89,12 +89,13 @@ def _scales(store_path: Path) -> Path:
 
 def measure(store_path: Path, scales, repeats: int, data_root: Path, work: Path) -> dict:
     from jobgauge.profiler.workloads import get_workload
+    from jobgauge.profiler.workloads.tpch import scale_label
     from jobgauge.store import open_store
 
     store = open_store(str(store_path))
     found = {}
     for scale in scales:
-        data = get_workload("tpch-q1").prepare(data_root, f"sf{scale:g}")
+        data = get_workload("tpch-q1").prepare(data_root, scale_label(scale))
         for _ in range(repeats - len(runs_at(store, _scales(store_path), scale))):
             submit(store, store_path, data, scale, work / "out")
         found[scale] = {"runs": runs_at(store, _scales(store_path), scale)}

@@ -203,9 +203,17 @@ def test_predict_asks_about_local_2_by_default_as_the_web_form_does(tree, tmp_pa
     # TPC-H's scale factor as run tpch takes it: --scale 0.1 is --datasize sf0.1
     assert main([*base[:-2], "--scale", "0.1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == default
-    with pytest.raises(SystemExit):
-        main([*base[:-2], "--scale", "-1"])
-    assert "argument --scale: TPC-H scale must be > 0; got '-1'" in capsys.readouterr().err
+    for scale in ("-1", "1e12", "inf"):
+        with pytest.raises(SystemExit):
+            main([*base[:-2], "--scale", scale])
+        assert (f"argument --scale: TPC-H scale must be > 0 and <= 100000 (TPC-H's largest); "
+                f"got '{scale}'") in capsys.readouterr().err
+    # a scale factor far from the measured ones is asked as such, never as a bad label
+    # ("sf1e-05" read back as no scale factor at all)
+    assert main([*base[:-2], "--scale", "1e-5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["datasize"] == "sf0.00001"
+    assert main([*base[:-2], "--scale", "100000", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["datasize"] == "sf100000"
 
 
 # ------------------------------------------------------------------ bad input

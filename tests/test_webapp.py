@@ -189,12 +189,16 @@ def test_a_hibench_size_without_a_measured_input_is_refused(client):
 @pytest.mark.parametrize("body, workload_seen, datasize_seen", [
     ({"workload": "tpch-q3", "scale": 0.1}, True, True),
     ({"workload": "tpch-q3", "scale": 10}, True, False),
+    ({"workload": "tpch-q3", "scale": 0.00001}, True, False),   # sf0.00001, never "sf1e-05"
+    ({"workload": "tpch-q3", "scale": 100000}, True, False),
     ({"workload": "wordcount", "size": "huge"}, True, True),
     ({"workload": "als", "size": "large", "input_gb": 1}, False, False),
 ])
 def test_estimate_says_when_it_extrapolates(client, body, workload_seen, datasize_seen):
     answer = client.post("/api/v1/estimate", json=body).get_json()
     assert (answer["workload_seen"], answer["datasize_seen"]) == (workload_seen, datasize_seen)
+    if "scale" in body:
+        assert answer["datasize"] == "sf" + format(body["scale"], "f").rstrip("0").rstrip(".")
     assert "sf0.1" in answer["training_datasizes"]
 
 
@@ -349,6 +353,7 @@ def test_api_errors_share_one_shape(client, method, path, kwargs, status, error)
     ({"sql": "x" * 101}, "sql", "too long: 101 characters"),
     ({"workload": "tpch-q1", "scale": -1}, "scale", "greater than 0"),
     ({"workload": "tpch-q1", "scale": "big"}, "scale", "must be a number"),
+    ({"workload": "tpch-q1", "scale": 1e6}, "scale", "at most 100000"),
     ({"workload": "wordcount", "size": "enormous"}, "size", "must be one of tiny"),
     ({"workload": "tpch-q1", "input_gb": -2}, "input_gb", "greater than 0"),
     ({"workload": "tpch-q1", "instance_types": ["m9.huge"]}, "instance_types",

@@ -7,6 +7,7 @@ Built per application, so enumerations (workloads, instance types) and limits
 from __future__ import annotations
 
 from jobgauge.knobs import knob
+from jobgauge.profiler.workloads.tpch import MAX_SCALE
 from jobgauge.models._default import HISTORY_REACH
 from jobgauge.webapp.requests import (
     AQE_CHOICES, DEFAULT_SIZE, HIBENCH_SIZES, MAX_INSTANCE_TYPES, MAX_NODES, RUN_FILTERS,
@@ -75,7 +76,8 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                 "description": "one HiveQL or Spark SQL query (SELECT, WITH, FROM, INSERT, "
                                "VALUES or TABLE; no ';' between statements) over the TPC-H or "
                                "HiBench tables"},
-        "scale": {"type": "number", "exclusiveMinimum": True, "minimum": 0, "maximum": 1000,
+        "scale": {"type": "number", "exclusiveMinimum": True, "minimum": 0,
+                  "maximum": MAX_SCALE,
                   "default": 1, "description": "TPC-H scale factor (about GB of raw data); "
                                              "TPC-H queries and pasted SQL only (400 for "
                                              "another workload)"},

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from jobgauge import knobs
 from jobgauge.errors import UsageError
+from jobgauge.profiler.workloads.tpch import MAX_SCALE, scale_label
 from jobgauge.units import HIBENCH_SIZES
 
 
@@ -320,9 +321,9 @@ def parse_estimate(data, *, known_workloads, catalog_names, max_query_chars=100_
     elif workload.startswith("tpch-") or pasted:
         if strict:
             _refuse_sizes(data, {"size"}, workload, "scale (the TPC-H scale factor)")
-        scale = _number(data, "scale", minimum=0, strictly=True, maximum=1000,
+        scale = _number(data, "scale", minimum=0, strictly=True, maximum=MAX_SCALE,
                         unit="the TPC-H scale factor", default=1.0)
-        datasize = f"sf{scale:g}"
+        datasize = scale_label(scale, most=None)
     else:
         if strict:
             _refuse_sizes(data, {"scale"}, workload, f"size ({', '.join(HIBENCH_SIZES)})")
