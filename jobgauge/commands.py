@@ -109,7 +109,7 @@ def import_command(args) -> int:
         profiled = f", {info['with_profile']} with a profile" if info["with_profile"] else ""
         lines.append(f"{path}: {info['rows']} rows ({per_source}{profiled}); {info['added']} "
                      f"added, {info['already_present']} already in the store")
-    lines.append("store now holds: " + ", ".join(f"{s}: {n}" for s, n in totals.items()))
+    lines.append(f"store now holds: {store.holdings(totals)}")
     print_result(args.json, {"files": report, "store_totals": totals}, lines)
     return 0
 

@@ -809,9 +809,7 @@ def history_import_command(args, inputs) -> int:
                             progress=True if getattr(args, "progress", False) else None)
     if not args.json:
         print_report(report, as_json=False)
-        print("store now holds: " + ", ".join(
-            f"{s}: {n}" for s, n in store.counts_by_source().items())
-            + f" ({time.monotonic() - started:.1f} s)")
+        print(f"store now holds: {store.holdings()} ({time.monotonic() - started:.1f} s)")
     else:
         print_report(report, as_json=True)
     return 1 if report.skipped else 0

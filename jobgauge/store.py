@@ -500,6 +500,12 @@ class Store:
                 sa.select(self.runs.c.source, sa.func.count()).group_by(self.runs.c.source)
                 .order_by(self.runs.c.source)).all())
 
+    def holdings(self, counts: dict[str, int] | None = None) -> str:
+        """What the store holds (its :meth:`counts_by_source`, or ``counts`` where already
+        read), for a person: ``"local: 12, scout: 40"``, or ``"no runs"``."""
+        counts = self.counts_by_source() if counts is None else counts
+        return ", ".join(f"{s}: {n}" for s, n in counts.items()) if counts else "no runs"
+
     def workloads(self) -> dict[str, str]:
         """The distinct workloads (job keys) of the stored runs, sorted, each with its
         framework (``spark``, ``hadoop``; the last in name order where one key has two)."""

@@ -10,6 +10,7 @@ tests see an application arrive.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import threading
@@ -132,6 +133,16 @@ def test_a_file_that_is_no_history_and_a_down_server_are_skipped(tmp_path, corpu
                for s in report["skipped"]}
     assert reasons["README.md"].startswith("not a Spark event log, MapReduce job history")
     assert "connection refused" in reasons["server"]
+
+
+def test_an_import_that_adds_nothing_says_the_store_holds_no_runs(tmp_path, corpus_dir,
+                                                                   capsys):
+    assert main(["--store", str(tmp_path / "s.db"), "import",
+                 str(corpus_dir / "README.md")]) == 1
+    captured = capsys.readouterr()
+    assert "imported 0 run(s), 0 already in the store, 1 skipped" in captured.out
+    assert re.search(r"^store now holds: no runs \(\d+\.\d s\)$", captured.out, re.MULTILINE)
+    assert "skipped" in captured.err and "README.md" in captured.err
 
 
 def test_since_keeps_later_applications_only(tmp_path, corpus_dir):
