@@ -50,9 +50,11 @@ def parse_key_values(items, option: str = "--conf", *, settings: bool = False) -
     """``["KEY=VALUE", ...]`` from the command line into ``{KEY: VALUE}``.
 
     Keys and values are stripped; a later item wins over an earlier one with the
-    same key.  With ``settings=True`` the keys must be setting names and the
-    values must not be empty.  A malformed item raises :class:`UsageError`
-    naming ``option``: ``--conf 'novalue' must look like KEY=VALUE``.
+    same key.  With ``settings=True`` the keys must be setting names, the
+    values must not be empty, and a knob jobgauge knows must have a value in its
+    range (``jobgauge.knobs``: ``spark.driver.memory=10m`` is refused before any
+    application starts, as a question with it is).  A malformed item raises
+    :class:`UsageError` naming ``option``: ``--conf 'novalue' must look like KEY=VALUE``.
     """
     result = {}
     for item in items or ():
@@ -63,6 +65,12 @@ def parse_key_values(items, option: str = "--conf", *, settings: bool = False) -
         if settings and not SETTING_NAME.match(key):
             raise UsageError(f"{option} key {key!r} is not a setting name")
         result[key] = value
+    if settings:
+        from jobgauge import knobs
+
+        for key, value in result.items():
+            if knobs.find(key) is not None:
+                knobs.validate(key, value)
     return result
 
 

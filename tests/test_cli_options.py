@@ -31,6 +31,9 @@ def test_key_values_parse_strip_and_the_last_one_wins():
     (["=1"], "--where", False, "--where '=1' must look like KEY=VALUE"),
     (["spark.x="], "--conf", True, "--conf 'spark.x=' must look like KEY=VALUE"),
     (["9lives=1"], "--conf", True, "--conf key '9lives' is not a setting name"),
+    (["spark.driver.memory=10m"], "--conf", True,
+     r"spark.driver.memory must be 450m or more \(valid: 450m to 1t\); got 10m"),
+    (["spark.sql.shuffle.partitions=0"], "--conf", True, "spark.sql.shuffle.partitions"),
 ])
 def test_malformed_key_values_name_the_option(items, option, settings, message):
     with pytest.raises(UsageError, match=message):

@@ -91,6 +91,8 @@ def test_batch_checks_q1_and_keeps_failures_and_timeouts(tmp_path, tpch_data_roo
     assert [r["key"] for r in seen] == ["q1", "bad", "slow", "after"]
     assert records["bad"]["status"] == "failed" and "shuffle.partitions" in records["bad"]["error"]
     assert records["slow"]["status"] == "timed_out"
+    # the limit, not the cancel's stack trace ("An error occurred while calling o33.parquet")
+    assert records["slow"]["error"].startswith("ran past its time limit of 0.01 s")
     assert records["after"]["status"] == "succeeded"  # one failure does not stop the rest
 
     li = pd.read_parquet(folder / "lineitem.parquet")
@@ -113,6 +115,11 @@ def test_bad_requests_are_clear(capsys, tmp_path):
     assert main(["--store", str(tmp_path / "s.db"), "run", "tpch", "--query", "1",
                  "--scale", "huge"]) == 1
     assert "TPC-H scale must be a number" in capsys.readouterr().err
+    # a setting out of its knob's range is refused before an application starts (it
+    # started, and failed as "application exited with code 1")
+    assert main(["--store", str(tmp_path / "s.db"), "run", "tpch", "--query", "1",
+                 "--conf", "spark.driver.memory=10m"]) == 1
+    assert "spark.driver.memory must be 450m or more" in capsys.readouterr().err
     # numeric flags are refused as the command line is read, naming the flag; a negative
     # --timeout used to run the query and record a run 'timed_out'
     for flag, value, said in (("--max-load-wait", "-5", "must be a number >= 0; got '-5'"),
@@ -274,3 +281,17 @@ def test_your_own_query_is_refused_clearly(tmp_path, tpch_data_root, capsys):
     assert "failed" in said and "nope" in said
     failed = open_store(store).runs_list()
     assert len(failed) == 1 and failed[0]["status"] == "failed"
+
+
+def test_a_runs_profile_line_reads_as_sizes_and_leaves_out_what_it_lacks():
+    from types import SimpleNamespace
+
+    from jobgauge.profiler.runners.run_cli import _profile_line
+
+    full = SimpleNamespace(n_jobs=4, n_stages=4, n_tasks=9, totals={
+        "input_bytes": 220160, "shuffle_read_bytes": 9626, "shuffle_write_bytes": 9626,
+        "executor_run_time_ms": 240})
+    assert _profile_line(full) == ("  jobs 4, stages 4, tasks 9, input 215 KiB, shuffle read "
+                                   "9.4 KiB, shuffle write 9.4 KiB, executor run time 0.24 s")
+    cut_short = SimpleNamespace(n_jobs=1, n_stages=1, n_tasks=1, totals={})
+    assert _profile_line(cut_short) == "  jobs 1, stages 1, tasks 1"    # never "None B"

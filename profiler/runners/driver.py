@@ -369,8 +369,12 @@ class _Application:
             else:
                 record.update(status="succeeded", result=summary)
         except Exception as exc:  # noqa: BLE001 - every failure is recorded, not raised
-            record.update(status="timed_out" if watch.timed_out.is_set() else "failed",
-                          error=_error_text(exc))
+            if watch.timed_out.is_set():    # the cancel's own error says only "cancelled"
+                record.update(status="timed_out",
+                              error=f"ran past its time limit of {limit:g} s: its jobs were "
+                                    f"cancelled at the limit")
+            else:
+                record.update(status="failed", error=_error_text(exc))
         finally:
             watch.stop()
             record["runtime_s"] = round(time.perf_counter() - begin, 4)

@@ -114,18 +114,29 @@ def _run(args, workload, size, *, sql=None) -> int:
     out["profile"] = profile.summary() if profile is not None else None
     lines = [f"run {out['id']}: {workload} {size} {run['status']}{_took(run['runtime_s'])}"]
     if profile is not None:
-        totals = profile.totals
-        lines.append(f"  jobs {profile.n_jobs}, stages {profile.n_stages}, tasks "
-                     f"{profile.n_tasks}, input {totals.get('input_bytes')} B, shuffle read "
-                     f"{totals.get('shuffle_read_bytes')} B, shuffle write "
-                     f"{totals.get('shuffle_write_bytes')} B, executor run time "
-                     f"{totals.get('executor_run_time_ms')} ms")
+        lines.append(_profile_line(profile))
     if run.get("load_at_start") is not None:
         lines.append(_load_line(run, guard["load_threshold"]))
     if sql and run["status"] == "succeeded":
         lines.append(f"  your query is the job {workload}: the web form and API answer the "
                      f"same text from this run once the model has retrained on it")
     return finish_run(args.json, out, lines, status=run["status"], error=run.get("error"))
+
+
+def _profile_line(profile) -> str:
+    """The run's profile in one line: its jobs, stages and tasks, and the totals its event
+    log holds (a run cut short may hold none of some)."""
+    from jobgauge.units import human_size
+
+    totals = profile.totals
+    parts = [f"jobs {profile.n_jobs}, stages {profile.n_stages}, tasks {profile.n_tasks}"]
+    for key, name in (("input_bytes", "input"), ("shuffle_read_bytes", "shuffle read"),
+                      ("shuffle_write_bytes", "shuffle write")):
+        if totals.get(key) is not None:
+            parts.append(f"{name} {human_size(totals[key])}")
+    if totals.get("executor_run_time_ms") is not None:
+        parts.append(f"executor run time {totals['executor_run_time_ms'] / 1000:.2f} s")
+    return "  " + ", ".join(parts)
 
 
 def _guard(args) -> dict:
