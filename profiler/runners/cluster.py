@@ -118,6 +118,10 @@ def free_ports(count: int = 1) -> list[int]:
         return [sock.getsockname()[1] for sock in sockets]
 
 
+class _PortTaken(RunError):
+    """A daemon of a starting cluster found its port taken."""
+
+
 class StandaloneCluster:
     MASTER = "org.apache.spark.deploy.master.Master"
     WORKER = "org.apache.spark.deploy.worker.Worker"
@@ -160,14 +164,10 @@ class StandaloneCluster:
 
     def start(self) -> "StandaloneCluster":
         stop_orphans()
-        for attempt in (1, 2):
-            try:
-                return self._start_once()
-            except RunError as error:
-                # a port taken between choosing it and binding it: once more, on others
-                if attempt == 2 or "could not bind" not in str(error):
-                    raise
-        raise AssertionError("unreachable")
+        try:
+            return self._start_once()
+        except _PortTaken:     # taken between choosing it and binding it: once more, on others
+            return self._start_once()
 
     def _start_once(self) -> "StandaloneCluster":
         self.state_dir = Path(tempfile.mkdtemp(prefix=STATE_PREFIX))
@@ -197,8 +197,9 @@ class StandaloneCluster:
         self.stop()
         why = ("a daemon could not bind its port" if bind_failed else
                f"not in {self.start_timeout_s:.0f} s")
-        raise RunError(f"standalone cluster did not come up: {why} "
-                       f"({alive}/{self.workers} workers alive)\n{logs}")
+        raise (_PortTaken if bind_failed else RunError)(
+            f"standalone cluster did not come up: {why} "
+            f"({alive}/{self.workers} workers alive)\n{logs}")
 
     def _logs(self) -> list[str]:
         return [p.read_text(errors="replace")
