@@ -156,6 +156,24 @@ def test_model_guided_tune_prints_conf_and_set_lines(capsys, with_model):
     assert any(line.startswith("# predicted runtime") and "80 % interval" in line for line in out)
 
 
+def test_an_answer_far_outside_what_was_measured_says_so(capsys, monkeypatch, shipped_tuning):
+    """As predict's answer does: TPC-H Q3 at SF 30 (the shipped runs reach SF 10) and a job
+    never measured carry the model's note in the text and the JSON; SF 1 carries none."""
+    monkeypatch.setattr(jobgauge.models, "load_model", lambda path: shipped_tuning.model,
+                        raising=False)
+    base = ["tune", "--model", "m.pkl", "--trials", "3", "--study-storage", "memory"]
+    assert main([*base, "--workload", "tpch-q3", "--scale", "30"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("# predicted runtime")
+    assert out[2].startswith("# far outside what was measured: tpch-q3 was measured at sf")
+    assert "nearest measured size sf10" in out[2]
+    assert main([*base, "--workload", "my-nightly-job", "--scale", "3", "--json"]) == 0
+    best = json.loads(capsys.readouterr().out)["best"]
+    assert best["measured_note"] == "far outside what was measured: my-nightly-job was never measured"
+    assert main([*base, "--workload", "tpch-q3", "--scale", "1", "--json"]) == 0
+    assert "measured_note" not in json.loads(capsys.readouterr().out)["best"]
+
+
 def test_hive_session_knobs_come_with_spark_sql_equivalents(capsys, with_model):
     assert main(["tune", "--workload", "tpch-q1", "--engine", "hive", "--model", "m.pkl",
                  "--trials", "4", "--study-storage", "memory"]) == 0

@@ -162,13 +162,15 @@ def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8, factor: 
 
     def evaluate(config):
         frame = model_frame(job, config, catalog)
-        failure = None
+        failure = outside = None
         if bounded:      # one pass, never below the nodes' read floor (predict_frame)
             answer = predict_frame(model, frame, coverage=coverage, factor=factor)
             runtime = max(_first(answer["predicted_runtime_s"].to_numpy()), 0.0)
             bounds = tuple(max(_first(answer[column].to_numpy()), 0.0)
                            for column in ("predicted_low_s", "predicted_high_s"))
             failure = answer["failure_note"].iloc[0]
+            # far outside what was measured: the answer says so, as predict's does
+            outside = answer["measured_note"].iloc[0] if "measured_note" in answer else None
         else:
             runtime, bounds = max(_first(model.predict(frame)), 0.0) * factor, None
         row = frame.iloc[0]
@@ -179,7 +181,9 @@ def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8, factor: 
                            hourly_price_usd=None if price is None or
                            (isinstance(price, float) and math.isnan(price)) else float(price),
                            completed=failure is None, runtime_interval=bounds,
-                           record={"failure_note": failure} if failure else {})
+                           record={key: value for key, value in (("failure_note", failure),
+                                                                 ("measured_note", outside))
+                                   if isinstance(value, str) and value})
     return evaluate
 
 

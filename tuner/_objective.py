@@ -223,7 +223,7 @@ class Objective:
         if measurement.cost_interval is not None:
             trial.set_user_attr("cost_interval_usd", [float(v) for v in
                                                       measurement.cost_interval])
-        for key in ("run_id", "status", "failure_note"):
+        for key in ("run_id", "status", "failure_note", "measured_note"):
             if measurement.record.get(key) is not None:
                 trial.set_user_attr(key, str(measurement.record[key]))
         for name, value in self.goal.constraints(measurement,

@@ -35,6 +35,7 @@ class TrialResult:
     runtime_interval_s: list | None = None
     cost_interval_usd: list | None = None
     note: str | None = None
+    measured_note: str | None = None   # a model's answer far outside what was measured
 
     @property
     def value(self):
@@ -45,7 +46,7 @@ class TrialResult:
     def to_dict(self) -> dict:
         out = {"config": dict(self.config), "value": self.value}
         for name in ("number", "state", "runtime_s", "cost_usd", "feasible", "censored",
-                     "runtime_interval_s", "cost_interval_usd", "note"):
+                     "runtime_interval_s", "cost_interval_usd", "note", "measured_note"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
@@ -162,7 +163,7 @@ def _trial_result(frozen) -> TrialResult:
         censored=bool(attrs.get("censored", False)),
         runtime_interval_s=attrs.get("runtime_interval_s"),
         cost_interval_usd=attrs.get("cost_interval_usd"),
-        note=attrs.get("invalid"))
+        note=attrs.get("invalid"), measured_note=attrs.get("measured_note"))
 
 
 def summarise(study, goal: Goal) -> TuneResult:

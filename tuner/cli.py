@@ -396,6 +396,8 @@ def _report_open(args, result, mode: str, space, recommendation=None) -> int:
         if best.cost_interval_usd:
             line += f" (${best.cost_interval_usd[0]:.4f} .. ${best.cost_interval_usd[1]:.4f})"
     print(line)
+    if best.measured_note:
+        print(f"# {best.measured_note}")
     if "instance_type" in best.config or "instance_count" in best.config:
         print(f"# cluster: {best.config.get('instance_count', '')} x "
               f"{best.config.get('instance_type', '')}")
