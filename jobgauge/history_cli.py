@@ -16,12 +16,13 @@ History Server URL naming one application.  ``--json`` prints the dict of
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from pathlib import Path
 
 from jobgauge.cli_options import add_command, add_timeout_option, print_result
-from jobgauge.errors import UsageError
+from jobgauge.errors import ParseError, UsageError
 
 FIRST_RETRY_S = 5.0
 
@@ -151,11 +152,29 @@ def build_report(target: str, store_target=None) -> dict:
             address.root, {"app_id": address.app_id, "attempt_id": address.attempt_id})
         return application_report(profile, job_key=job_key(profile, main))
     if Path(target).exists():
-        return report_eventlog(target)
+        try:
+            return report_eventlog(target)
+        except ParseError:
+            if Path(target).is_file() and _is_mapreduce(target):
+                raise UsageError(f"{target} is a MapReduce job file: 'jobgauge report' reads "
+                                 f"Spark applications; 'jobgauge profile "
+                                 f"{shlex.quote(target)}' profiles a MapReduce job") from None
+            raise
     from jobgauge.store import open_store
 
     profile, run = _stored_profile(open_store(store_target), target)
     return application_report(profile, job_key=run["workload"])
+
+
+def _is_mapreduce(path) -> bool:
+    """Whether ``path`` is a MapReduce job file (``profiler.readers.mapreduce``)."""
+    from jobgauge.profiler.readers.mapreduce import sniff_mapreduce
+
+    try:
+        sniff_mapreduce(path)
+    except (ParseError, OSError, UnicodeError):
+        return False
+    return True
 
 
 def report_command(args) -> int:

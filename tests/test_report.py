@@ -223,6 +223,23 @@ def test_report_of_an_application_in_the_store(tmp_path, corpus_dir, capsys):
     assert "critical path" in text and "what if" in text and "--conf spark." in text
 
 
+def test_a_mapreduce_job_file_points_to_profile(tmp_path, corpus_dir, capsys):
+    """report reads Spark applications; a MapReduce job file is named as one, with the
+    command that reads it (it was refused as 'not a Spark event log ... Avro-Json')."""
+    jhist = corpus_dir / "hadoop-jhist" / "apache-hadoop" / "job_0.23.9-FAILED.jhist"
+    assert main(["--store", str(tmp_path / "s.db"), "report", str(jhist)]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == (f"jobgauge: error: {jhist} is a MapReduce job file: 'jobgauge "
+                           f"report' reads Spark applications; 'jobgauge profile {jhist}' "
+                           f"profiles a MapReduce job")
+    assert main(["profile", "--json", str(jhist)]) == 0          # the command it names
+    assert json.loads(capsys.readouterr().out)["engine"] == "hadoop"
+    other = tmp_path / "notes.txt"
+    other.write_text("vm\n")
+    assert main(["--store", str(tmp_path / "s.db"), "report", str(other)]) == 1
+    assert "not a Spark event log" in capsys.readouterr().err
+
+
 def test_unknown_application_is_one_clear_line(tmp_path, capsys):
     assert main(["--store", str(tmp_path / "s.db"), "report", "app-nope"]) == 1
     err = capsys.readouterr().err.strip()
