@@ -64,16 +64,22 @@ def model_names(*, with_variants=False) -> list[str]:
     return names
 
 
-def make_model(name: str = DEFAULT_MODEL, **params) -> RuntimeModel:
-    """A new, unfitted model by registry name; ``name+classes`` sets ``with_classes=True``."""
+def model_class(name: str):
+    """(class, base name, whether ``+classes`` asks for job classes) of a registry name,
+    or UsageError naming the registered ones."""
     base = name[:-len(CLASSES_SUFFIX)] if isinstance(name, str) and \
         name.endswith(CLASSES_SUFFIX) else name
     if base not in MODELS:
         raise UsageError(f"unknown model {name!r}; choose one of "
                          + ", ".join(model_names(with_variants=True)))
-    if base != name:
+    return MODELS[base], base, base != name
+
+
+def make_model(name: str = DEFAULT_MODEL, **params) -> RuntimeModel:
+    """A new, unfitted model by registry name; ``name+classes`` sets ``with_classes=True``."""
+    cls, base, with_classes = model_class(name)
+    if with_classes:
         params.setdefault("with_classes", True)
-    cls = MODELS[base]
     try:
         return cls(**params)
     except TypeError:

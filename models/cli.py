@@ -135,6 +135,10 @@ def train_command(args) -> int:
     if args.with_prior and args.runs:
         raise UsageError("--with-prior adds the shipped runs to the store's; with --runs "
                          "name every table to learn from instead")
+    if args.kind is not None:       # a name that cannot train is refused before any data
+        from jobgauge.models._registry import model_class
+
+        model_class(args.kind)
     if args.lock:
         from jobgauge.models._default import training_lock
 

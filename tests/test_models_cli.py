@@ -97,12 +97,15 @@ def test_predict_one_configuration(tables, tmp_path, capsys):
      "--conf 'novalue' must look like KEY=VALUE"),
     (["train", "--runs", "nonexistent.csv", "--out", "m.jgm"], "nonexistent.csv: no such file"),
     (["train", "--runs", "TRAIN", "--kind", "nosuch", "--out", "m.jgm"], "unknown model 'nosuch'"),
+    # the name first, whatever the data: an empty store said it had no runs to train on
+    (["--store", "EMPTY", "train", "--kind", "nosuch"], "unknown model 'nosuch'"),
     (["train", "--runs", "TRAIN", "--kind", "fc", "--param", "epochs=0", "--out", "m.jgm"],
      "The 'epochs' parameter of FullyConnectedModel must be an int >= 1. Got 0 instead."),
     (["evaluate", "--runs", "TRAIN", "--protocol", "random"], "unknown protocol"),
 ])
 def test_usage_errors_are_one_line(argv, message, tables, tmp_path, capsys):
-    argv = [str(tables["train"]) if a == "TRAIN" else a for a in argv]
+    argv = [str(tables["train"]) if a == "TRAIN" else str(tmp_path / "empty.db")
+            if a == "EMPTY" else a for a in argv]
     if "--model" in argv and argv[argv.index("--model") + 1] == "M":
         garbage = tmp_path / "M"
         garbage.write_bytes(b"garbage")
