@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     parser.add_argument("--fresh", action="store_true",
                         help="every run a fresh application of its own (one-shot submissions)")
     args = parser.parse_args(argv)
-    from jobgauge.profiler.workloads.tpch import scale_label
+    from jobgauge.units import scale_label
     workload, size = f"tpch-q{args.query}", scale_label(args.scale)
     heap = {"spark.driver.memory": args.heap}
     partitions = {"spark.sql.shuffle.partitions": str(args.partitions)}

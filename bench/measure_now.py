@@ -39,7 +39,7 @@ def main(argv=None) -> int:
                         help="keep the application's event log in DIR and print where each "
                              "run's task time went (default: the log is discarded)")
     args = parser.parse_args(argv)
-    from jobgauge.profiler.workloads.tpch import scale_label
+    from jobgauge.units import scale_label
     size = scale_label(args.scale)
     workloads = [f"tpch-q{q}" for q in args.queries]
     runs = {w: [] for w in workloads}

@@ -89,7 +89,7 @@ def _scales(store_path: Path) -> Path:
 
 def measure(store_path: Path, scales, repeats: int, data_root: Path, work: Path) -> dict:
     from jobgauge.profiler.workloads import get_workload
-    from jobgauge.profiler.workloads.tpch import scale_label
+    from jobgauge.units import scale_label
     from jobgauge.store import open_store
 
     store = open_store(str(store_path))

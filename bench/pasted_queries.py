@@ -251,7 +251,8 @@ def measure(scale: float, repeats: int, journal: Path = MEASURED) -> int:
 
     from jobgauge.profiler.runners.driver import LoadGuard
     from jobgauge.profiler.runners.runner import DEFAULT_DATA_ROOT
-    from jobgauge.profiler.workloads.tpch import TABLES, ensure_data, scale_label
+    from jobgauge.profiler.workloads.tpch import TABLES, ensure_data
+    from jobgauge.units import scale_label
 
     runs = _journal.read(journal)
 
@@ -318,7 +319,7 @@ def profiling_runs(scale: float, store_url: str) -> None:
     from jobgauge.profiler.runners._hive_record import query_workload
     from jobgauge.profiler.runners.collect import run_guard
     from jobgauge.profiler.runners.runner import run_workload
-    from jobgauge.profiler.workloads.tpch import scale_label
+    from jobgauge.units import scale_label
     from jobgauge.store import open_store
 
     store, size = open_store(store_url), scale_label(scale)

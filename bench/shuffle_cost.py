@@ -64,7 +64,7 @@ def main(argv=None) -> int:
         parser.error("--queries are TPC-H query numbers, 1 to 22")
     if args.scale <= 0 or min(args.split_mib) < 1 or min(args.partitions) < 1:
         parser.error("--scale, --split-mib and --partitions must be positive")
-    from jobgauge.profiler.workloads.tpch import scale_label
+    from jobgauge.units import scale_label
     size = scale_label(args.scale)
     base = {"spark.master": args.master, "spark.driver.memory": args.driver_memory}
     settings = [(split, parts) for split in args.split_mib for parts in args.partitions]

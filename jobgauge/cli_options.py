@@ -68,9 +68,7 @@ def parse_key_values(items, option: str = "--conf", *, settings: bool = False) -
     if settings:
         from jobgauge import knobs
 
-        for key, value in result.items():
-            if knobs.find(key) is not None:
-                knobs.validate(key, value)
+        knobs.validate_known(result)
     return result
 
 
@@ -130,9 +128,9 @@ def add_datasize_option(parser, *, default=None, help: str = "size label, e.g. s
 
 def _scale_factor_label(text: str) -> str:
     """``--scale``'s value as the size label it means (``3`` and ``sf3.0`` are ``sf3``:
-    ``jobgauge.profiler.workloads.tpch.scale_label``, with no upper bound, for a
+    ``jobgauge.units.scale_label``, with no upper bound, for a
     question); imported when ``--scale`` is given, so ``--help`` stays fast."""
-    from jobgauge.profiler.workloads.tpch import scale_label
+    from jobgauge.units import scale_label
 
     try:
         return scale_label(text, most=None)

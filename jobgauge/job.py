@@ -358,10 +358,7 @@ class Job:
         each setting the knob table knows is checked (UsageError naming the knob, its
         valid values and what it got).  Measured runs (another ``source``) keep what
         they recorded."""
-        for name, value in self.settings.items():
-            item = knobs.find(name)
-            if item is not None and value is not None:
-                item.validate(value)
+        knobs.validate_known(self.settings)
 
     def _check_datasize(self) -> None:
         """A question's size label must say a size its workload is sized by: a label

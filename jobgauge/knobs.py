@@ -534,6 +534,15 @@ def validate(name: str, value):
     return knob(name).validate(value)
 
 
+def validate_known(config: Mapping) -> None:
+    """Every setting of ``config`` that the table knows, in its valid range (UsageError
+    naming the knob, its valid values and what it got); the others and None pass."""
+    for name, value in config.items():
+        item = _BY_NAME.get(name)
+        if item is not None and value is not None:
+            item.validate(value)
+
+
 def format_value(name: str, value) -> str:
     """``value`` as text for ``--conf``/``SET``/``-D``, in the knob's unit when it is known."""
     item = _BY_NAME.get(name)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from decimal import Decimal
 
 from jobgauge.errors import UsageError
 
@@ -198,6 +199,38 @@ def format_duration(seconds: float) -> str:
 
 
 # ------------------------------------------------------------------ size labels
+#: The largest scale factor jobgauge generates and runs here (a question may ask beyond it).
+MAX_RUN_SCALE = 100.0
+#: The largest scale factor the TPC-H specification defines: the bound of a question.
+MAX_SCALE = 100000.0
+
+
+def scale_label(scale, *, most: float | None = MAX_RUN_SCALE) -> str:
+    """``0.1`` → ``sf0.1``; accepts a number or a label, above 0 and at most ``most``
+    (None: a question rather than a run, at most :data:`MAX_SCALE`).  The label keeps
+    six significant digits and never an exponent (``1e-05`` is ``sf0.00001``), so every
+    label it makes reads back as the same scale factor (:func:`size_scale`).
+
+    >>> scale_label(3.0), scale_label("SF0.1"), scale_label(1e-05), scale_label(1e5, most=None)
+    ('sf3', 'sf0.1', 'sf0.00001', 'sf100000')
+    """
+    text = str(scale).strip().lower()
+    if text.startswith("sf"):
+        text = text[2:]
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"TPC-H scale must be a number such as 0.1 or a label such as "
+                         f"sf0.1; got {scale!r}") from None
+    bound = MAX_SCALE if most is None else most
+    if not 0 < value <= bound:
+        largest = "TPC-H's largest" if most is None else "the largest run here"
+        raise UsageError(f"TPC-H scale must be > 0 and <= {bound:g} ({largest}); "
+                         f"got {scale!r}")
+    digits = format(Decimal(repr(float(f"{value:.6g}"))).normalize(), "f")
+    return f"sf{digits}"
+
+
 #: HiBench's data sizes, smallest first (a run table's ``datasize`` of a HiBench job).
 HIBENCH_SIZES = ("tiny", "small", "medium", "large", "huge", "gigantic", "bigdata")
 _SCALE_FACTOR = re.compile(r"^sf(\d+(?:\.\d+)?)(?:\b|_|-|$)", re.IGNORECASE)

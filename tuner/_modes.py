@@ -169,8 +169,7 @@ def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8, factor: 
             bounds = tuple(max(_first(answer[column].to_numpy()), 0.0)
                            for column in ("predicted_low_s", "predicted_high_s"))
             failure = answer["failure_note"].iloc[0]
-            # far outside what was measured: the answer says so, as predict's does
-            outside = answer["measured_note"].iloc[0] if "measured_note" in answer else None
+            outside = answer["measured_note"].iloc[0]   # far outside what was measured
         else:
             runtime, bounds = max(_first(model.predict(frame)), 0.0) * factor, None
         row = frame.iloc[0]
@@ -181,9 +180,9 @@ def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8, factor: 
                            hourly_price_usd=None if price is None or
                            (isinstance(price, float) and math.isnan(price)) else float(price),
                            completed=failure is None, runtime_interval=bounds,
-                           record={key: value for key, value in (("failure_note", failure),
-                                                                 ("measured_note", outside))
-                                   if isinstance(value, str) and value})
+                           record={key: note for key, note in (("failure_note", failure),
+                                                                ("measured_note", outside))
+                                   if note})
     return evaluate
 
 

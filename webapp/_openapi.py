@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from jobgauge.knobs import knob
 from jobgauge.models._default import HISTORY_REACH
-from jobgauge.profiler.workloads.tpch import MAX_SCALE
+from jobgauge.units import MAX_SCALE
 from jobgauge.webapp.requests import (
     AQE_CHOICES, DEFAULT_SIZE, HIBENCH_SIZES, MAX_INSTANCE_TYPES, MAX_NODES, RUN_FILTERS,
     RUN_LIMITS, SQL_WORKLOAD,

@@ -230,7 +230,7 @@ class LocalSparkPlans:
     def _size_scans(self, dag) -> None:
         from jobgauge.models.evaluation import size_plan_scans
         from jobgauge.profiler.workloads.base import directory_bytes
-        from jobgauge.profiler.workloads.tpch import scale_label
+        from jobgauge.units import scale_label
 
         if self._dataset_bytes is None:
             self._dataset_bytes = directory_bytes(

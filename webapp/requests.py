@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 
 from jobgauge import knobs
 from jobgauge.errors import UsageError
-from jobgauge.profiler.workloads.tpch import MAX_SCALE, scale_label
-from jobgauge.units import HIBENCH_SIZES
+from jobgauge.units import HIBENCH_SIZES, MAX_SCALE, scale_label
 
 
 class InvalidField(UsageError):

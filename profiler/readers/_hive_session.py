@@ -474,7 +474,8 @@ class HiveSession:
         """
         from jobgauge.profiler.runners.runner import DEFAULT_DATA_ROOT
         from jobgauge.profiler.workloads._tpch_queries import TABLES
-        from jobgauge.profiler.workloads.tpch import ensure_data, scale_label
+        from jobgauge.profiler.workloads.tpch import ensure_data
+        from jobgauge.units import scale_label
 
         if self.engine != "spark-thrift":
             raise UsageError("load-tpch needs a Spark Thrift server (CREATE TABLE ... USING "

@@ -174,7 +174,7 @@ def run_tpch_command(args) -> int:
     questions about that query then replay its own profile, not those of the measured
     queries whose plans read most alike."""
     from jobgauge.profiler.runners._hive_record import asked_query
-    from jobgauge.profiler.workloads.tpch import scale_label
+    from jobgauge.units import scale_label
 
     from jobgauge.profiler.readers._hive_session import check_statement
 

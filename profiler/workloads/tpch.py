@@ -11,7 +11,6 @@ scale labels ``sf0.01`` (the tests' size), ``sf0.1``, ``sf0.3``, ``sf1``, ``sf3`
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import subprocess
@@ -20,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from jobgauge.errors import RunError, UsageError
+from jobgauge.units import scale_label
 from jobgauge.profiler.workloads._tpch_queries import QUERIES, TABLES
 from jobgauge.profiler.workloads.base import directory_bytes
 
@@ -37,40 +37,6 @@ class ScaleFactors(tuple):
 
 
 SIZES = ScaleFactors(("sf0.01", "sf0.1", "sf0.3", "sf1", "sf3", "sf10"))
-
-
-#: The largest scale factor jobgauge generates and runs here (a question may ask beyond it).
-MAX_RUN_SCALE = 100.0
-#: The largest scale factor the TPC-H specification defines: the bound of a question.
-MAX_SCALE = 100000.0
-
-
-def scale_label(scale, *, most: float | None = MAX_RUN_SCALE) -> str:
-    """``0.1`` → ``sf0.1``; accepts a number or a label, above 0 and at most ``most``
-    (None: a question rather than a run, at most :data:`MAX_SCALE`).  The label keeps
-    six significant digits and never an exponent (``1e-05`` is ``sf0.00001``), so every
-    label it makes reads back as the same scale factor (``jobgauge.units.size_scale``).
-
-    >>> scale_label(3.0), scale_label("SF0.1"), scale_label(1e-05), scale_label(1e5, most=None)
-    ('sf3', 'sf0.1', 'sf0.00001', 'sf100000')
-    """
-    from decimal import Decimal
-
-    text = str(scale).strip().lower()
-    if text.startswith("sf"):
-        text = text[2:]
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"TPC-H scale must be a number such as 0.1 or a label such as "
-                         f"sf0.1; got {scale!r}") from None
-    bound = MAX_SCALE if most is None else most
-    if not 0 < value <= bound:
-        largest = "TPC-H's largest" if most is None else "the largest run here"
-        raise UsageError(f"TPC-H scale must be > 0 and <= {bound:g} ({largest}); "
-                         f"got {scale!r}")
-    digits = format(Decimal(repr(float(f"{value:.6g}"))).normalize(), "f")
-    return f"sf{digits}"
 
 
 def scale_factor(label: str) -> float:
