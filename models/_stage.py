@@ -2263,7 +2263,20 @@ class StagePredictor(RuntimeModel):
                                                        MAX_CONTENTION, MAX_MEMORY_COST,
                                                        MAX_JOIN_SHARE, MAX_PROBE_RELIEF],
                                np.maximum(lowest, MAX_WORK_EXPONENT) + 1e-9])
+        # which residuals each parameter moves: a workload's work factor and fixed share
+        # only its own runs' and its own pull; each other parameter, all of them
+        touches = np.ones((len(keep) + n_types + n_jobs + n_fixed + 2 + n_kinds, len(start)),
+                          dtype=bool)
+        pulls = len(keep) + n_types
+        for columns in (4 + n_groups + n_types + np.arange(n_jobs),
+                        at_share + 1 + np.arange(n_fixed)):
+            if len(columns):
+                touches[:, columns] = False
+                touches[np.arange(len(keep)), columns[job_index[keep]]] = True
+                touches[pulls + np.arange(len(columns)), columns] = True
+                pulls += len(columns)
         result = least_squares(residuals, np.clip(start, low, high - 1e-12),
+                               jac=_grouped_jacobian(residuals, touches, (low, high)),
                                bounds=(low, high), loss="soft_l1",
                                f_scale=0.3, max_nfev=self.max_iterations)
         params, rates, offsets, work, exponents, shares = unpack(result.x)
@@ -2805,6 +2818,39 @@ def _benchmark_jobs(X) -> dict:
         if benchmark is not None and (sources[jobs == job] == RUNNER_SOURCE).all():
             out[str(job)] = benchmark
     return out
+
+
+def _grouped_jacobian(residuals, touches, bounds):
+    """The least-squares Jacobian of ``residuals`` by forward differences, as
+    ``least_squares``'s own ``"2-point"`` takes them (SciPy's steps, the same values, and
+    column-major: the same rounding in the solver), but the parameters that move no
+    residual in common (``touches``: residuals by parameters) are perturbed together: a
+    fit of the 22 TPC-H queries evaluates its residuals 27 times per Jacobian instead of
+    69 (each query's own parameters at once), and fits in about half the time, to the
+    same parameters.  Without SciPy's step helpers (a private module), ``"2-point"``."""
+    try:
+        from scipy.optimize._numdiff import (_adjust_scheme_to_bounds,
+                                             _compute_absolute_step, group_columns)
+    except ImportError:          # pragma: no cover - a SciPy that moved its helpers
+        return "2-point"
+    groups = group_columns(touches)
+    members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+    rows = [np.flatnonzero(touches[:, c]) for c in range(touches.shape[1])]
+    low, high = (np.asarray(b, dtype=float) for b in bounds)
+
+    def jacobian(theta):
+        f0 = residuals(theta)
+        h = _compute_absolute_step(None, theta, f0, "2-point")
+        h, _ = _adjust_scheme_to_bounds(theta, h, 1, "1-sided", low, high)
+        out = np.zeros((len(f0), len(theta)), order="F")
+        for columns in members:
+            moved = theta.copy()
+            moved[columns] = theta[columns] + h[columns]
+            change = residuals(moved) - f0
+            for c in columns:
+                out[rows[c], c] = change[rows[c]] / (moved[c] - theta[c])
+        return out
+    return jacobian
 
 
 def _shares(shared, offsets):

@@ -1311,3 +1311,26 @@ def test_a_job_without_a_profile_grows_beyond_its_largest_size_as_its_work_does(
     assert np.all(np.diff(answers) > 0)
     assert answers[-1] > 1e12 / 1.6e9
     assert answers[-1] / answers[-2] > 5        # growing as the data does, not x2.8 per 10x
+
+
+@pytest.mark.parametrize("fixed_regularization", [1.0, None])
+def test_the_fit_perturbs_each_querys_own_parameters_together_to_the_same_fit(
+        quiet_sf1, monkeypatch, fixed_regularization):
+    """The least-squares fit differences each query's work factor and fixed share in one
+    residual evaluation for all queries (they move only their own runs' residuals); the
+    fit is the one SciPy's own column-by-column differences give, to the last bit (a
+    parameter wrongly taken as a query's own changes it)."""
+    import jobgauge.models._stage as stage
+
+    frame = quiet_sf1[quiet_sf1["workload"].isin(
+        ["tpch-q1", "tpch-q3", "tpch-q9", "tpch-q14", "tpch-q18"])].reset_index(drop=True)
+    params = dict(max_iterations=15, residual_corrector=None, calibration_size=0.0,
+                  fixed_regularization=fixed_regularization)
+    grouped = make_model("stage", **params).fit(frame)
+    monkeypatch.setattr(stage, "_grouped_jacobian", lambda *args: "2-point")
+    plain = make_model("stage", **params).fit(frame)
+    assert grouped.params_ == plain.params_
+    assert grouped.rates_ == plain.rates_
+    assert grouped.work_factors_ == plain.work_factors_
+    assert getattr(grouped, "fixed_shares_", None) == getattr(plain, "fixed_shares_", None)
+    assert np.array_equal(grouped.predict(frame), plain.predict(frame))
