@@ -2079,12 +2079,14 @@ class StagePredictor(RuntimeModel):
         self.contention_prior_ = None
         self.instance_speeds_, self.work_factors_, self.fixed_shares_ = {}, {}, {}
         self.work_exponents_ = dict(zip(STAGE_KINDS, self._work_exponent_bounds()[1]))
+        # the stage table holds no learned value: the rates and the corrector share it
+        table = self._stage_table(rows) if staged.any() else None
         if staged.any():
-            self._fit_rates(X, rows, types, log_y, censored, staged)
+            self._fit_rates(X, rows, table, types, log_y, censored, staged)
         self.n_profiled_rows_ = int(staged.sum())
         self.corrector_ = None
         if self.residual_corrector and (staged & ~censored).sum() >= 2:
-            self._fit_corrector(X, rows, log_y, staged & ~censored)
+            self._fit_corrector(X, rows, table, log_y, staged & ~censored)
 
     def _corrector_matrix(self, X):
         """The corrector's inputs: workload, framework and setting columns of its
@@ -2092,8 +2094,9 @@ class StagePredictor(RuntimeModel):
         matrix = self.corrector_features_.transform(X)
         return matrix[:, self.corrector_columns_]
 
-    def _fit_corrector(self, X, rows, log_y, usable):
-        """Fit the residual corrector on the log residuals of the replayed runs."""
+    def _fit_corrector(self, X, rows, table, log_y, usable):
+        """Fit the residual corrector on the log residuals of the replayed runs
+        (``table``: their :meth:`_stage_table`)."""
         from sklearn.ensemble import HistGradientBoostingRegressor
 
         self.corrector_features_ = RunFeatures(family_onehot=False, profile=False).fit(X)
@@ -2104,7 +2107,6 @@ class StagePredictor(RuntimeModel):
             and not name.removeprefix("knob:").startswith(SLOT_SETTINGS)]
         if not self.corrector_columns_:
             return
-        table = self._stage_table(rows)
         seconds = self._row_seconds(table, self.params_, self._rates(), self._speeds(X, rows),
                                     len(rows), fixed=self._fixed_shares(X, rows))
         keep = np.flatnonzero(usable)
@@ -2166,15 +2168,15 @@ class StagePredictor(RuntimeModel):
         low[STAGE_KINDS.index("join")] = start[STAGE_KINDS.index("join")]  # caps the others
         return low, start
 
-    def _fit_rates(self, X, rows, types, log_y, censored, staged):
+    def _fit_rates(self, X, rows, table, types, log_y, censored, staged):
         """Least squares on log runtime of the profiled rows: the work rate and fixed
         share, per-byte rates per group, per-task overhead (pulled to its prior), driver
         times, the work exponents per kind (with ``learn_work_exponents``), each instance
         family's speed and each workload's work factor (log offsets, shrunk to 0 by
-        ``speed_regularization`` and ``work_regularization``)."""
+        ``speed_regularization`` and ``work_regularization``); ``table``: the rows'
+        :meth:`_stage_table`."""
         from scipy.optimize import least_squares
 
-        table = self._stage_table(rows)
         type_index = np.array([self.instance_types_.index(t) if s else 0
                                for t, s in zip(types, staged)])
         jobs = self._job_keys(X, rows)
