@@ -2265,8 +2265,10 @@ class StagePredictor(RuntimeModel):
                                                        MAX_CONTENTION, MAX_MEMORY_COST,
                                                        MAX_JOIN_SHARE, MAX_PROBE_RELIEF],
                                np.maximum(lowest, MAX_WORK_EXPONENT) + 1e-9])
-        # which residuals each parameter moves: a workload's work factor and fixed share
-        # only its own runs' and its own pull; each other parameter, all of them
+        # which residuals each parameter moves (rows as ``residuals`` stacks them: the
+        # runs, the family speeds' pulls, the work factors', the fixed shares', then the
+        # overhead's, the contention's and the work exponents'): a workload's work factor
+        # and fixed share only its own runs' and its own pull; each other parameter, all
         touches = np.ones((len(keep) + n_types + n_jobs + n_fixed + 2 + n_kinds, len(start)),
                           dtype=bool)
         pulls = len(keep) + n_types
@@ -2829,11 +2831,15 @@ def _grouped_jacobian(residuals, touches, bounds):
     residual in common (``touches``: residuals by parameters) are perturbed together: a
     fit of the 22 TPC-H queries evaluates its residuals 27 times per Jacobian instead of
     69 (each query's own parameters at once), and fits in about half the time, to the
-    same parameters.  Without SciPy's step helpers (a private module), ``"2-point"``."""
+    same parameters.  Where SciPy's step helpers (a private module) are not as this
+    reads them, ``"2-point"``."""
     try:
         from scipy.optimize._numdiff import (_adjust_scheme_to_bounds,
                                              _compute_absolute_step, group_columns)
-    except ImportError:          # pragma: no cover - a SciPy that moved its helpers
+        one = np.ones(1)
+        _adjust_scheme_to_bounds(one, _compute_absolute_step(None, one, one, "2-point"), 1,
+                                 "1-sided", -one, 2 * one)
+    except (ImportError, TypeError):    # pragma: no cover - a SciPy that changed them
         return "2-point"
     groups = group_columns(touches)
     members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
