@@ -112,6 +112,7 @@ import collections
 import contextlib
 import functools
 import math
+import threading
 from typing import ClassVar
 
 import numpy as np
@@ -260,6 +261,8 @@ MAX_MEMORY_COST = 2.0
 #: standalone cluster, whose family speed is its own) cannot set the contention, and
 #: without the pull it stayed at 0.08 (train local[2], predict local[1]: 26.0 % MdAPE).
 CONTENTION_PRIOR_WEIGHT = 5.0
+#: Per thread, the question each model is being asked (:meth:`StagePredictor._one_question`).
+_QUESTIONS = threading.local()
 
 
 def accounted_contention(X, runtime_s) -> float | None:
@@ -1444,19 +1447,31 @@ class StagePredictor(RuntimeModel):
     @contextlib.contextmanager
     def _one_question(self, X):
         """While ``X`` is asked, its feature matrix is computed once (the replay, the
-        slot speeds and the kind of question all read it).  Kept by identity, so a
-        concurrent question with another frame only recomputes its own."""
-        previous = getattr(self, "_asked", None)     # a question asked inside another
-        self._asked = (X, self.features_.transform(X), {})
+        slot speeds and the kind of question all read it).  Kept by identity, per thread
+        (:data:`_QUESTIONS`): the web service's threads ask one model at once, and a
+        question kept on the model itself was replaced by another thread's, so each
+        question computed everything again (50 clients asking new questions got 25
+        answers a second, 62 with one client)."""
+        asked = _QUESTIONS.__dict__.setdefault("asked", {})
+        previous = asked.get(id(self))     # a question asked inside another
+        asked[id(self)] = (X, self.features_.transform(X), {})
         try:
             yield
         finally:
-            self._asked = previous
+            if previous is None:
+                asked.pop(id(self), None)
+            else:
+                asked[id(self)] = previous
+
+    def _asked(self):
+        """(frame, feature matrix, computed values) of the question this thread is
+        asking this model (:meth:`_one_question`), or None."""
+        return getattr(_QUESTIONS, "asked", {}).get(id(self))
 
     def _once(self, X, name, compute):
         """``compute()``, computed once while ``X`` is asked (:meth:`_one_question`;
         every time for another frame)."""
-        asked = getattr(self, "_asked", None)
+        asked = self._asked()
         if asked is None or asked[0] is not X:
             return compute()
         if name not in asked[2]:
@@ -1469,15 +1484,10 @@ class StagePredictor(RuntimeModel):
 
     def _matrix(self, X):
         """The feature matrix of ``X`` (the one of :meth:`_one_question` when asked in it)."""
-        asked = getattr(self, "_asked", None)
+        asked = self._asked()
         if asked is not None and asked[0] is X:
             return asked[1]
         return self.features_.transform(X)
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_asked", None)       # a question in flight is not part of the model
-        return state
 
     # ---------------------------------------------------------------- intervals
     def _job_kinds(self, X) -> np.ndarray:
@@ -2430,7 +2440,7 @@ class StagePredictor(RuntimeModel):
             [shares.get(job, default) for job in self._job_keys(X, rows)]))
 
     def _predict_log(self, X):
-        asked = getattr(self, "_asked", None)
+        asked = self._asked()
         if asked is not None and asked[0] is X:
             return self._answer_log(X)
         with self._one_question(X):     # the replay rows, job keys and speeds once

@@ -1350,3 +1350,38 @@ def test_the_fit_perturbs_each_querys_own_parameters_together_to_the_same_jacobi
         assert np.array_equal(jacobian, alone(theta))
         assert evaluations < len(calls) - evaluations      # fewer evaluations than alone
     assert np.isfinite(grouped.predict(frame)).all()
+
+
+def test_a_question_keeps_its_computed_values_while_another_thread_asks(quiet_sf1):
+    """The web service's threads ask one model at once.  What a question computes once
+    (:meth:`StagePredictor._once`) is kept per thread: another thread's question, asked
+    while this one is in flight, neither replaces it (then this question computed
+    everything again: 50 clients asking new questions got 25 answers a second where one
+    client got 62) nor sees it."""
+    import threading
+
+    model = make_model("stage", max_iterations=1, residual_corrector=None).fit(
+        quiet_sf1[quiet_sf1["workload"].isin(["tpch-q1", "tpch-q3"])].reset_index(drop=True))
+    mine, theirs = quiet_sf1.iloc[[0]].copy(), quiet_sf1.iloc[[1]].copy()
+    inside, asked, done = threading.Event(), threading.Event(), threading.Event()
+    computed, seen = [], {}
+
+    def other():
+        inside.wait()
+        with model._one_question(theirs):
+            seen["value"] = model._once(theirs, "value", lambda: "theirs")
+            asked.set()
+            done.wait()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with model._one_question(mine):
+        inside.set()
+        asked.wait()            # the other thread is inside its own question now
+        for _ in range(3):
+            assert model._once(mine, "value", lambda: computed.append(1) or "mine") == "mine"
+        done.set()
+    thread.join()
+    assert len(computed) == 1 and seen["value"] == "theirs"
+    assert model._asked() is None           # nothing left behind on this thread
+    assert np.array_equal(model.predict(mine), model.predict(mine))
