@@ -11,9 +11,9 @@ here (TPC-H queries by name) need no plan.  Then, from this process:
    ``--seconds``, over a mix of request shapes (every TPC-H query x three
    instance-type choices x two node ranges), as a form's users ask them:
    status counts, 5xx, p50/p95/p99 and throughput;
-3. the same clients for ``--cold-seconds`` with every request different (a
-   random deadline), so no answer comes from the server's answer cache: the
-   cost of a model prediction under load;
+3. one client, then the same clients, for ``--cold-seconds`` (one client at most
+   10 s) with every request different (a random deadline), so no answer comes from
+   the server's answer cache: the cost of a model prediction alone and under load;
 4. ``--half-open`` connections that start a request and never finish it; the
    latency of normal requests meanwhile, and how long until the server has
    closed them all (its header timeout, ``--header-timeout``);
@@ -240,6 +240,7 @@ def start_server(args, store: Path, log_path: Path):
 def write_report(path: Path, args, results: dict) -> None:
     single, load, cold, slow = (results["single"], results["load"], results.get("cold"),
                                 results["half_open"])
+    alone = results.get("cold_single")
     ok_load = load["server_errors"] == 0 and load["failures"] == 0 and load["p99_ms"] <= 300
     ok_slow = slow["normal_max_ms"] <= 50 and slow["still_open"] == 0
     lines = [
@@ -258,6 +259,7 @@ def write_report(path: Path, args, results: dict) -> None:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, row in (("single client", single), ("mixed shapes (cached answers)", load),
+                      ("every request new, one client", alone),
                       ("every request new (model predicts)", cold)):
         if row is None:
             continue
@@ -288,11 +290,15 @@ def write_report(path: Path, args, results: dict) -> None:
         + f"; half-open connections within 50 ms and dropped: {'met' if ok_slow else 'NOT met'}.",
         "",
         "What an estimate costs: a new question is one model pass for the runtime and its "
-        "interval together over the what-if grid (about 3.4 ms of CPU in process: features, "
-        "the network, the jobs frame, parsing and JSON).  The 50 client threads of this "
-        "benchmark run on the same 2 cores as the server, and 50 closed-loop clients wait "
-        "50 / throughput seconds on average (Little's law), so the new-question p99 is "
-        "bounded by the throughput the shared cores give the server.  The API keeps each "
+        "interval together over the what-if grid"
+        + ("" if not alone else
+           f" (one client asking new questions: p50 {alone['p50_ms']} ms a request, "
+           f"{alone['per_second']} answers a second)")
+        + ".  The server's threads share one Python interpreter, which holds the model's "
+        "pass, and the 50 client threads of this benchmark run on the same 2 cores; 50 "
+        "closed-loop clients wait 50 / throughput seconds on average (Little's law), so the "
+        "new-question p99 is bounded by the answers a second one interpreter gives.  "
+        "The API keeps each "
         "answer per (model id, validated request) in an LRU cache (`ANSWER_CACHE_SIZE`, "
         "512), so a question asked before costs a dictionary look-up.",
     ]
@@ -335,6 +341,10 @@ def main(argv=None) -> int:
                                           lambda rng: rng.choice(shapes))
             print("load", results["load"], flush=True)
             if args.cold_seconds > 0:
+                results["cold_single"] = run_clients(
+                    port, 1, min(10.0, args.cold_seconds), lambda rng: {
+                        **rng.choice(shapes), "deadline_s": round(rng.uniform(1, 1e6), 3)})
+                print("cold, one client", results["cold_single"], flush=True)
                 results["cold"] = run_clients(port, args.clients, args.cold_seconds, lambda rng: {
                     **rng.choice(shapes), "deadline_s": round(rng.uniform(1, 1e6), 3)})
                 print("cold", results["cold"], flush=True)
