@@ -2840,9 +2840,9 @@ def _grouped_jacobian(residuals, touches, bounds):
     column-major: the same rounding in the solver), but the parameters that move no
     residual in common (``touches``: residuals by parameters) are perturbed together: a
     fit of the 22 TPC-H queries evaluates its residuals 27 times per Jacobian (26
-    groups and the point itself) instead of 68 (each query's own parameters at once), and fits in about half the time, to the
-    same parameters.  Where SciPy's step helpers (a private module) are not as this
-    reads them, ``"2-point"``."""
+    groups and the point itself) instead of 68 (each query's own parameters at once),
+    and fits in about half the time, to the same parameters.  Where SciPy's step
+    helpers (a private module) are not as this reads them, ``"2-point"``."""
     try:
         from scipy.optimize._numdiff import (_adjust_scheme_to_bounds,
                                              _compute_absolute_step, group_columns)
