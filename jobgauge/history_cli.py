@@ -155,7 +155,9 @@ def build_report(target: str, store_target=None) -> dict:
         try:
             return report_eventlog(target)
         except ParseError:
-            if Path(target).is_file() and _is_mapreduce(target):
+            from jobgauge.profiler.readers.mapreduce import mapreduce_kind
+
+            if Path(target).is_file() and mapreduce_kind(target):
                 raise UsageError(f"{target} is a MapReduce job file: 'jobgauge report' reads "
                                  f"Spark applications; 'jobgauge profile "
                                  f"{shlex.quote(target)}' profiles a MapReduce job") from None
@@ -164,17 +166,6 @@ def build_report(target: str, store_target=None) -> dict:
 
     profile, run = _stored_profile(open_store(store_target), target)
     return application_report(profile, job_key=run["workload"])
-
-
-def _is_mapreduce(path) -> bool:
-    """Whether ``path`` is a MapReduce job file (``profiler.readers.mapreduce``)."""
-    from jobgauge.profiler.readers.mapreduce import sniff_mapreduce
-
-    try:
-        sniff_mapreduce(path)
-    except (ParseError, OSError, UnicodeError):
-        return False
-    return True
 
 
 def report_command(args) -> int:

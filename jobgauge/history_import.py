@@ -106,16 +106,6 @@ def _is_jhist(path: Path) -> bool:
     return path.suffix == ".jhist"
 
 
-def _mapreduce_kind(path: Path) -> str | None:
-    """``mapreduce-jhist`` / ``mapreduce-mr1`` / other MapReduce kinds, None when not MapReduce."""
-    from jobgauge.profiler.readers.mapreduce import sniff_mapreduce
-
-    try:
-        return sniff_mapreduce(path)
-    except (ParseError, OSError):
-        return None
-
-
 def _in_progress(path: Path) -> bool:
     from jobgauge.profiler.readers._eventlog_io import resolve_layout
 
@@ -133,6 +123,7 @@ def _walk(folder: Path, report: ImportReport):
     """
     from jobgauge.profiler.readers._eventlog_io import is_legacy_dir, is_rolling_dir
     from jobgauge.profiler.readers.eventlog import looks_like_eventlog
+    from jobgauge.profiler.readers.mapreduce import mapreduce_kind
 
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith("."):
@@ -145,7 +136,7 @@ def _walk(folder: Path, report: ImportReport):
             else:
                 yield "eventlog", entry
         elif _is_jhist(entry) or (entry.suffix == "" and
-                                  _mapreduce_kind(entry) == "mapreduce-mr1"):
+                                  mapreduce_kind(entry) == "mapreduce-mr1"):
             yield "mapreduce", entry
         else:
             report.ignored_files += 1
@@ -154,6 +145,7 @@ def _walk(folder: Path, report: ImportReport):
 def _local_items(item: str, report: ImportReport):
     from jobgauge.profiler.readers._eventlog_io import is_legacy_dir, is_rolling_dir
     from jobgauge.profiler.readers.eventlog import looks_like_eventlog
+    from jobgauge.profiler.readers.mapreduce import mapreduce_kind
 
     path = Path(item)
     if not path.exists():
@@ -163,7 +155,7 @@ def _local_items(item: str, report: ImportReport):
         yield from _walk(path, report)
     elif path.is_dir() or looks_like_eventlog(path):
         yield "eventlog", path
-    elif _mapreduce_kind(path) in ("mapreduce-jhist", "mapreduce-mr1"):
+    elif mapreduce_kind(path) in ("mapreduce-jhist", "mapreduce-mr1"):
         yield "mapreduce", path
     else:
         report.skipped.append({"input": item, "reason": (

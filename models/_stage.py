@@ -1452,7 +1452,7 @@ class StagePredictor(RuntimeModel):
         question kept on the model itself was replaced by another thread's, so each
         question computed everything again (50 clients asking new questions got 25
         answers a second, 62 with one client)."""
-        asked = _QUESTIONS.__dict__.setdefault("asked", {})
+        asked = _thread_questions()
         previous = asked.get(id(self))     # a question asked inside another
         asked[id(self)] = (X, self.features_.transform(X), {})
         try:
@@ -1466,7 +1466,7 @@ class StagePredictor(RuntimeModel):
     def _asked(self):
         """(frame, feature matrix, computed values) of the question this thread is
         asking this model (:meth:`_one_question`), or None."""
-        return getattr(_QUESTIONS, "asked", {}).get(id(self))
+        return _thread_questions().get(id(self))
 
     def _once(self, X, name, compute):
         """``compute()``, computed once while ``X`` is asked (:meth:`_one_question`;
@@ -2089,9 +2089,9 @@ class StagePredictor(RuntimeModel):
         self.contention_prior_ = None
         self.instance_speeds_, self.work_factors_, self.fixed_shares_ = {}, {}, {}
         self.work_exponents_ = dict(zip(STAGE_KINDS, self._work_exponent_bounds()[1]))
-        # the stage table holds no learned value: the rates and the corrector share it
-        table = self._stage_table(rows) if staged.any() else None
-        if staged.any():
+        table = None
+        if staged.any():     # the stage table holds no learned value: the corrector's too
+            table = self._stage_table(rows)
             self._fit_rates(X, rows, table, types, log_y, censored, staged)
         self.n_profiled_rows_ = int(staged.sum())
         self.corrector_ = None
@@ -2832,6 +2832,14 @@ def _benchmark_jobs(X) -> dict:
         if benchmark is not None and (sources[jobs == job] == RUNNER_SOURCE).all():
             out[str(job)] = benchmark
     return out
+
+
+def _thread_questions() -> dict:
+    """This thread's questions in flight, {id(model): (frame, feature matrix, computed
+    values)} (:data:`_QUESTIONS`)."""
+    if not hasattr(_QUESTIONS, "asked"):
+        _QUESTIONS.asked = {}
+    return _QUESTIONS.asked
 
 
 def _grouped_jacobian(residuals, touches, bounds):

@@ -64,6 +64,7 @@ from jobgauge.errors import ParseError
 
 __all__ = [
     "FORMATS",
+    "mapreduce_kind",
     "parse_counter_dump",
     "profile_from_counters",
     "read_counters",
@@ -141,6 +142,15 @@ def sniff_mapreduce(path) -> str:
     """Which of ``FORMATS`` the file holds, judged by its content."""
     path = Path(path)
     return _sniff_text(_read_text(path), path)
+
+
+def mapreduce_kind(path) -> str | None:
+    """:func:`sniff_mapreduce` of ``path``, or None where it is not a MapReduce job file
+    (or cannot be read as text)."""
+    try:
+        return sniff_mapreduce(path)
+    except (ParseError, OSError, UnicodeError):
+        return None
 
 
 def _sniff_text(text: str, path: Path) -> str:
