@@ -7,7 +7,8 @@
 figures, seconds)`` renders it as the report's text, given the seconds it took.  The
 script then takes ``--json`` (print the figures, write nothing) and ``--report-dir``
 (where the report goes, default ``bench/reports``); it prints the report and says where
-it wrote it.
+it wrote it.  ``options(parser)``, where given, adds the script's own options, and
+``figures(args)`` then gets the parsed arguments.
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ from pathlib import Path
 REPORTS = Path(__file__).resolve().parent / "reports"
 
 
-def report_main(argv, doc: str, figures, markdown, name: str) -> int:
+def report_main(argv, doc: str, figures, markdown, name: str, options=None) -> int:
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--report-dir", type=Path, default=REPORTS)
+    if options is not None:
+        options(parser)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    found = figures()
+    found = figures() if options is None else figures(args)
     if args.json:
         print(json.dumps(found, indent=2))
         return 0

@@ -284,14 +284,16 @@ def _shipped_scan_row_bytes() -> dict:
     return scan_row_bytes()
 
 
-def attach_reference_profiles(frame, records):
+def attach_reference_profiles(frame, records, references=None):
     """Add ``profile`` and ``dag`` columns from one reference run per workload, or for a
     job of the user's one per size level (each run gets the level nearest its input).
 
     The reference runs of a workload (per framework) are chosen by
     ``models._stage.sized_reference_runs`` (the profiled run with the fewest knobs set,
-    then the smallest input, then the smallest run_id); a benchmark's profile stands for
-    "the user profiled this job once".  A ``profile_reference`` column marks the reference runs
+    then the smallest input, then the smallest run_id), or given: ``references``,
+    {(workload, framework): [positions in ``frame``]}, as ``sized_reference_runs``
+    returns them (``bench/reference_spread.py`` draws other profiling runs); a
+    benchmark's profile stands for "the user profiled this job once".  A ``profile_reference`` column marks the reference runs
     (they are not scored in evaluations).  A ``task_cpu_s`` column keeps each run's own
     tasks' CPU seconds (its own profile's ``executor_cpu_time_ms``; NaN without one):
     beside ``cpu_time_s`` it is the run's CPU accounting.
@@ -312,16 +314,18 @@ def attach_reference_profiles(frame, records):
     jobs = _keys(frame, ["workload", "framework"])  # Hadoop sort and Spark sort differ
     sizes = frame["input_bytes"].astype(float).to_numpy() \
         if "input_bytes" in frame.columns else np.full(len(frame), np.nan)
-    for (workload, framework), references in sized_reference_runs(frame, has).items():
+    if references is None:
+        references = sized_reference_runs(frame, has)
+    for (workload, framework), chosen in references.items():
         job = f"{workload}|{framework}"
         profiles = [(record.get("summary") or None, record_dag(record))
-                    for record in (records[keys[best]] for best in references)]
-        levels = [sizes[best] for best in references]
+                    for record in (records[keys[best]] for best in chosen)]
+        levels = [sizes[best] for best in chosen]
         for i in np.flatnonzero(jobs == job):
             summary, dag = profiles[nearest_size(levels, sizes[i]) if len(levels) > 1 else 0]
             frame.at[frame.index[i], "profile"] = summary
             frame.at[frame.index[i], "dag"] = dag
-        for best in references:
+        for best in chosen:
             frame.at[frame.index[best], "profile_reference"] = True
     return frame
 

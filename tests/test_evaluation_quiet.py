@@ -270,3 +270,27 @@ def test_scaleup_rows_per_test_size_and_targets(quiet_and_shipped, monkeypatch):
     scaled = [t for t in lines if "scale-up" in t and "stage MdAPE" in t]
     assert len(scaled) == len(order) - 1 and all("vs ernest" in t for t in scaled)
     assert "predict SF 0.3" in scaled[0] and "predict SF 1" in scaled[1]
+
+
+def test_given_reference_runs_are_the_profiles_their_jobs_carry(quiet):
+    """``references`` replaces the rule's choice (bench/reference_spread.py draws other
+    profiling runs): the given run is the one reference, every run of its job carries its
+    profile, and a job without a given run carries none."""
+    from jobgauge.models.evaluation import attach_reference_profiles, record_dag
+    from jobgauge.runtable import read_profile_records
+
+    records = read_profile_records(sorted((QUIET / "profiles").glob("*.jsonl*")))
+    bare = quiet.drop(columns=["profile", "dag", "profile_reference"])
+    q3 = (bare["workload"] == "tpch-q3").to_numpy()
+    rule = int(np.flatnonzero(q3 & quiet["profile_reference"].to_numpy(dtype=bool))[0])
+    other = next(int(i) for i in np.flatnonzero(q3 & bare["completed"].to_numpy(dtype=bool))
+                 if i != rule and bare["datasize"].iat[i] != bare["datasize"].iat[rule])
+    frame = attach_reference_profiles(bare, records, references={("tpch-q3", "spark"): [other]})
+    assert np.flatnonzero(frame["profile_reference"].to_numpy(dtype=bool)).tolist() == [other]
+    drawn = record_dag(records[(str(bare["source"].iat[other]), str(bare["run_id"].iat[other]))])
+    assert drawn != quiet["dag"].iat[rule]          # another run's stages: a different profile
+    assert all(dag == drawn for dag in frame["dag"][q3])
+    assert frame["dag"][~q3].isna().all() and frame["profile"][~q3].isna().all()
+    # without ``references`` the rule chooses, as before
+    again = attach_reference_profiles(bare, records)
+    assert again["profile_reference"].tolist() == quiet["profile_reference"].tolist()
