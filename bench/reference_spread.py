@@ -67,19 +67,16 @@ def candidates(frame, records) -> dict:
 
 def scored(cell) -> dict:
     """{breakdown ("" for all): (MdAPE, coverage, median width high / low)} of one cell's
-    finished test runs."""
-    y = np.asarray(cell["y"], dtype=float)
-    done = np.asarray(cell["completed"], dtype=bool)
-    predicted = np.asarray(cell["predicted"], dtype=float)
-    low, high = (np.asarray(cell[k], dtype=float) for k in ("low", "high"))
+    finished test runs, as ``models.evaluation.summarize`` scores them for the report."""
+    from jobgauge.models.evaluation import summarize
+
     labels = np.asarray(cell["breakdown"] if cell["breakdown"] is not None
-                        else [""] * len(y), dtype=object)
+                        else [""] * len(cell["y"]), dtype=object)
     out = {}
-    for label in ["", *sorted(set(labels[done]), key=_breakdown_order)]:
-        mine = done & ((labels == label) if label else True)
-        out[label] = (float(np.median(np.abs(predicted[mine] / y[mine] - 1))),
-                      float(np.mean((y[mine] >= low[mine]) & (y[mine] <= high[mine]))),
-                      float(np.median(high[mine] / low[mine])))
+    for label in ["", *sorted(set(labels), key=_breakdown_order)]:
+        row = summarize(cell, keep=(labels == label) if label else None)
+        if row is not None:
+            out[label] = (row["mdape"], row["coverage80"], row["width80"])
     return out
 
 
