@@ -1,6 +1,6 @@
 """How much the quiet-corpus protocols' errors depend on which run is the profile.
 
-    nice -n 10 .venv/bin/python bench/reference_spread.py [--draws 5] [--protocol scaleup ...] [--json]
+    nice -n 10 .venv/bin/python bench/reference_spread.py [--draws 5] [--protocol P ...] [--json]
 
 Protocols (e), (f), (c) and (a) of ``bench/evaluate.py --quiet-corpus`` give every TPC-H
 query one profiling run, its reference (``models._stage.reference_runs``: a quiet run
@@ -19,7 +19,8 @@ sizes: finished, started quiet, Spark's defaults (the fewest settings), at SF 0.
 SF 0.3.  A drawn run is on the training side of every fold and never scored, as the
 rule's is; every other run stays where it was.  It prints, per protocol and breakdown,
 the MdAPE of each draw and their range.  Measured runtimes only; 4.4-5.4 min a draw with
-every protocol on a quiet machine.  Writes bench/reports/reference_spread.md (``--json``: the figures).
+every protocol on a quiet machine.  Writes bench/reports/reference_spread.md
+(``--json``: the figures).
 """
 
 from __future__ import annotations

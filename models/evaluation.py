@@ -291,10 +291,11 @@ def attach_reference_profiles(frame, records, references=None):
     The reference runs of a workload (per framework) are chosen by
     ``models._stage.sized_reference_runs`` (the profiled run with the fewest knobs set,
     then the smallest input, then the smallest run_id), or given: ``references``,
-    {(workload, framework): [positions in ``frame``]}, as ``sized_reference_runs``
-    returns them (``bench/reference_spread.py`` draws other profiling runs); a
-    benchmark's profile stands for "the user profiled this job once".  A ``profile_reference`` column marks the reference runs
-    (they are not scored in evaluations).  A ``task_cpu_s`` column keeps each run's own
+    {(workload, framework): [positions in ``frame`` of runs with a record in ``records``]},
+    as ``sized_reference_runs`` returns them (``bench/reference_spread.py`` draws other
+    profiling runs); a benchmark's profile stands for "the user profiled this job once".
+    A ``profile_reference`` column marks the reference runs (they are not scored in
+    evaluations).  A ``task_cpu_s`` column keeps each run's own
     tasks' CPU seconds (its own profile's ``executor_cpu_time_ms``; NaN without one):
     beside ``cpu_time_s`` it is the run's CPU accounting.
     """
