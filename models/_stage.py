@@ -261,8 +261,15 @@ MAX_MEMORY_COST = 2.0
 #: standalone cluster, whose family speed is its own) cannot set the contention, and
 #: without the pull it stayed at 0.08 (train local[2], predict local[1]: 26.0 % MdAPE).
 CONTENTION_PRIOR_WEIGHT = 5.0
-#: Per thread, the question each model is being asked (:meth:`StagePredictor._one_question`).
-_QUESTIONS = threading.local()
+class _Questions(threading.local):
+    """Per thread, the questions in flight: ``asked``, {id(model): (frame, feature matrix,
+    computed values)} (:meth:`StagePredictor._one_question`)."""
+
+    def __init__(self):
+        self.asked = {}
+
+
+_QUESTIONS = _Questions()
 
 
 def accounted_contention(X, runtime_s) -> float | None:
@@ -1452,7 +1459,7 @@ class StagePredictor(RuntimeModel):
         question kept on the model itself was replaced by another thread's, so each
         question computed everything again (50 clients asking new questions got 25
         answers a second, 62 with one client)."""
-        asked = _thread_questions()
+        asked = _QUESTIONS.asked
         previous = asked.get(id(self))     # a question asked inside another
         asked[id(self)] = (X, self.features_.transform(X), {})
         try:
@@ -1466,7 +1473,7 @@ class StagePredictor(RuntimeModel):
     def _asked(self):
         """(frame, feature matrix, computed values) of the question this thread is
         asking this model (:meth:`_one_question`), or None."""
-        return _thread_questions().get(id(self))
+        return _QUESTIONS.asked.get(id(self))
 
     def _once(self, X, name, compute):
         """``compute()``, computed once while ``X`` is asked (:meth:`_one_question`;
@@ -2832,14 +2839,6 @@ def _benchmark_jobs(X) -> dict:
         if benchmark is not None and (sources[jobs == job] == RUNNER_SOURCE).all():
             out[str(job)] = benchmark
     return out
-
-
-def _thread_questions() -> dict:
-    """This thread's questions in flight, {id(model): (frame, feature matrix, computed
-    values)} (:data:`_QUESTIONS`)."""
-    if not hasattr(_QUESTIONS, "asked"):
-        _QUESTIONS.asked = {}
-    return _QUESTIONS.asked
 
 
 def _grouped_jacobian(residuals, touches, bounds):
