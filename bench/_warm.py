@@ -6,9 +6,9 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-#: A run starts once the 1-minute load average is below this, or after MAX_WAIT_S seconds
-#: of waiting: the application's own runs keep the load near 1, so the wait is a bound on
-#: what other work can add, and the load at each run's start is reported with it.
+#: A run starts once the machine keeps fewer than this many cores busy (over the second
+#: before it, the warm application idle between its runs), or after MAX_WAIT_S seconds of
+#: waiting; the load at each run's start is reported with it.
 QUIET_LOAD = 0.7
 MAX_WAIT_S = 20
 

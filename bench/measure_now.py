@@ -7,8 +7,8 @@ Measures each query now with Spark's defaults on ``--master`` (local[2]; local[1
 what one slot takes), inside one warm application
 (``WarmRunner``: 3 warm-up runs of each query first, then ``--repeats`` runs each,
 interleaved; the query's own time, as the shipped corpus and the form mean it), each
-run after at most 20 s of waiting for a 1-minute load below 0.7 (the warm application's
-own runs keep it near 1; each run prints its load), and sets the answer of the
+run after at most 20 s of waiting for fewer than 0.7 cores busy on the machine (each run
+prints its load), and sets the answer of the
 web form's code (``Service.estimate``, the shipped model, trained on first need in a
 temporary store) beside the median.  Prints a Markdown table; writes nothing else,
 unless ``--eventlogs DIR`` keeps the application's event log there: then each run's

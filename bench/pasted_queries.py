@@ -20,8 +20,8 @@ coverage and width.  Prints a Markdown table and writes ``pasted_queries.md`` in
 **Measured** (``--measure``): queries that are not TPC-H's (``QUERIES``: over one
 table, joins of every size, a window, an anti join), run for real at SF ``--scale``: one
 warm local[2] application with Spark's defaults, 3 warm-up runs of each query, then
-``--repeats`` interleaved runs each, every run started once the 1-minute load is below
-0.7 (or after 20 s) and cancelled past 600 s.  The time is the query's own, inside the
+``--repeats`` interleaved runs each, every run started once fewer than 0.7 cores are busy
+(or after 20 s) and cancelled past 600 s.  The time is the query's own, inside the
 warm application, as the corpus and the form mean it.  Every run goes to the journal
 ``bench/reports/pasted_measured.jsonl`` as it ends (a failed or timed-out run too); a
 second ``--measure`` resumes from it.  Then, as ``--check`` does alone: each query at
@@ -428,7 +428,7 @@ def check(journal: Path = MEASURED, report_dir: Path | None = None,
              "Each query pasted into the web service at its scale factor on local[2] with "
              "Spark's defaults (the shipped model), and run for real in one warm local[2] "
              "application with Spark's defaults (3 warm-up runs, then interleaved repeats, "
-             "each started once the 1-minute load was below 0.7 or after 20 s). The time is "
+             "each started once fewer than 0.7 cores were busy or after 20 s). The time is "
              "the query's own inside the warm application. Journal: "
              f"`{journal}`. Reproduce: `nice -n 10 .venv/bin/python bench/pasted_queries.py "
              "--measure --scale S` (it resumes from the journal), then `--check"

@@ -14,7 +14,7 @@ of ``bench/evaluate.py --quiet-corpus``).  This script measures where the time g
 
 Each configuration runs each query ``--repeats`` times, interleaved, after 3 warm-up
 runs of each query (``WarmRunner``; the query's own time inside the application, as the
-corpus means it), each run after at most 20 s of waiting for a 1-minute load below 0.7.
+corpus means it), each run after at most 20 s of waiting for fewer than 0.7 cores busy.
 From each run's profile (cut from the application's event log by ``WarmRunner`` when
 the application stops): the stages that write a shuffle (the map side), their tasks,
 their task CPU seconds, and the map segments (map tasks x shuffle partitions: every map

@@ -249,11 +249,12 @@ def add_timeout_option(parser, *, default: float, what: str = "cancel the run") 
 def add_load_guard_options(parser, *, default_threshold: str, default_wait: str) -> None:
     """``--load-threshold LOAD`` and ``--max-load-wait SECONDS`` (``args.load_threshold``,
     ``args.max_load_wait``; None when not given): the measurement guard of a run, which
-    starts once other processes' 1-minute load is below LOAD, or after SECONDS of waiting,
-    and records that load with the run (``jobgauge.profiler.runners.driver.LoadGuard``)."""
+    starts once other processes keep fewer than LOAD cores busy (measured over the second
+    before it), or after SECONDS of waiting, and records that load with the run
+    (``jobgauge.profiler.runners.driver.LoadGuard``)."""
     parser.add_argument("--load-threshold", type=number(), metavar="LOAD",
-                        help="start a run only when other processes' 1-minute load is below "
-                             f"LOAD (default: {default_threshold})")
+                        help="start a run only when other processes keep fewer than LOAD "
+                             f"cores busy (default: {default_threshold})")
     parser.add_argument("--max-load-wait", type=number(), metavar="SECONDS",
                         help="wait at most this long for a quiet machine, then run anyway and "
                              f"mark the run (default: {default_wait})")

@@ -209,6 +209,11 @@ def test_bad_plans(tmp_path):
         load_plan(plan)
     plan.write_text(plan.read_text().replace("warmup_runs = 'many'\n", ""))
     assert load_plan(plan)["warmup_runs"] == 1  # what the shipped plans were collected with
+    assert load_plan(plan)["warmup_each"] == 1
+    plan.write_text(plan.read_text().replace("seed = 3\n", "seed = 3\nwarmup_each = -1\n"))
+    with pytest.raises(ParseError, match="warmup_each must be a whole number from 0 to 10"):
+        load_plan(plan)
+    plan.write_text(plan.read_text().replace("warmup_each = -1\n", ""))
     plan.write_text(plan.read_text().replace('"tpch-q14"', '"nosuch*"'))
     with pytest.raises(UsageError, match="matches nothing"):
         planned_runs(load_plan(plan))
@@ -227,6 +232,27 @@ QUIET_PLANS = [p for p in SHIPPED_PLANS if p.stem.startswith("quiet-")
 def _configs(runs) -> set:
     return {(r["master"], json.dumps(r["static"], sort_keys=True),
              json.dumps(r["session"], sort_keys=True)) for r in runs}
+
+
+def test_each_workload_warms_up_once_before_its_first_measured_run():
+    from jobgauge.profiler.runners.collect import warmed_workloads
+
+    def item(key, workload, warmup=False):
+        return {"key": key, "workload": workload, "data_path": f"/d/{workload}",
+                "sql_conf": {"spark.sql.shuffle.partitions": "8"}, "timeout_s": 60.0,
+                "warmup": warmup}
+
+    items = [item("w0", "q1", True), item("a", "q3"), item("b", "q1"), item("c", "q3"),
+             item("d", "q5")]
+    out = warmed_workloads(items, 1, {"q1"})
+    assert [(i["workload"], bool(i.get("warmup"))) for i in out] == [
+        ("q1", True), ("q3", True), ("q3", False), ("q1", False), ("q3", False),
+        ("q5", True), ("q5", False)]
+    assert out[1]["sql_conf"] == {} and out[1]["data_path"] == "/d/q3"   # Spark's defaults
+    assert len({i["key"] for i in out}) == len(out)
+    assert [i["key"] for i in warmed_workloads(items, 2, {"q1", "q3"})] == \
+        ["w0", "a", "b", "c", "warmup-d-0", "warmup-d-1", "d"]
+    assert warmed_workloads(items, 0) == items
 
 
 @pytest.mark.parametrize("path", SHIPPED_PLANS, ids=lambda p: p.stem)
@@ -407,7 +433,13 @@ def test_a_dead_application_loses_only_its_run(tmp_path, tpch_data_root, monkeyp
         measured = [w for w, warm in call if not warm]
         ran += measured[:measured.index("tpch-q14") + 1] if "tpch-q14" in measured else measured
     assert len(calls) in (4, 5) and len(ran) == 8
-    assert all(sum(warm for _, warm in call) == 2 for call in calls)   # each warmed up again
+    for call in calls:      # each warmed up again: 2 runs, then each other workload once
+        first = call[0][0]
+        assert call[:2] == [(first, True)] * 2
+        later = call[2:]
+        for workload in {w for w, warm in later if not warm} - {first}:
+            at = later.index((workload, False))
+            assert (workload, True) in later[:at]
 
 
 def test_a_run_whose_application_died_before_it_began_is_run_again(tmp_path, tpch_data_root,
@@ -443,8 +475,10 @@ def test_an_application_dying_while_warming_up_warms_up_on_another(tmp_path, tpc
     runs = _journal(tmp_path / "work")
     assert len(runs) == 4
     assert {r["workload"] for r in runs if r["status"] == "failed"} == {"tpch-q14"}
+    # q14's own warm-up killed the first application: it is measured unwarmed after, and
+    # each of its runs, failing, is recorded
     warmed = [{w for w, warm in call if warm} for call in calls]
-    assert {"tpch-q6"} in warmed and all(len(w) == 1 for w in warmed)
+    assert warmed[0] == {"tpch-q6", "tpch-q14"} and all(w == {"tpch-q6"} for w in warmed[1:])
     monkeypatch.setattr(runner, "run_batch", _dying_run_batch(
         {("tpch-q6", True), ("tpch-q14", True)}, calls))
     (tmp_path / "runs" / "tiny.csv.gz").unlink()   # a start from nothing (no table to resume)

@@ -189,10 +189,15 @@ def test_plan_load_threshold_settings(tmp_path):
 
 
 class _FakeMachine:
-    """A clock, a sleep and load readers for LoadGuard, without waiting for real load."""
+    """A clock, a sleep and CPU and load readers for LoadGuard, without real load.
 
-    def __init__(self, loads, own_cpu_rate=0.0):
-        self.now, self.loads, self.own_cpu_rate = 0.0, list(loads), own_cpu_rate
+    ``others``: the cores other processes keep busy in each slept interval in turn (the
+    last one on and on); ``own_rate``: the cores the application itself keeps busy."""
+
+    def __init__(self, others, own_rate=0.0, loads=(0.0,), proc_stat=True):
+        self.now, self.others, self.own_rate = 0.0, list(others), own_rate
+        self.busy = self.own = 0.0
+        self.loads, self.proc_stat = list(loads), proc_stat
         self.slept = []
 
     def clock(self):
@@ -200,47 +205,76 @@ class _FakeMachine:
 
     def sleep(self, seconds):
         self.slept.append(seconds)
+        rate = self.others.pop(0) if len(self.others) > 1 else self.others[0]
         self.now += seconds
+        self.busy += (rate + self.own_rate) * seconds
+        self.own += self.own_rate * seconds
 
     def load(self):
         return self.loads.pop(0) if len(self.loads) > 1 else self.loads[0]
 
     def own_cpu(self):
-        return self.own_cpu_rate * self.now
+        return self.own
+
+    def busy_cpu(self):
+        if not self.proc_stat:
+            raise OSError("no /proc/stat here")
+        return self.busy
 
 
 def _guard(machine, **settings):
     from jobgauge.profiler.runners.driver import LoadGuard
 
-    return LoadGuard(read_load=machine.load, read_own_cpu=machine.own_cpu, clock=machine.clock,
-                     sleep=machine.sleep, **{"threshold": 0.5, "max_wait_s": 60, "poll_s": 5,
-                                             **settings})
+    return LoadGuard(read_load=machine.load, read_own_cpu=machine.own_cpu,
+                     read_busy_cpu=machine.busy_cpu, clock=machine.clock, sleep=machine.sleep,
+                     **{"threshold": 0.5, "max_wait_s": 60, "poll_s": 1, **settings})
 
 
-def test_guard_waits_for_other_processes_load_to_drop():
-    machine = _FakeMachine([3.0, 2.0, 0.4])
+def test_guard_waits_for_other_processes_cpu_to_drop():
+    machine = _FakeMachine([1.5, 0.9, 0.2], loads=[2.4])
     start = _guard(machine).wait_quiet()
-    assert machine.slept == [5, 5]
-    assert start == {"load_1min": 0.4, "load_at_start": 0.4, "load_waited_s": 10.0,
+    assert machine.slept == [1, 1, 1]          # three one-second windows measured
+    assert start == {"load_1min": 2.4, "load_at_start": 0.2, "load_waited_s": 3.0,
                      "quiet_start": True, "host_cores": os.cpu_count()}
 
 
 def test_guard_runs_anyway_after_the_maximum_wait_and_marks_the_run():
-    machine = _FakeMachine([4.0])
+    machine = _FakeMachine([1.8])
     start = _guard(machine, max_wait_s=12).wait_quiet()
     assert sum(machine.slept) == 12 and start["load_waited_s"] == 12
-    assert start["quiet_start"] is False and start["load_at_start"] == 4.0
+    assert start["quiet_start"] is False and start["load_at_start"] == 1.8
 
 
 def test_guard_subtracts_what_its_own_application_adds():
-    # The application itself kept 1.5 cores busy for two minutes: the load average of 1.6
-    # is mostly its own, so other processes' load is low and nothing is waited for.
-    machine = _FakeMachine([1.6], own_cpu_rate=1.5)
-    guard = _guard(machine, threshold=0.5)
-    machine.now = 120.0
-    start = guard.wait_quiet()
-    assert machine.slept == [] and start["quiet_start"] is True
-    assert start["load_at_start"] < 0.5 < start["load_1min"]
+    # The application itself keeps 1.5 cores busy (its JVM still collecting garbage), and
+    # the load average reads 2.6 from its runnable threads: other processes use 0.1 core,
+    # so the run starts after one window, where the load average would have held it.
+    machine = _FakeMachine([0.1], own_rate=1.5, loads=[2.6])
+    start = _guard(machine).wait_quiet()
+    assert machine.slept == [1] and start["quiet_start"] is True
+    assert start["load_at_start"] == 0.1 and start["load_1min"] == 2.6
+
+
+def test_guard_estimates_from_the_load_average_without_proc_stat():
+    machine = _FakeMachine([0.0], loads=[3.0, 2.0, 0.4], proc_stat=False)
+    start = _guard(machine, poll_s=5).wait_quiet()
+    assert machine.slept == [5, 5]
+    assert start["load_at_start"] == 0.4 and start["quiet_start"] is True
+    assert _guard(machine).others_during() is None
+
+
+def test_guard_remeasures_a_run_that_other_processes_shared():
+    machine = _FakeMachine([0.1, 0.9], own_rate=1.0)
+    guard = _guard(machine, remeasure_ratio=3.0, slots=2)
+    guard.wait_quiet()
+    machine.sleep(10)                          # the run: another process took 0.9 core
+    assert guard.others_during() == 0.9
+    assert guard.needs_remeasure(runtime_s=10.0, cpu_time_s=10.0)   # its CPU share is fine
+    quiet = _FakeMachine([0.1], own_rate=1.0)
+    guard = _guard(quiet, remeasure_ratio=3.0, slots=2)
+    guard.wait_quiet()
+    quiet.sleep(10)
+    assert not guard.needs_remeasure(runtime_s=10.0, cpu_time_s=10.0)
 
 
 def test_guard_remeasures_runs_far_above_their_cpu_share():
@@ -250,6 +284,16 @@ def test_guard_remeasures_runs_far_above_their_cpu_share():
     assert not guard.needs_remeasure(runtime_s=0.9, cpu_time_s=0.1)    # under a second: noise
     assert not guard.needs_remeasure(runtime_s=None, cpu_time_s=1.0)
     assert not _guard(_FakeMachine([0.0]), remeasure_ratio=None).needs_remeasure(50.0, 1.0)
+
+
+def test_machine_busy_cpu_counts_this_process():
+    from jobgauge.profiler.runners.driver import machine_busy_cpu_s
+
+    before = machine_busy_cpu_s()
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    assert machine_busy_cpu_s() - before >= 0.25
 
 
 def test_process_group_cpu_counts_this_process():

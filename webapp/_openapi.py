@@ -503,9 +503,11 @@ def _jobs_schemas() -> dict:
                        "cost_usd": _nullable(NUMBER), "core_hours": _nullable(NUMBER),
                        "app_id": _nullable(text), "has_report": {"type": "boolean"},
                        "load_at_start": {**_nullable(NUMBER), "description":
-                                         "other processes' 1-minute load at the run's start, "
+                                         "the load of other processes at the run's start, "
                                          "where its guard read it (jobgauge run, collect, "
-                                         "jobgauge-submit)"},
+                                         "jobgauge-submit): the cores they kept busy in the "
+                                         "moment before it (their 1-minute load average, "
+                                         "for runs measured before session 41)"},
                        "quiet_start": {**_nullable({"type": "boolean"}), "description":
                                        "false: the run started on a busy machine, and its "
                                        "job's answers are calibrated to its quiet runs"}}}

@@ -8,9 +8,12 @@ A plan is a TOML file::
     timeout_s = 300                  # per run
     seed = 7
     out = "data/runs/tpch-sf0.1.csv.gz"
-    load_threshold = 0.5             # other processes' 1-min load to start a run under
+    warmup_runs = 3                  # unrecorded runs of one workload as an app starts
+    warmup_each = 1                  # ... and of each other one before its first run
+    load_threshold = 0.5             # cores other processes may keep busy at a start
     load_wait_s = 300                # longest wait for that; then run, marked not quiet
     remeasure_ratio = 3.0            # measure again (once) when wall > 3 x CPU-time share
+                                     # (or when others kept load_threshold cores busy)
 
     [design]
     kind = "lhs"                     # "grid" (every combination), "lhs" or "sobol"
@@ -50,10 +53,14 @@ is stopped or killed continues where it stopped: finished runs are read back
 from the journal (``<work>/journal.jsonl``) and never repeated.  A run past
 its timeout is recorded as timed out.  Runs inside one application are
 shuffled (seeded) so no configuration always runs first; every application
-first runs an unrecorded warm-up query.
+first runs unrecorded warm-up queries (``warmup_runs`` of one workload), and each
+other workload runs ``warmup_each`` times unrecorded just before its first measured
+run in the application (:func:`warmed_workloads`).
 
 The collector guards its measurements (:class:`~jobgauge.profiler.runners.driver.LoadGuard`):
-each run waits for a quiet machine, and its load at start (``load_at_start``),
+each run waits for a quiet machine (other processes keeping fewer than
+``load_threshold`` cores busy, measured over the second before it starts), and its
+load at start (``load_at_start``),
 the CPU time of the driver and its JVM (``cpu_time_s``), whether it started
 quiet (``quiet_start``), a first measurement that was redone
 (``first_runtime_s``) and the machine's cores (``host_cores``: the stage model reads a
@@ -100,10 +107,12 @@ def load_plan(path) -> dict:
     plan.setdefault("design", {})
     plan.setdefault("space", {})
     plan.setdefault("repeats", {"fraction": 0.0, "times": 1})
-    warmup = plan.setdefault("warmup_runs", 1)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup <= 10:
-        raise ParseError(f"warmup_runs must be a whole number from 0 to 10, got {warmup!r}",
-                         path=path, expected="warmup_runs = 3")
+    for key, default, example in (("warmup_runs", 1, "warmup_runs = 3"),
+                                  ("warmup_each", 1, "warmup_each = 1")):
+        warmup = plan.setdefault(key, default)
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup <= 10:
+            raise ParseError(f"{key} must be a whole number from 0 to 10, got {warmup!r}",
+                             path=path, expected=example)
     _guard_settings(plan, path)
     _check_settings(plan, path)
     plan["_path"] = str(path)
@@ -111,7 +120,7 @@ def load_plan(path) -> dict:
 
 
 def default_load_threshold() -> float:
-    """Other processes' 1-minute load under which a run starts: 0.5 on 2 cores."""
+    """The cores other processes may keep busy as a run starts: 0.5 on 2 cores."""
     return 0.25 * (os.cpu_count() or 2)
 
 
@@ -437,8 +446,8 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
     """Run what the plan still lacks; return a summary.
 
     ``load_threshold`` and ``load_wait_s`` override the plan's measurement guard:
-    each run waits (at most ``load_wait_s``) until other processes' 1-minute load is
-    below ``load_threshold``.  ``busy_only``: measure again only the runs that started
+    each run waits (at most ``load_wait_s``) until other processes keep fewer than
+    ``load_threshold`` cores busy.  ``busy_only``: measure again only the runs that started
     on a busy machine, none of the runs the plan still lacks (a plan collected in part,
     such as the quiet SF 0.1 and 0.3 ones, keeps its part).
     """
@@ -504,6 +513,7 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                           "data_path": str(data_paths[run["workload"]]),
                           "sql_conf": run["session"], "timeout_s": timeout_s,
                           "query_text": getattr(workload, "sql", None)})
+        items = warmed_workloads(items, int(plan["warmup_each"]), {warm_workload})
         eventlog_dir = work_dir / "eventlogs"
         app_info = {}
 
@@ -537,7 +547,7 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
 
         # An application that dies (a JVM out of memory) loses only the run it was running,
         # recorded as failed; the group's other runs go on in a new, warmed-up application.
-        left, warm, died_warming = items, warm_workload, set()
+        left, warm, died_warming, unwarmed = items, warm_workload, set(), set()
         while left:
             with cluster_of(plan) or contextlib.nullcontext() as cluster:
                 master = cluster.master_url if cluster else first["master"]
@@ -554,7 +564,10 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                 break
             ended = {r["key"] for r in outcome["records"]}
             measured = [i for i in left if not i.get("warmup")]
-            if not any(i["key"] in ended for i in measured):   # it died warming up
+            dying = outcome["records"][-1] if outcome["records"] else None
+            if dying is not None and dying.get("warmup") and dying["workload"] != warm:
+                unwarmed.add(dying["workload"])   # its own warm-up: measure it unwarmed
+            elif not any(i["key"] in ended for i in measured):   # it died warming up
                 died_warming.add(warm)
             left = [i for i in measured if i["key"] not in ended]
             others = [i["workload"] for i in left if i["workload"] not in died_warming]
@@ -568,7 +581,9 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
             left = [{"key": f"warmup-{group_index}-{size}-{number}-again", "workload": warm,
                      "data_path": str(data_paths[warm]), "sql_conf": {},
                      "timeout_s": timeout_s, "warmup": True}
-                    for number in range(int(plan["warmup_runs"]))] + left
+                    for number in range(int(plan["warmup_runs"]))] + \
+                warmed_workloads(left, int(plan["warmup_each"]),
+                                 {warm} | died_warming | unwarmed)
             app_info.clear()
         attach_profiles(work_dir, journal)
         if plan.get("out"):        # after each application: a kill loses no exported run
@@ -586,6 +601,29 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
             "added": added, "noise": noise_report(journal),
             "busy_starts": sum(1 for row in rows if row.get("quiet_start") is False),
             "remeasured": sum(1 for row in rows if row.get("remeasured"))}
+
+
+def warmed_workloads(items: list[dict], runs: int, warm=()) -> list[dict]:
+    """``items`` with ``runs`` unrecorded warm-up runs of each workload (Spark's defaults,
+    ``"warmup": true``) just before its first measured run, except the workloads in
+    ``warm`` (the application's own warm-up workload).
+
+    The application's warm-up runs one workload only; each other query's first run in the
+    application still compiled its code and came out slower than its repeat: in the TPC-H
+    tables collected so, by a median 0.141 in log at SF 1 (slower in 86 % of the pairs),
+    0.079 at SF 3 and 0.041 at SF 10, and a pair with such a run differs by 0.149 in log at
+    SF 1 against 0.104 without one (``bench/reports/guard_noise.md``)."""
+    out, seen = [], set(warm)
+    for item in items:
+        workload = item["workload"]
+        if not item.get("warmup") and workload not in seen and runs > 0:
+            seen.add(workload)
+            out += [{"key": f"warmup-{item['key']}-{number}", "workload": workload,
+                     "data_path": item["data_path"], "sql_conf": {},
+                     "timeout_s": item["timeout_s"], "warmup": True,
+                     "query_text": item.get("query_text")} for number in range(runs)]
+        out.append(item)
+    return out
 
 
 def hadoop_load_guard(plan):

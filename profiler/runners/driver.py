@@ -118,6 +118,18 @@ def read_load_1min() -> float:
     return os.getloadavg()[0]
 
 
+def machine_busy_cpu_s() -> float:
+    """CPU seconds the whole machine has been busy so far, all cores and processes
+    together (/proc/stat: user, nice, system, irq, softirq and steal time; steal is CPU
+    time the hypervisor gave to another machine)."""
+    with open("/proc/stat", encoding="ascii") as handle:
+        fields = handle.readline().split()
+    if not fields or fields[0] != "cpu":
+        raise ValueError("/proc/stat does not start with the machine's cpu line")
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def process_group_cpu_s(group: int | None = None, roots=()) -> float:
     """CPU seconds (user + system) used so far by the live processes of a process group
     (default: this one, i.e. the driver and the JVM it started), and by the processes
@@ -168,38 +180,56 @@ def own_and_children_cpu_s() -> float:
 class LoadGuard:
     """Keeps measurements away from other processes' load.
 
-    Before a run, :meth:`wait_quiet` waits until the load of *other* processes
-    (the 1-minute load average minus what this application adds) is below
-    ``threshold``, checking every ``poll_s``; after ``max_wait_s`` it gives up
-    and the run goes ahead marked ``quiet_start: false``.  What the
-    application adds is its own CPU use (``read_own_cpu``: CPU seconds of the
-    driver and its JVM) averaged the way the kernel averages the load, with a
-    60 s time constant.  After a run, :meth:`needs_remeasure` says whether its
-    wall time is far (``remeasure_ratio`` times, and ``min_excess_s`` seconds)
-    above its CPU-time share of ``slots`` cores, a sign that it waited for the
-    CPU.  The readers, the clock and the sleep are injected so the guard is
-    testable without real load.
+    Before a run, :meth:`wait_quiet` measures how many cores *other* processes keep busy
+    (``load_at_start``): the machine's busy CPU time (``read_busy_cpu``, /proc/stat)
+    less this application's own (``read_own_cpu``: CPU seconds of the driver and its
+    JVM) over a window of ``poll_s`` seconds (0.2 s at most for a guard that never
+    waits), and starts the run once that is below
+    ``threshold``; after ``max_wait_s`` it gives up and the run goes ahead marked
+    ``quiet_start: false``.  After a run, :meth:`needs_remeasure` says whether it should
+    be measured again: other processes kept ``threshold`` cores or more busy while it ran
+    (``others_during``; where the guard waits for quiet), or its wall time is far (``remeasure_ratio`` times, and
+    ``min_excess_s`` seconds) above its CPU-time share of ``slots`` cores, a sign that it
+    waited for the CPU.
+
+    Measured, not inferred from the load average: the guard used to wait until the
+    1-minute load average, less this application's CPU use smoothed the same way, fell
+    below the threshold.  The load average counts the JVM's runnable threads, more than
+    the cores it gets, so after a run the guard often waited for the application's own
+    load to decay: 0-48 s before a run of TPC-H at SF 1, and a collection took twice as
+    long (``bench/reports/guard_noise.md``); and other processes that ran during a run
+    went unseen.  ``load_1min`` still records the load average; where /proc/stat cannot
+    be read the guard falls back to that estimate.
+
+    The readers, the clock and the sleep are injected so the guard is testable without
+    real load.
     """
 
     TIME_CONSTANT_S = 60.0
 
     def __init__(self, *, threshold: float, max_wait_s: float = 300.0,
-                 remeasure_ratio: float | None = 3.0, slots: int = 1, poll_s: float = 2.0,
+                 remeasure_ratio: float | None = 3.0, slots: int = 1, poll_s: float = 1.0,
                  min_excess_s: float = 1.0, read_load=read_load_1min,
-                 read_own_cpu=process_group_cpu_s, clock=time.monotonic, sleep=time.sleep):
+                 read_own_cpu=process_group_cpu_s, read_busy_cpu=machine_busy_cpu_s,
+                 clock=time.monotonic, sleep=time.sleep):
         self.threshold = float(threshold)
         self.max_wait_s = float(max_wait_s)
         self.remeasure_ratio = None if remeasure_ratio is None else float(remeasure_ratio)
         self.slots = max(1, int(slots))
-        self.poll_s = float(poll_s)
+        # a guard that never waits (one ``jobgauge run``, the wrapper) holds the run for
+        # a fifth of a second at most while it measures
+        self.poll_s = float(poll_s) if self.max_wait_s > 0 else min(float(poll_s), 0.2)
         self.min_excess_s = float(min_excess_s)   # smaller gaps of wall over CPU share: noise
         self.read_load, self.read_own_cpu = read_load, read_own_cpu
+        self.read_busy_cpu = read_busy_cpu
         self.clock, self.sleep = clock, sleep
         self.own_load = 0.0
         self._last = (self.clock(), self.read_own_cpu())
+        self._started = None        # (clock, busy CPU, own CPU) when the last run started
 
     def own_share(self) -> float:
-        """This application's share of the load average now (its smoothed CPU use)."""
+        """This application's share of the load average now (its smoothed CPU use): the
+        fallback where the machine's CPU time cannot be read."""
         now, cpu = self.clock(), self.read_own_cpu()
         then, cpu_then = self._last
         elapsed = now - then
@@ -210,26 +240,64 @@ class LoadGuard:
             self._last = (now, cpu)
         return self.own_load
 
-    def other_load(self) -> tuple[float, float]:
-        """(1-minute load average, the part of it other processes make)."""
+    def _sample(self):
+        """(clock, the machine's busy CPU seconds, this application's CPU seconds), or None
+        where the machine's CPU time cannot be read."""
+        try:
+            busy = float(self.read_busy_cpu())
+        except (OSError, ValueError, IndexError):
+            return None
+        return self.clock(), busy, float(self.read_own_cpu())
+
+    @staticmethod
+    def _others(first, last) -> float:
+        """Cores other processes kept busy between two samples, on average."""
+        elapsed = last[0] - first[0]
+        if elapsed <= 0:
+            return 0.0
+        return max(0.0, (last[1] - first[1]) - (last[2] - first[2])) / elapsed
+
+    def other_load(self) -> tuple[float, float, bool]:
+        """(1-minute load average, the cores other processes keep busy, whether measured):
+        measured over the next ``poll_s`` seconds, or estimated at once from the load
+        average where the machine's CPU time cannot be read."""
+        first = self._sample()
+        if first is not None:
+            self.sleep(self.poll_s)
+            last = self._sample()
+            if last is not None:
+                return float(self.read_load()), self._others(first, last), True
         load = float(self.read_load())
-        return load, max(0.0, load - self.own_share())
+        return load, max(0.0, load - self.own_share()), False
 
     def wait_quiet(self) -> dict:
         """Wait for a quiet machine (at most ``max_wait_s``); the fields a run records."""
         start = self.clock()
         while True:
-            load, others = self.other_load()
+            load, others, measured = self.other_load()
             waited = self.clock() - start
             if others < self.threshold or waited >= self.max_wait_s:
+                self._started = self._sample()
                 return {"load_1min": round(load, 3), "load_at_start": round(others, 3),
                         "load_waited_s": round(waited, 1),
                         "quiet_start": others < self.threshold,
                         "host_cores": os.cpu_count() or 1}
-            self.sleep(min(self.poll_s, self.max_wait_s - waited))
+            if not measured:        # the estimate comes at once: wait before the next
+                self.sleep(min(self.poll_s, self.max_wait_s - waited))
+
+    def others_during(self) -> float | None:
+        """Cores other processes kept busy since the last :meth:`wait_quiet` returned (the
+        run's own time), or None where that cannot be measured."""
+        last = self._sample() if self._started is not None else None
+        return None if last is None else round(self._others(self._started, last), 3)
 
     def needs_remeasure(self, runtime_s, cpu_time_s) -> bool:
-        """Whether a run's wall time is far above its CPU-time share of the slots."""
+        """Whether a run should be measured again: other processes kept ``threshold`` cores
+        busy while it ran (a guard that waits for quiet: a collection's), or its wall time
+        is far above its CPU-time share of the slots."""
+        others = self.others_during() if self.max_wait_s > 0 else None
+        if others is not None and others >= self.threshold and runtime_s is not None:
+            return True
         if self.remeasure_ratio is None or runtime_s is None or cpu_time_s is None:
             return False
         share = cpu_time_s / self.slots
