@@ -77,17 +77,17 @@ sessions = [
 
 
 def noise(groups) -> dict:
-    """{pairs, pair_log, vs_others}: the median |log(a / b)| over pairs of repeats and the
-    median |median of the others - run| / run over runs of groups of 3 or more."""
-    pairs, others = [], []
-    for times in groups:
-        times = [t for t in times if t]
-        pairs += [abs(math.log(a / b)) for a, b in itertools.combinations(times, 2)]
-        if len(times) >= 3:
-            others += [abs(statistics.median(times[:i] + times[i + 1:]) - t) / t
-                       for i, t in enumerate(times)]
+    """{pairs, pair_log, vs_others}: the median |log(a / b)| over pairs of repeats, and the
+    repeat noise of the groups of 3 or more (``jobgauge.runtable.repeat_noise``: a run's
+    deviation from the median of its group's other runs)."""
+    from jobgauge.runtable import repeat_noise
+
+    groups = [[t for t in times if t] for times in groups]
+    pairs = [abs(math.log(a / b)) for times in groups
+             for a, b in itertools.combinations(times, 2)]
+    others = repeat_noise([times for times in groups if len(times) >= 3])
     return {"pairs": len(pairs), "pair_log": round(statistics.median(pairs), 3) if pairs else None,
-            "vs_others": round(statistics.median(others), 3) if others else None}
+            "vs_others": round(others["mdape"], 3) if others else None}
 
 
 def first_runs() -> list[dict]:
