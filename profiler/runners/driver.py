@@ -184,11 +184,11 @@ class LoadGuard:
     (``load_at_start``): the machine's busy CPU time (``read_busy_cpu``, /proc/stat)
     less this application's own (``read_own_cpu``: CPU seconds of the driver and its
     JVM) over a window of ``poll_s`` seconds (0.2 s at most for a guard that never
-    waits), and starts the run once that is below
-    ``threshold``; after ``max_wait_s`` it gives up and the run goes ahead marked
-    ``quiet_start: false``.  After a run, :meth:`needs_remeasure` says whether it should
-    be measured again: other processes kept ``threshold`` cores or more busy while it ran
-    (``others_during``; where the guard waits for quiet), or its wall time is far (``remeasure_ratio`` times, and
+    waits), and starts the run once that is below ``threshold``; after ``max_wait_s``
+    it gives up and the run goes ahead marked ``quiet_start: false``.  After a run,
+    :meth:`needs_remeasure` says whether it should be measured again: other processes
+    kept ``threshold`` cores or more busy while it ran (``others_during``; for a guard
+    that waits for quiet), or its wall time is far (``remeasure_ratio`` times, and
     ``min_excess_s`` seconds) above its CPU-time share of ``slots`` cores, a sign that it
     waited for the CPU.
 
@@ -196,9 +196,9 @@ class LoadGuard:
     1-minute load average, less this application's CPU use smoothed the same way, fell
     below the threshold.  The load average counts the JVM's runnable threads, more than
     the cores it gets, so after a run the guard often waited for the application's own
-    load to decay: 0-48 s before a run of TPC-H at SF 1, and a collection took twice as
-    long (``bench/reports/guard_noise.md``); and other processes that ran during a run
-    went unseen.  ``load_1min`` still records the load average; where /proc/stat cannot
+    load to decay (up to 48 s before a run of TPC-H at SF 1,
+    ``bench/reports/guard_noise.md``), and other processes that ran during a run went
+    unseen.  ``load_1min`` still records the load average; where /proc/stat cannot
     be read the guard falls back to that estimate.
 
     The readers, the clock and the sleep are injected so the guard is testable without
