@@ -1,0 +1,116 @@
+"""A table measured again with the new collector against the shipped one: noise and shift.
+
+    nice -n 19 .venv/bin/python bench/recollect_noise.py [--new TABLE] [--old TABLE]
+
+Default: ``data/recollect/runs/tpch-sf1-v2.csv.gz`` (``bench/plans/tpch-sf1-v2.toml``,
+collected with the collector of session 41: each workload warmed up in its application,
+the guard on other processes' CPU) against ``data/runs/tpch-sf1.csv.gz`` (the same
+configurations, collected before).  Over the (query, configuration) pairs both tables
+hold with two or more finished runs: the repeat noise of each
+(``jobgauge.runtable.repeat_noise``: a run against the median of its configuration's
+other runs), overall, per configuration and by the length of the runs, and the median
+log ratio of the new runs to the old (a shift between the two collections).  A few
+seconds; writes ``bench/reports/recollect_noise.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _report import report_main  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+NEW = REPO / "data" / "recollect" / "runs" / "tpch-sf1-v2.csv.gz"
+OLD = REPO / "data" / "runs" / "tpch-sf1.csv.gz"
+#: Buckets of a configuration's median runtime, seconds.
+LENGTHS = ((0.0, 2.0), (2.0, 5.0), (5.0, math.inf))
+
+
+def _groups(path: Path) -> dict:
+    from jobgauge.runtable import read_run_table
+
+    groups = defaultdict(list)
+    for row in read_run_table(path):
+        if row["completed"] and row["runtime_s"]:
+            groups[(row["workload"], json.dumps(row["config"], sort_keys=True))].append(
+                row["runtime_s"])
+    return groups
+
+
+def _compare(old: dict, new: dict, keys) -> dict:
+    from jobgauge.runtable import repeat_noise
+
+    keys = list(keys)
+    a, b = repeat_noise([old[k] for k in keys]), repeat_noise([new[k] for k in keys])
+    return {"pairs": len(keys), "old": round(a["mdape"], 3), "new": round(b["mdape"], 3),
+            "old_p90": round(a["p90"], 3), "new_p90": round(b["p90"], 3),
+            "shift": round(statistics.median(
+                math.log(statistics.median(new[k]) / statistics.median(old[k])) for k in keys), 3)}
+
+
+def figures(args) -> dict:
+    old, new = _groups(args.old), _groups(args.new)
+    both = [k for k in new if k in old and len(new[k]) >= 2 and len(old[k]) >= 2]
+    if not both:
+        raise SystemExit(f"no (query, configuration) pair with two runs in both {args.new} "
+                         f"and {args.old}")
+    configs = defaultdict(list)
+    for key in both:
+        configs[key[1]].append(key)
+    lengths = {}
+    for low, high in LENGTHS:
+        keys = [k for k in both if low <= statistics.median(new[k]) < high]
+        if keys:
+            name = f"{low:g} s and longer" if high == math.inf else f"{low:g}-{high:g} s"
+            lengths[name] = _compare(old, new, keys)
+    return {"new": str(args.new.relative_to(REPO)) if args.new.is_relative_to(REPO)
+            else str(args.new),
+            "old": str(args.old.relative_to(REPO)) if args.old.is_relative_to(REPO)
+            else str(args.old),
+            "new_runs": sum(len(v) for v in new.values()), "configurations": len(configs),
+            "all": _compare(old, new, both),
+            "per_configuration": {c: _compare(old, new, k) for c, k in sorted(configs.items())},
+            "by_length": lengths}
+
+
+def markdown(found: dict, seconds: float) -> str:
+    def row(name, c):
+        return (f"| {name} | {c['pairs']} | {100 * c['old']:.1f} % | {100 * c['new']:.1f} % | "
+                f"{100 * c['old_p90']:.1f} % | {100 * c['new_p90']:.1f} % | {c['shift']:+.3f} |")
+
+    head = ["| | pairs | old noise | new noise | old p90 | new p90 | new / old (median log) |",
+            "|---|---|---|---|---|---|---|"]
+    lines = ["# A table measured again with the new collector (`bench/recollect_noise.py`)", "",
+             f"New: `{found['new']}` ({found['new_runs']} finished runs, "
+             f"{found['configurations']} configurations so far); old: `{found['old']}`. "
+             "Noise: `jobgauge.runtable.repeat_noise` (a run against the median of its "
+             "configuration's other runs) over the (query, configuration) pairs both tables "
+             "hold with two or more finished runs.", "", *head,
+             row("all", found["all"])]
+    lines += [row(f"median run {name}", c) for name, c in found["by_length"].items()]
+    lines += ["", "Per configuration:", "", *head]
+    lines += [row("`" + ", ".join(f"{k}={v}" for k, v in json.loads(c).items()) + "`", v)
+              for c, v in found["per_configuration"].items()]
+    lines += ["", f"Command: `nice -n 19 .venv/bin/python bench/recollect_noise.py` "
+              f"({seconds:.0f} s)", ""]
+    return "\n".join(lines)
+
+
+def options(parser) -> None:
+    parser.add_argument("--new", type=Path, default=NEW)
+    parser.add_argument("--old", type=Path, default=OLD)
+
+
+def main(argv=None) -> int:
+    return report_main(argv, __doc__, figures, markdown, "recollect_noise.md", options)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
