@@ -34,13 +34,12 @@ LENGTHS = ((0.0, 2.0), (2.0, 5.0), (5.0, math.inf))
 
 
 def _groups(path: Path) -> dict:
-    from jobgauge.runtable import read_run_table
+    from jobgauge.runtable import config_json, read_run_table
 
     groups = defaultdict(list)
     for row in read_run_table(path):
         if row["completed"] and row["runtime_s"]:
-            groups[(row["workload"], json.dumps(row["config"], sort_keys=True))].append(
-                row["runtime_s"])
+            groups[(row["workload"], config_json(row["config"]))].append(row["runtime_s"])
     return groups
 
 

@@ -257,10 +257,11 @@ def test_guard_subtracts_what_its_own_application_adds():
 
 def test_guard_estimates_from_the_load_average_without_proc_stat():
     machine = _FakeMachine([0.0], loads=[3.0, 2.0, 0.4], proc_stat=False)
-    start = _guard(machine, poll_s=5).wait_quiet()
+    guard = _guard(machine, poll_s=5)
+    start = guard.wait_quiet()
     assert machine.slept == [5, 5]
     assert start["load_at_start"] == 0.4 and start["quiet_start"] is True
-    assert _guard(machine).others_during() is None
+    assert guard.others_during() is None       # nothing to measure a run's share with
 
 
 def test_guard_remeasures_a_run_that_other_processes_shared():

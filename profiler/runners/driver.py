@@ -257,32 +257,32 @@ class LoadGuard:
             return 0.0
         return max(0.0, (last[1] - first[1]) - (last[2] - first[2])) / elapsed
 
-    def other_load(self) -> tuple[float, float, bool]:
-        """(1-minute load average, the cores other processes keep busy, whether measured):
-        measured over the next ``poll_s`` seconds, or estimated at once from the load
-        average where the machine's CPU time cannot be read."""
+    def other_load(self) -> tuple[float, float, tuple | None]:
+        """(1-minute load average, the cores other processes keep busy, the window's last
+        sample): measured over the next ``poll_s`` seconds, or estimated at once from the
+        load average (sample None) where the machine's CPU time cannot be read."""
         first = self._sample()
         if first is not None:
             self.sleep(self.poll_s)
             last = self._sample()
             if last is not None:
-                return float(self.read_load()), self._others(first, last), True
+                return float(self.read_load()), self._others(first, last), last
         load = float(self.read_load())
-        return load, max(0.0, load - self.own_share()), False
+        return load, max(0.0, load - self.own_share()), None
 
     def wait_quiet(self) -> dict:
         """Wait for a quiet machine (at most ``max_wait_s``); the fields a run records."""
         start = self.clock()
         while True:
-            load, others, measured = self.other_load()
+            load, others, last = self.other_load()
             waited = self.clock() - start
             if others < self.threshold or waited >= self.max_wait_s:
-                self._started = self._sample()
+                self._started = last        # the run starts where the window ended
                 return {"load_1min": round(load, 3), "load_at_start": round(others, 3),
                         "load_waited_s": round(waited, 1),
                         "quiet_start": others < self.threshold,
                         "host_cores": os.cpu_count() or 1}
-            if not measured:        # the estimate comes at once: wait before the next
+            if last is None:        # the estimate comes at once: wait before the next
                 self.sleep(min(self.poll_s, self.max_wait_s - waited))
 
     def others_during(self) -> float | None:
