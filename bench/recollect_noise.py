@@ -88,7 +88,7 @@ def markdown(found: dict, seconds: float) -> str:
             "|---|---|---|---|---|---|---|"]
     lines = ["# A table measured again with the new collector (`bench/recollect_noise.py`)", "",
              f"New: `{found['new']}` ({found['new_runs']} finished runs, "
-             f"{found['configurations']} configurations so far); old: `{found['old']}`. "
+             f"{found['configurations']} configurations); old: `{found['old']}`. "
              "Noise: `jobgauge.runtable.repeat_noise` (a run against the median of its "
              "configuration's other runs) over the (query, configuration) pairs both tables "
              "hold with two or more finished runs.", "", *head,
