@@ -29,9 +29,11 @@ COLUMNS = (
     "hourly_price_usd", "config_json", "runtime_s", "completed", "run_id",
 )
 # Optional columns: how quiet the machine was when a run was measured (``jobgauge collect``'s
-# load guard) and how many cores it had.  Read when a file has them; written only when
+# load guard), how many cores it had, and the CPU seconds its JVM's task, JIT compiler and
+# GC threads took during it (``profiler.runners.driver.jvm_thread_cpu_s``).  Read when a file has them; written only when
 # some row has a value.
-GUARD_COLUMNS = ("load_at_start", "cpu_time_s", "quiet_start", "first_runtime_s", "host_cores")
+GUARD_COLUMNS = ("load_at_start", "cpu_time_s", "quiet_start", "first_runtime_s", "host_cores",
+                 "cpu_tasks_s", "cpu_compiler_s", "cpu_gc_s")
 REQUIRED_TEXT = ("source", "workload", "framework", "instance_type", "run_id")
 _TRUE = {"true", "1", "yes", "t"}
 _FALSE = {"false", "0", "no", "f"}

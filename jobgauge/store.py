@@ -37,7 +37,8 @@ TIME_KINDS = ("application", "query", "wall")
 # Columns added to ``runs`` after stores were first made: an older store gains them on open.
 ADDED_RUN_COLUMNS = {"wall_s": "FLOAT", "load_at_start": "FLOAT", "cpu_time_s": "FLOAT",
                      "quiet_start": "BOOLEAN", "first_runtime_s": "FLOAT",
-                     "host_cores": "INTEGER"}
+                     "host_cores": "INTEGER", "cpu_tasks_s": "FLOAT", "cpu_compiler_s": "FLOAT",
+                     "cpu_gc_s": "FLOAT"}
 #: Frameworks a store's runs were once recorded under, and what they are: a query run on
 #: Spark's Thrift server (``jobgauge hive run``) was recorded as ``spark-thrift`` until
 #: session 29, a job apart from the Spark jobs the web form and ``hive explain --predict``
@@ -145,6 +146,9 @@ def _schema(sa):
         sa.Column("load_at_start", sa.Float), sa.Column("cpu_time_s", sa.Float),
         sa.Column("quiet_start", sa.Boolean), sa.Column("first_runtime_s", sa.Float),
         sa.Column("host_cores", sa.Integer),
+        # where the JVM's CPU went during the run (driver.jvm_thread_cpu_s)
+        sa.Column("cpu_tasks_s", sa.Float), sa.Column("cpu_compiler_s", sa.Float),
+        sa.Column("cpu_gc_s", sa.Float),
         sa.Column("completed", sa.Boolean, nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("error", sa.Text),

@@ -4,6 +4,7 @@ import gzip
 import json
 import os
 import shutil
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from jobgauge.models._stage import profile_stages
 from jobgauge.runtable import read_run_tables
 from jobgauge.models.evaluation import record_dag
 from jobgauge.profiler.runners.collect import (STANDALONE, Journal, _store_row, cluster_of,
-                                               load_plan, planned_runs, seed_journal)
+                                               collect, load_plan, planned_runs, seed_journal)
 from jobgauge.profiler.workloads import get_workload
 from jobgauge.runtable import read_run_table, write_run_table
 from jobgauge.store import open_store
@@ -172,6 +173,26 @@ def test_collection_resumes_without_repeating(tmp_path, tpch_data_root, capsys):
     assert last["run_id"] == entries[-1]["run"]["run_id"] and last["started_at"]
 
 
+def test_each_workload_runs_in_applications_of_its_own_when_the_plan_says_so(
+        tmp_path, tpch_data_root):
+    """``application_per_workload``: a query's runs of a group, every session of it, share
+    one application, which no other query runs in."""
+    plan = _plan(tmp_path)
+    plan.write_text(plan.read_text().replace("seed = 3\n",
+                                             "seed = 3\napplication_per_workload = true\n"))
+    summary = collect(plan, work_dir=tmp_path / "work", data_root=tpch_data_root,
+                      progress=False)
+    assert summary["done"] == 4
+    entries = Journal(tmp_path / "work" / "journal.jsonl").entries.values()
+    apps = defaultdict(set)
+    for entry in entries:
+        apps[entry["run"]["workload"]].add(entry["app_id"])
+    assert sorted(apps) == ["tpch-q14", "tpch-q6"]
+    assert all(len(ids) == 1 for ids in apps.values())       # both its configurations
+    assert apps["tpch-q6"] != apps["tpch-q14"]
+    assert len({json.dumps(e["run"]["config"], sort_keys=True) for e in entries}) == 2
+
+
 def test_a_collection_resumed_from_a_table_with_failed_runs_records_them(tmp_path):
     # A fresh checkout of a plan whose table holds a run that did not complete (TPC-H
     # Q21 at SF 0.3 ran out of driver memory): the journal seeded from the table takes
@@ -214,6 +235,12 @@ def test_bad_plans(tmp_path):
     with pytest.raises(ParseError, match="warmup_each must be a whole number from 0 to 10"):
         load_plan(plan)
     plan.write_text(plan.read_text().replace("warmup_each = -1\n", ""))
+    assert load_plan(plan)["application_per_workload"] is False
+    plan.write_text(plan.read_text().replace("seed = 3\n",
+                                             "seed = 3\napplication_per_workload = 'yes'\n"))
+    with pytest.raises(ParseError, match="application_per_workload must be true or false"):
+        load_plan(plan)
+    plan.write_text(plan.read_text().replace("application_per_workload = 'yes'\n", ""))
     plan.write_text(plan.read_text().replace('"tpch-q14"', '"nosuch*"'))
     with pytest.raises(UsageError, match="matches nothing"):
         planned_runs(load_plan(plan))

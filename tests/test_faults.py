@@ -307,6 +307,32 @@ def test_process_group_cpu_counts_this_process():
     assert process_group_cpu_s(os.getpgrp()) - before >= 0.25
 
 
+def test_jvm_thread_cpu_tells_the_compiler_from_the_rest(tmp_path):
+    """A real JVM compiling and running a busy loop: its JIT compiler threads' CPU is told
+    apart, and all its threads together are the process's CPU."""
+    from jobgauge.profiler.runners.driver import jvm_thread_cpu_s, process_group_cpu_s
+
+    source = tmp_path / "Busy.java"
+    source.write_text("public class Busy { public static void main(String[] a) throws "
+                      "Exception { long x = 0; long end = System.nanoTime() + 1_500_000_000L;"
+                      " while (System.nanoTime() < end) { x += x * 31 + 7; }"
+                      " System.out.println(x); Thread.sleep(30000); } }")
+    # the source launcher compiles Busy.java in the JVM itself: javac's code is compiled hot
+    jvm = subprocess.Popen(["java", str(source)], start_new_session=True,
+                           stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while process_group_cpu_s(jvm.pid) < 1.6 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        threads, total = jvm_thread_cpu_s(jvm.pid), process_group_cpu_s(jvm.pid)
+        assert threads["compiler"] > 0.05 and threads["other"] >= 1.0   # the main thread
+        assert threads["tasks"] == 0.0                                    # no Spark here
+        assert abs(sum(threads.values()) - total) <= 0.05
+    finally:
+        os.killpg(jvm.pid, signal.SIGKILL)
+        jvm.wait()
+
+
 def test_process_cpu_counts_a_cluster_daemon_and_its_children_outside_the_group(tmp_path):
     """A standalone cluster's executors run under its worker daemons, in another process
     group: their CPU is the application's own load when the daemons are named as roots."""
@@ -367,6 +393,8 @@ def test_guarded_runs_record_load_and_cpu_time_and_remeasure_once(tmp_path, tpch
 
 @pytest.mark.spark
 def test_collect_keeps_load_and_cpu_time_in_the_run_table(tmp_path, tpch_data_root, capsys):
+    """And where the JVM's CPU went during the run: its task threads ran the query, and
+    the threads it names are part of the run's process CPU (to the tick, 0.01 s)."""
     from jobgauge.runtable import read_run_table
 
     plan = _plan(tmp_path, **{"configs_per_group = 40": "configs_per_group = 1",
@@ -380,6 +408,10 @@ def test_collect_keeps_load_and_cpu_time_in_the_run_table(tmp_path, tpch_data_ro
     assert len(rows) == 1
     assert rows[0]["cpu_time_s"] > 0 and rows[0]["quiet_start"] is True
     assert rows[0]["load_at_start"] is not None
+    row = rows[0]
+    assert row["cpu_tasks_s"] > 0 and row["cpu_compiler_s"] >= 0 and row["cpu_gc_s"] >= 0
+    assert row["cpu_tasks_s"] + row["cpu_compiler_s"] + row["cpu_gc_s"] <= \
+        row["cpu_time_s"] + 0.05
 
 
 def test_cluster_runs_are_not_remeasured_by_the_driver_cpu_rule(tmp_path):

@@ -10,6 +10,7 @@ A plan is a TOML file::
     out = "data/runs/tpch-sf0.1.csv.gz"
     warmup_runs = 3                  # unrecorded runs of one workload as an app starts
     warmup_each = 1                  # ... and of each other one before its first run
+    application_per_workload = false # true: each workload in applications of its own
     load_threshold = 0.5             # cores other processes may keep busy at a start
     load_wait_s = 300                # longest wait for that; then run, marked not quiet
     remeasure_ratio = 3.0            # measure again (once) when wall > 3 x CPU-time share
@@ -55,14 +56,20 @@ its timeout is recorded as timed out.  Runs inside one application are
 shuffled (seeded) so no configuration always runs first; every application
 first runs unrecorded warm-up queries (``warmup_runs`` of one workload), and each
 other workload runs ``warmup_each`` times unrecorded just before its first measured
-run in the application (:func:`warmed_workloads`).
+run in the application (:func:`warmed_workloads`).  With ``application_per_workload =
+true`` each workload's runs of a group (all its sessions) go to applications of their
+own, warmed up on that workload: on a mix of TPC-H queries in one application the JIT
+compiler keeps recompiling code the queries share, and a run's time varies with it (a
+run against its configuration's others: 4.9 % and 7.7 % with one query per application,
+11.0-15.0 % with eight in one; ``bench/reports/noise_sources.md``).
 
 The collector guards its measurements (:class:`~jobgauge.profiler.runners.driver.LoadGuard`):
 each run waits for a quiet machine (other processes keeping fewer than
 ``load_threshold`` cores busy, measured over the second before it starts), and its
 load at start (``load_at_start``),
-the CPU time of the driver and its JVM (``cpu_time_s``), whether it started
-quiet (``quiet_start``), a first measurement that was redone
+the CPU time of the driver and its JVM (``cpu_time_s``) and the share of it the JVM's
+task, JIT compiler and GC threads took (``cpu_tasks_s``, ``cpu_compiler_s``,
+``cpu_gc_s``), whether it started quiet (``quiet_start``), a first measurement that was redone
 (``first_runtime_s``) and the machine's cores (``host_cores``: the stage model reads a
 local run's CPU accounting against them) go to the journal and the run table.  A run that started on a
 busy machine (the guard waited its longest and ran anyway) is measured again by the
@@ -107,6 +114,10 @@ def load_plan(path) -> dict:
     plan.setdefault("design", {})
     plan.setdefault("space", {})
     plan.setdefault("repeats", {"fraction": 0.0, "times": 1})
+    if not isinstance(plan.setdefault("application_per_workload", False), bool):
+        raise ParseError(f"application_per_workload must be true or false, got "
+                         f"{plan['application_per_workload']!r}", path=path,
+                         expected="application_per_workload = true")
     for key, default, example in (("warmup_runs", 1, "warmup_runs = 3"),
                                   ("warmup_each", 1, "warmup_each = 1")):
         warmup = plan.setdefault(key, default)
@@ -175,7 +186,8 @@ def load_guard_for(plan: dict, slots: int, master: str = "local", cluster=None) 
 
 # What the load guard adds to a run (see driver.LoadGuard), kept in the journal and run table.
 GUARD_FIELDS = ("load_1min", "load_at_start", "load_waited_s", "quiet_start", "cpu_time_s",
-                "first_runtime_s", "first_cpu_time_s", "remeasured", "host_cores")
+                "first_runtime_s", "first_cpu_time_s", "remeasured", "host_cores",
+                "cpu_tasks_s", "cpu_compiler_s", "cpu_gc_s")
 
 
 def _resolve_workloads(patterns, framework="spark") -> list[str]:
@@ -487,11 +499,12 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
     else:
         added = 0
     by_app = defaultdict(list)
+    apart = plan["application_per_workload"]
     for run in todo:
-        by_app[(run["group"], run["size"])].append(run)
+        by_app[(run["group"], run["size"], run["workload"] if apart else "")].append(run)
     rng = random.Random(int(plan["seed"]) + 1)
     timeout_s = float(plan["timeout_s"])
-    for (group_index, size), group_runs in sorted(by_app.items()):
+    for (group_index, size, alone), group_runs in sorted(by_app.items()):
         rng.shuffle(group_runs)
         first = group_runs[0]
         data_paths = {}
@@ -555,7 +568,8 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                 outcome = run_batch(
                     left, master=master, spark_conf=first["static"],
                     eventlog_dir=eventlog_dir, work_dir=work_dir / "apps",
-                    app_name=f"jobgauge collect {plan['name']} g{group_index} {size}",
+                    app_name=f"jobgauge collect {plan['name']} g{group_index} {size}"
+                             + (f" {alone}" if alone else ""),
                     on_start=app_info.update, on_record=on_record,
                     load_guard=load_guard_for(plan, int(resources_["executor_instances"]
                                                         * resources_["executor_cores"]),

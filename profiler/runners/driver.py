@@ -130,24 +130,24 @@ def machine_busy_cpu_s() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def process_group_cpu_s(group: int | None = None, roots=()) -> float:
-    """CPU seconds (user + system) used so far by the live processes of a process group
-    (default: this one, i.e. the driver and the JVM it started), and by the processes
-    ``roots`` and their descendants (a standalone cluster's daemons and the executors
-    they start), read from /proc."""
+def _group_processes(group: int | None = None, roots=()) -> dict:
+    """{pid: (CPU ticks so far, the name its /proc stat gives)} of the live processes of a
+    process group (default: this one, i.e. the driver and the JVM it started), and of the
+    processes ``roots`` and their descendants, read from /proc."""
     group = os.getpgrp() if group is None else group
-    ticks = os.sysconf("SC_CLK_TCK")
-    cpu, parent, own = {}, {}, set()
+    cpu, parent, name, own = {}, {}, {}, set()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                fields = handle.read().rpartition(b")")[2].split()
+                head, _, rest = handle.read().rpartition(b")")
         except OSError:
             continue                         # ended while we looked
-        pid = int(entry.name)                # fields after the name: state, ppid, pgrp, ...
+        fields = rest.split()                # fields after the name: state, ppid, pgrp, ...
+        pid = int(entry.name)
         cpu[pid], parent[pid] = int(fields[11]) + int(fields[12]), int(fields[1])
+        name[pid] = head.partition(b"(")[2].decode("ascii", "replace")
         if int(fields[2]) == group:
             own.add(pid)
     roots = {int(r) for r in roots}
@@ -157,7 +157,50 @@ def process_group_cpu_s(group: int | None = None, roots=()) -> float:
             ancestor, seen = parent[ancestor], seen + 1
         if ancestor in roots:
             own.add(pid)
-    return sum(cpu[pid] for pid in own) / ticks
+    return {pid: (cpu[pid], name[pid]) for pid in own}
+
+
+def process_group_cpu_s(group: int | None = None, roots=()) -> float:
+    """CPU seconds (user + system) used so far by the live processes of a process group
+    (default: this one, i.e. the driver and the JVM it started), and by the processes
+    ``roots`` and their descendants (a standalone cluster's daemons and the executors
+    they start), read from /proc."""
+    return sum(ticks for ticks, _ in _group_processes(group, roots).values()) / \
+        os.sysconf("SC_CLK_TCK")
+
+
+#: What a JVM thread does, by the start of its name (/proc truncates names to 15
+#: characters): Spark's task threads, HotSpot's JIT compilers and its garbage collector.
+JVM_THREAD_KINDS = (("Executor task", "tasks"), ("C1 CompilerThre", "compiler"),
+                    ("C2 CompilerThre", "compiler"), ("GC Thread", "gc"), ("G1 ", "gc"))
+
+
+def jvm_thread_cpu_s(group: int | None = None, roots=()) -> dict:
+    """CPU seconds (user + system) so far of the live JVMs' threads among a process
+    group's processes (:func:`_group_processes`), by what they do: ``tasks``,
+    ``compiler`` and ``gc`` (:data:`JVM_THREAD_KINDS`), the rest ``other``.  A thread
+    that ended takes its CPU time with it, so a difference of two readings can
+    undercount; the run's process CPU time (:func:`process_group_cpu_s`) is the total."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out = {"tasks": 0.0, "compiler": 0.0, "gc": 0.0, "other": 0.0}
+    for pid, (_, name) in _group_processes(group, roots).items():
+        if name != "java":
+            continue
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for thread in threads:
+            try:
+                with open(f"/proc/{pid}/task/{thread}/stat", "rb") as handle:
+                    head, _, rest = handle.read().rpartition(b")")
+            except OSError:
+                continue
+            fields, label = rest.split(), head.partition(b"(")[2].decode("ascii", "replace")
+            kind = next((k for start, k in JVM_THREAD_KINDS if label.startswith(start)),
+                        "other")
+            out[kind] += (int(fields[11]) + int(fields[12])) / ticks
+    return out
 
 
 def children_cpu_s() -> float:
@@ -354,6 +397,7 @@ class _Application:
         # Made before the JVM starts, so its start-up CPU counts as this application's load.
         settings = dict(spec.get("load_guard") or {})
         roots = settings.pop("cluster_pids", ())   # a standalone cluster's own daemons
+        self.roots = tuple(roots)
         if roots:
             settings["read_own_cpu"] = lambda: process_group_cpu_s(roots=roots)
         self.guard = LoadGuard(**settings) if settings else None
@@ -385,8 +429,10 @@ class _Application:
         """Run one item, append its result line, return it.
 
         With a ``load_guard`` in the spec, a measured item first waits for a quiet
-        machine and records the load at its start and the CPU time of the driver and
-        its JVM; a run whose wall time is far above its CPU-time share is measured
+        machine and records the load at its start, the CPU time of the driver and its
+        JVM, and how much of it the JVMs' task, JIT compiler and GC threads took
+        (``cpu_tasks_s``, ``cpu_compiler_s``, ``cpu_gc_s``, :func:`jvm_thread_cpu_s`); a
+        run whose wall time is far above its CPU-time share is measured
         once more and the second measurement kept (``first_runtime_s`` keeps the first).
         """
         guard = self.guard if not item.get("warmup") else None
@@ -414,7 +460,7 @@ class _Application:
         record = {"event": "item", "key": item["key"], "workload": item["workload"],
                   "warmup": bool(item.get("warmup")), "started_at": _now_iso()}
         output_dir = Path(self.spec.get("output_root", "/tmp")) / group
-        begin, cpu_before = time.perf_counter(), None
+        begin, cpu_before, threads_before = time.perf_counter(), None, None
         try:
             for key in self.set_keys - set(item.get("sql_conf", {})):
                 spark.conf.unset(key)
@@ -426,6 +472,7 @@ class _Application:
             context.setJobGroup(group, item["workload"], interruptOnCancel=True)
             # the runner times a run the JVM's death cuts short from here
             _emit(self.results, {"event": "begin", "key": item["key"], "at": time.time()})
+            threads_before = jvm_thread_cpu_s(roots=self.roots) if self.guard else None
             begin = time.perf_counter()
             cpu_before = process_group_cpu_s() if self.guard else None
             watch.start()
@@ -449,6 +496,10 @@ class _Application:
             record["ended_at"] = _now_iso()
             if cpu_before is not None:
                 record["cpu_time_s"] = round(process_group_cpu_s() - cpu_before, 3)
+            if threads_before is not None:     # where the JVMs' CPU went during the run
+                after = jvm_thread_cpu_s(roots=self.roots)
+                record.update({f"cpu_{kind}_s": round(after[kind] - threads_before[kind], 3)
+                               for kind in ("tasks", "compiler", "gc")})
             shutil.rmtree(output_dir, ignore_errors=True)  # outputs are checked, not kept
         record["job_ids"] = sorted(context.statusTracker().getJobIdsForGroup(group))
         context.setLocalProperty("spark.jobGroup.id", None)
