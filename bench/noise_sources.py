@@ -20,14 +20,14 @@ repeat noise (``jobgauge.runtable.repeat_noise``).
 
 ``--measure K`` collects a plan of eight TPC-H queries at SF 1 (five under 2 s, two of
 2-5 s, one longer), Spark's defaults and 8 shuffle partitions, three times each in one
-application, ``K`` times with each workload warmed up once before its first measured run
-and ``K`` times with three warm-ups (``warmup_each``), and ``K`` times with each query
-in applications of its own (warmed up on itself), in turn; per collection its
-repeat noise, the share of the JVM's CPU during the measured runs that went to the task
-threads, the JIT compiler threads and the GC threads (``cpu_tasks_s``,
+application, ``K`` times with each workload warmed up once before its first measured run,
+``K`` times with three warm-ups (``warmup_each``), and ``K`` times with each query in
+applications of its own, warmed up on itself (``application_per_workload``), in turn; per
+collection its repeat noise, the share of the JVM's CPU during the measured runs that went
+to the task threads, the JIT compiler threads and the GC threads (``cpu_tasks_s``,
 ``cpu_compiler_s``, ``cpu_gc_s``: ``driver.jvm_thread_cpu_s``), and which of them the
-differences between repeats came from.  Run both alone.  Default table: the SF 1 re-measurement
-(``data/recollect``); writes ``bench/reports/noise_sources.md``.
+differences between repeats came from.  Run both alone.  Default table: the SF 1
+re-measurement (``data/recollect``); writes ``bench/reports/noise_sources.md``.
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ timeout_s = 300
 seed = 42
 warmup_runs = 3
 warmup_each = {warmup_each}
+application_per_workload = {apart}
 out = "{out}"
 
 [repeats]
@@ -187,13 +188,14 @@ def probe(runs: int) -> dict:
     return out
 
 
-def _collect(folder: Path, queries, warmup_each: int) -> list[dict]:
-    """Collect the plan of ``queries`` in ``folder``; its finished runs (journal rows)."""
+def _collect(folder: Path, warmup_each: int, apart: bool) -> list[dict]:
+    """Collect the plan in ``folder``; its finished runs (journal rows)."""
     from jobgauge.profiler.runners.collect import Journal, collect
 
     plan = folder / "noise-sources.toml"
-    plan.write_text(PLAN.format(workloads=json.dumps(list(queries)), warmup_each=warmup_each,
-                                out=folder / "noise-sources.csv.gz"), encoding="utf-8")
+    plan.write_text(PLAN.format(workloads=json.dumps(list(QUERIES)), warmup_each=warmup_each,
+                                apart=str(apart).lower(), out=folder / "noise-sources.csv.gz"),
+                    encoding="utf-8")
     collect(plan, work_dir=folder / "work", progress=False)
     return [e["run"] for e in Journal(folder / "work" / "journal.jsonl").entries.values()
             if e["run"]["status"] == "succeeded"]
@@ -201,18 +203,13 @@ def _collect(folder: Path, queries, warmup_each: int) -> list[dict]:
 
 def collected(folder: Path, warmup_each: int, apart: bool = False) -> dict:
     """Collect the plan in ``folder`` with ``warmup_each`` warm-ups of each workload (with
-    ``apart``, each query in applications of its own, warmed up on itself): its repeat
-    noise and where the JVM's CPU went during the measured runs."""
+    ``apart``, each query in applications of its own, warmed up on itself: the plan's
+    ``application_per_workload``): its repeat noise and where the JVM's CPU went during
+    the measured runs."""
     from jobgauge.runtable import repeat_noise
 
     started = time.perf_counter()
-    if apart:
-        rows = []
-        for query in QUERIES:
-            (folder / query).mkdir()
-            rows += _collect(folder / query, [query], warmup_each)
-    else:
-        rows = _collect(folder, QUERIES, warmup_each)
+    rows = _collect(folder, warmup_each, apart)
     wall = time.perf_counter() - started
     groups = defaultdict(list)
     for row in rows:
