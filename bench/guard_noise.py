@@ -54,13 +54,13 @@ BEFORE = [{"commit": "1f4cd8f", "runs": 24, "pair_log": 0.161, "vs_others": 0.11
           {"commit": "1f4cd8f", "runs": 24, "pair_log": 0.119, "vs_others": 0.142,
            "wall_s": 118.0, "waited_s": [0.0, 4.0]}]
 
-PLAN = """name = "guard-noise"
+PLAN = """name = "{name}"
 workloads = {workloads}
 sizes = ["{size}"]
 timeout_s = 300
-seed = 41
+seed = {seed}
 warmup_runs = 3
-out = "{out}"
+{keys}out = "{out}"
 
 [repeats]
 fraction = 1.0
@@ -74,6 +74,17 @@ sessions = [
     {{"spark.sql.shuffle.partitions" = "8"}},
 ]
 """
+
+
+def plan_text(name: str, queries, size: str, out: Path, seed: int, **keys) -> str:
+    """A collect plan of ``queries`` at ``size`` on local[2]: Spark's defaults and 8
+    shuffle partitions, 3 times each in one application after 3 warm-ups, with the plan
+    keys ``keys`` besides (``bench/noise_sources.py`` asks for more warm-ups and for one
+    query per application)."""
+    extra = "".join(f"{key} = {str(value).lower() if isinstance(value, bool) else value}\n"
+                    for key, value in keys.items())
+    return PLAN.format(name=name, workloads=json.dumps(list(queries)), size=size, seed=seed,
+                       keys=extra, out=out)
 
 
 def noise(groups) -> dict:
@@ -140,8 +151,8 @@ def collected(folder: Path) -> dict:
     from jobgauge.profiler.runners.collect import Journal, collect
 
     plan = folder / "guard-noise.toml"
-    plan.write_text(PLAN.format(workloads=json.dumps(list(QUERIES)), size=SIZE,
-                                out=folder / "guard-noise.csv.gz"), encoding="utf-8")
+    plan.write_text(plan_text("guard-noise", QUERIES, SIZE, folder / "guard-noise.csv.gz", 41),
+                    encoding="utf-8")
     started = time.perf_counter()
     collect(plan, work_dir=folder / "work", progress=False)
     wall = time.perf_counter() - started

@@ -36,7 +36,6 @@ import hashlib
 import itertools
 import math
 import multiprocessing
-import json
 import statistics
 import sys
 import tempfile
@@ -68,28 +67,6 @@ LENGTHS = ((0.0, 2.0), (2.0, 5.0), (5.0, math.inf), (0.0, math.inf))
 #: 2 s (most of the corpus's runs are), two of 2-5 s and one longer.
 QUERIES = ("tpch-q6", "tpch-q14", "tpch-q11", "tpch-q19", "tpch-q12", "tpch-q3", "tpch-q9",
            "tpch-q18")
-PLAN = """name = "noise-sources"
-workloads = {workloads}
-sizes = ["sf1"]
-timeout_s = 300
-seed = 42
-warmup_runs = 3
-warmup_each = {warmup_each}
-application_per_workload = {apart}
-out = "{out}"
-
-[repeats]
-fraction = 1.0
-times = 3
-
-[[groups]]
-master = "local[2]"
-conf = {{}}
-sessions = [
-    {{}},
-    {{"spark.sql.shuffle.partitions" = "8"}},
-]
-"""
 
 
 def repeats(table: Path, profiles: list[Path]) -> list[dict]:
@@ -192,9 +169,11 @@ def _collect(folder: Path, warmup_each: int, apart: bool) -> list[dict]:
     """Collect the plan in ``folder``; its finished runs (journal rows)."""
     from jobgauge.profiler.runners.collect import Journal, collect
 
+    from guard_noise import plan_text
+
     plan = folder / "noise-sources.toml"
-    plan.write_text(PLAN.format(workloads=json.dumps(list(QUERIES)), warmup_each=warmup_each,
-                                apart=str(apart).lower(), out=folder / "noise-sources.csv.gz"),
+    plan.write_text(plan_text("noise-sources", QUERIES, "sf1", folder / "noise-sources.csv.gz",
+                              42, warmup_each=warmup_each, application_per_workload=apart),
                     encoding="utf-8")
     collect(plan, work_dir=folder / "work", progress=False)
     return [e["run"] for e in Journal(folder / "work" / "journal.jsonl").entries.values()
