@@ -59,9 +59,9 @@ other workload runs ``warmup_each`` times unrecorded just before its first measu
 run in the application (:func:`warmed_workloads`).  With ``application_per_workload =
 true`` each workload's runs of a group (all its sessions) go to applications of their
 own, warmed up on that workload: on a mix of TPC-H queries in one application the JIT
-compiler keeps recompiling code the queries share, and a run's time varies with it (a
-run against its configuration's others: 4.9 % and 7.7 % with one query per application,
-11.0-15.0 % with eight in one; ``bench/reports/noise_sources.md``).
+compiler keeps working, and a run's time varies with it (a run against its
+configuration's others on eight TPC-H queries at SF 1: 4.9-8.8 % with one query per
+application, 10.8-15.0 % with the eight in one; ``bench/noise_sources.py``).
 
 The collector guards its measurements (:class:`~jobgauge.profiler.runners.driver.LoadGuard`):
 each run waits for a quiet machine (other processes keeping fewer than
