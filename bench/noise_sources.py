@@ -90,6 +90,20 @@ def _length(low, high) -> str:
         f"{low:g} s and longer" if high == math.inf else f"{low:g}-{high:g} s"
 
 
+def _difference_parts(pairs, total: str, names) -> tuple[list, dict]:
+    """Each pair's difference in ``total`` and in each of ``names``, over the pair's mean
+    ``total`` (so every pair weighs alike, as in the noise), and ``"rest"``: the part of
+    the difference in ``total`` that ``names`` leave."""
+    whole, parts = [], {name: [] for name in names}
+    for a, b in pairs:
+        size = (a[total] + b[total]) / 2
+        whole.append((a[total] - b[total]) / size)
+        for name in names:
+            parts[name].append((a[name] - b[name]) / size)
+    parts["rest"] = [w - sum(parts[name][i] for name in names) for i, w in enumerate(whole)]
+    return whole, parts
+
+
 def _covariance_share(part, whole) -> float:
     """cov(part, whole) / var(whole): the share of ``whole``'s variance ``part`` carries
     (the shares of parts summing to the whole sum to 1)."""
@@ -114,17 +128,12 @@ def decompose(groups: list[dict]) -> dict:
                 [v for v, _ in both], [w for _, w in both]), 3)
     # each pair's differences over its mean process CPU, so every pair weighs alike (as
     # in the noise), then the shares per length of run
-    scale = [(a["process_cpu"] + b["process_cpu"]) / 2 for a, b in pairs]
-    parts = {"process_cpu": [], "task_cpu": []}
-    for (a, b), size in zip(pairs, scale):
-        for name in parts:
-            parts[name].append((a[name] - b[name]) / size)
-    parts["rest"] = [c - t for c, t in zip(parts["process_cpu"], parts["task_cpu"])]
+    total, parts = _difference_parts(pairs, "process_cpu", ["task_cpu"])
     out["process_cpu_shares"] = {}
     for low, high in LENGTHS:
         mine = [i for i, (a, b) in enumerate(pairs) if low <= (a["wall"] + b["wall"]) / 2 < high]
         if len(mine) > 2:
-            whole = [parts["process_cpu"][i] for i in mine]
+            whole = [total[i] for i in mine]
             out["process_cpu_shares"][_length(low, high)] = {"pairs": len(mine), **{
                 name: round(_covariance_share([parts[name][i] for i in mine], whole), 3)
                 for name in ("task_cpu", "rest")}}
@@ -214,14 +223,9 @@ def _thread_shares(rows) -> dict:
     groups = defaultdict(list)
     for row in rows:
         groups[row["run_id"].rsplit(":r", 1)[0]].append(row)
-    parts = {"cpu_time_s": [], "cpu_tasks_s": [], "cpu_compiler_s": [], "cpu_gc_s": []}
-    for runs in groups.values():
-        for a, b in itertools.combinations(runs, 2):
-            size = (a["cpu_time_s"] + b["cpu_time_s"]) / 2
-            for name in parts:
-                parts[name].append((a[name] - b[name]) / size)
-    whole = parts.pop("cpu_time_s")
-    parts["rest"] = [w - sum(p[i] for p in parts.values()) for i, w in enumerate(whole)]
+    pairs = [pair for runs in groups.values() for pair in itertools.combinations(runs, 2)]
+    whole, parts = _difference_parts(pairs, "cpu_time_s",
+                                     ["cpu_tasks_s", "cpu_compiler_s", "cpu_gc_s"])
     return {name.removeprefix("cpu_").removesuffix("_s"): round(_covariance_share(p, whole), 3)
             for name, p in parts.items()}
 

@@ -130,6 +130,17 @@ def machine_busy_cpu_s() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
+def _read_stat(path: str) -> tuple[str, list[bytes]] | None:
+    """(name, the fields after it) of a /proc ``stat`` file (a process's or a thread's),
+    None where it ended while we looked; fields 11 and 12 are its user and system ticks."""
+    try:
+        with open(path, "rb") as handle:
+            head, _, rest = handle.read().rpartition(b")")
+    except OSError:
+        return None
+    return head.partition(b"(")[2].decode("ascii", "replace"), rest.split()
+
+
 def _group_processes(group: int | None = None, roots=()) -> dict:
     """{pid: (CPU ticks so far, the name its /proc stat gives)} of the live processes of a
     process group (default: this one, i.e. the driver and the JVM it started), and of the
@@ -139,15 +150,12 @@ def _group_processes(group: int | None = None, roots=()) -> dict:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                head, _, rest = handle.read().rpartition(b")")
-        except OSError:
+        stat = _read_stat(f"/proc/{entry.name}/stat")
+        if stat is None:
             continue                         # ended while we looked
-        fields = rest.split()                # fields after the name: state, ppid, pgrp, ...
-        pid = int(entry.name)
+        pid, fields = int(entry.name), stat[1]   # after the name: state, ppid, pgrp, ...
         cpu[pid], parent[pid] = int(fields[11]) + int(fields[12]), int(fields[1])
-        name[pid] = head.partition(b"(")[2].decode("ascii", "replace")
+        name[pid] = stat[0]
         if int(fields[2]) == group:
             own.add(pid)
     roots = {int(r) for r in roots}
@@ -180,7 +188,9 @@ def jvm_thread_cpu_s(group: int | None = None, roots=()) -> dict:
     group's processes (:func:`_group_processes`), by what they do: ``tasks``,
     ``compiler`` and ``gc`` (:data:`JVM_THREAD_KINDS`), the rest ``other``.  A thread
     that ended takes its CPU time with it, so a difference of two readings can
-    undercount; the run's process CPU time (:func:`process_group_cpu_s`) is the total."""
+    undercount.  In local mode the run's process CPU time (:func:`process_group_cpu_s` of
+    this group) is their total; with ``roots`` (a standalone cluster) these also count the
+    executors' and daemons' JVMs, which that process CPU time leaves out."""
     ticks = os.sysconf("SC_CLK_TCK")
     out = {"tasks": 0.0, "compiler": 0.0, "gc": 0.0, "other": 0.0}
     for pid, (_, name) in _group_processes(group, roots).items():
@@ -191,12 +201,10 @@ def jvm_thread_cpu_s(group: int | None = None, roots=()) -> dict:
         except OSError:
             continue
         for thread in threads:
-            try:
-                with open(f"/proc/{pid}/task/{thread}/stat", "rb") as handle:
-                    head, _, rest = handle.read().rpartition(b")")
-            except OSError:
+            stat = _read_stat(f"/proc/{pid}/task/{thread}/stat")
+            if stat is None:
                 continue
-            fields, label = rest.split(), head.partition(b"(")[2].decode("ascii", "replace")
+            label, fields = stat
             kind = next((k for start, k in JVM_THREAD_KINDS if label.startswith(start)),
                         "other")
             out[kind] += (int(fields[11]) + int(fields[12])) / ticks
