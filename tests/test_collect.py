@@ -241,6 +241,11 @@ def test_bad_plans(tmp_path):
     with pytest.raises(ParseError, match="application_per_workload must be true or false"):
         load_plan(plan)
     plan.write_text(plan.read_text().replace("application_per_workload = 'yes'\n", ""))
+    assert load_plan(plan)["warmup_per"] == "workload"
+    plan.write_text(plan.read_text().replace("seed = 3\n", "seed = 3\nwarmup_per = 'query'\n"))
+    with pytest.raises(ParseError, match="warmup_per must be one of workload, configuration"):
+        load_plan(plan)
+    plan.write_text(plan.read_text().replace("warmup_per = 'query'\n", ""))
     plan.write_text(plan.read_text().replace('"tpch-q14"', '"nosuch*"'))
     with pytest.raises(UsageError, match="matches nothing"):
         planned_runs(load_plan(plan))
@@ -280,6 +285,31 @@ def test_each_workload_warms_up_once_before_its_first_measured_run():
     assert [i["key"] for i in warmed_workloads(items, 2, {"q1", "q3"})] == \
         ["w0", "a", "b", "c", "warmup-d-0", "warmup-d-1", "d"]
     assert warmed_workloads(items, 0) == items
+
+
+def test_each_configuration_warms_up_with_its_own_settings_when_the_plan_says_so():
+    from jobgauge.profiler.runners.collect import warmed_workloads, warmup_key
+
+    def item(key, workload, conf):
+        return {"key": key, "workload": workload, "data_path": f"/d/{workload}",
+                "sql_conf": conf, "timeout_s": 60.0}
+
+    eight, aqe_off = {"spark.sql.shuffle.partitions": "8"}, {"spark.sql.adaptive.enabled": "false"}
+    items = [item("a", "q1", eight), item("b", "q1", {}), item("c", "q1", aqe_off),
+             item("d", "q1", eight), item("e", "q3", {}), item("f", "q3", aqe_off)]
+    # the application warmed up on q1 with the defaults
+    out = warmed_workloads(items, 1, {warmup_key({"workload": "q1"}, "configuration")},
+                           "configuration")
+    assert [(i["key"], i["sql_conf"]) for i in out if i.get("warmup")] == [
+        ("warmup-a-0", eight), ("warmup-c-0", aqe_off), ("warmup-e-0", {}),
+        ("warmup-f-0", aqe_off)]
+    assert [i["key"] for i in out if not i.get("warmup")] == list("abcdef")
+    assert [i["key"] for i in out].index("warmup-c-0") == [i["key"] for i in out].index("c") - 1
+    # a workload named in ``warm`` is not warmed up at all (its warm-up killed the JVM)
+    assert [i["key"] for i in warmed_workloads(items, 1, {"q1"}, "configuration")] == \
+        ["a", "b", "c", "d", "warmup-e-0", "e", "warmup-f-0", "f"]
+    with pytest.raises(UsageError, match="per workload or per configuration"):
+        warmed_workloads(items, 1, (), "query")
 
 
 @pytest.mark.parametrize("path", SHIPPED_PLANS, ids=lambda p: p.stem)
@@ -347,14 +377,15 @@ def test_tpch_sf1_sf3_plans_span_the_knobs_most_informative_first(scale):
     assert runs[0]["group"] == 0 and runs[0]["session"] == {} and runs[0]["static"] == {}
 
 
-@pytest.mark.parametrize("again", ["tpch-sf1-v2", "tpch-sf1-v3"])
+@pytest.mark.parametrize("again", ["tpch-sf1-v2", "tpch-sf1-v3", "tpch-sf1-v4"])
 def test_the_sf1_measured_again_plans_have_sf1_s_configurations_and_stay_out_of_training(
         again):
     old, new = (load_plan(PLANS_DIR / f"{name}.toml") for name in ("tpch-sf1", again))
     assert _configs(planned_runs(new)) == _configs(planned_runs(old))
     assert len(planned_runs(new)) == len(planned_runs(old)) == 836
     assert new["warmup_each"] == 1 and new["warmup_runs"] == 3
-    assert new["application_per_workload"] is (again == "tpch-sf1-v3")
+    assert new["application_per_workload"] is (again != "tpch-sf1-v2")
+    assert new["warmup_per"] == ("configuration" if again == "tpch-sf1-v4" else "workload")
     assert not new["out"].startswith("data/runs/")      # the trained tables are data/runs'
 
 

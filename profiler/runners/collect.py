@@ -10,6 +10,7 @@ A plan is a TOML file::
     out = "data/runs/tpch-sf0.1.csv.gz"
     warmup_runs = 3                  # unrecorded runs of one workload as an app starts
     warmup_each = 1                  # ... and of each other one before its first run
+    warmup_per = "workload"          # "configuration": of each workload's each SQL setting
     application_per_workload = false # true: each workload in applications of its own
     load_threshold = 0.5             # cores other processes may keep busy at a start
     load_wait_s = 300                # longest wait for that; then run, marked not quiet
@@ -119,6 +120,10 @@ def load_plan(path) -> dict:
         raise ParseError(f"application_per_workload must be true or false, got "
                          f"{plan['application_per_workload']!r}", path=path,
                          expected="application_per_workload = true")
+    if plan.setdefault("warmup_per", "workload") not in WARMUP_PER:
+        raise ParseError(f"warmup_per must be one of {', '.join(WARMUP_PER)}, got "
+                         f"{plan['warmup_per']!r}", path=path,
+                         expected='warmup_per = "configuration"')
     for key, default, example in (("warmup_runs", 1, "warmup_runs = 3"),
                                   ("warmup_each", 1, "warmup_each = 1")):
         warmup = plan.setdefault(key, default)
@@ -527,7 +532,9 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                           "data_path": str(data_paths[run["workload"]]),
                           "sql_conf": run["session"], "timeout_s": timeout_s,
                           "query_text": getattr(workload, "sql", None)})
-        items = warmed_workloads(items, int(plan["warmup_each"]), {warm_workload})
+        per = plan["warmup_per"]
+        items = warmed_workloads(items, int(plan["warmup_each"]),
+                                 {warmup_key({"workload": warm_workload}, per)}, per)
         eventlog_dir = work_dir / "eventlogs"
         app_info = {}
 
@@ -581,7 +588,9 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
             measured = [i for i in left if not i.get("warmup")]
             dying = outcome["records"][-1] if outcome["records"] else None
             if dying is not None and dying.get("warmup") and dying["workload"] != warm:
-                unwarmed.add(dying["workload"])   # its own warm-up: measure it unwarmed
+                # its own warm-up: measure it (that configuration of it) unwarmed
+                unwarmed.add(warmup_key(next((i for i in left if i["key"] == dying["key"]),
+                                             dying), per))
             elif not any(i["key"] in ended for i in measured):   # it died warming up
                 died_warming.add(warm)
             left = [i for i in measured if i["key"] not in ended]
@@ -598,7 +607,8 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                      "timeout_s": timeout_s, "warmup": True}
                     for number in range(int(plan["warmup_runs"]))] + \
                 warmed_workloads(left, int(plan["warmup_each"]),
-                                 {warm} | died_warming | unwarmed)
+                                 {warmup_key({"workload": warm}, per)} | died_warming
+                                 | unwarmed, per)
             app_info.clear()
         attach_profiles(work_dir, journal)
         if plan.get("out"):        # after each application: a kill loses no exported run
@@ -618,23 +628,46 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
             "remeasured": sum(1 for row in rows if row.get("remeasured"))}
 
 
-def warmed_workloads(items: list[dict], runs: int, warm=()) -> list[dict]:
-    """``items`` with ``runs`` unrecorded warm-up runs of each workload (Spark's defaults,
-    ``"warmup": true``) just before its first measured run, except the workloads in
-    ``warm`` (the application's own warm-up workload).
+WARMUP_PER = ("workload", "configuration")
+
+
+def warmup_key(item: dict, per: str = "workload"):
+    """What one warm-up warms (:func:`warmed_workloads`): the item's workload, or with
+    ``per = "configuration"`` the workload with the item's SQL settings."""
+    if per == "workload":
+        return item["workload"]
+    return item["workload"], tuple(sorted((str(k), str(v))
+                                          for k, v in (item.get("sql_conf") or {}).items()))
+
+
+def warmed_workloads(items: list[dict], runs: int, warm=(), per: str = "workload") -> list[dict]:
+    """``items`` with ``runs`` unrecorded warm-up runs (``"warmup": true``) of each workload
+    (Spark's defaults), or with ``per = "configuration"`` of each workload with each of
+    its SQL settings (those settings), just before its first measured run, except what
+    ``warm`` holds: workloads (none of their runs is warmed up) and :func:`warmup_key`
+    keys (the application's own warm-up workload with the defaults).
 
     The application's warm-up runs one workload only; each other query's first run in the
     application still compiled its code and came out slower than its repeat: in the TPC-H
     tables collected so, by a median 0.141 in log at SF 1 (slower in 86 % of the pairs),
     0.079 at SF 3 and 0.041 at SF 10, and a pair with such a run differs by 0.149 in log at
-    SF 1 against 0.104 without one (``bench/reports/guard_noise.md``)."""
+    SF 1 against 0.104 without one (``bench/reports/guard_noise.md``).  The same holds for
+    each setting that takes other code (AQE off, shuffle joins for broadcasts): with one
+    query per application warmed up on its defaults, a configuration's first run was
+    slower than its repeat in 82 % of the SF 1 pairs, by a median 0.10 in log with the
+    defaults and 0.14-0.15 with AQE or broadcasts off (``tpch-sf1-v3``'s first 214 runs,
+    session 43); ``per = "configuration"`` warms each up."""
+    if per not in WARMUP_PER:
+        raise UsageError(f"warm-ups are per workload or per configuration, got {per!r}")
     out, seen = [], set(warm)
     for item in items:
-        workload = item["workload"]
-        if not item.get("warmup") and workload not in seen and runs > 0:
-            seen.add(workload)
-            out += [{"key": f"warmup-{item['key']}-{number}", "workload": workload,
-                     "data_path": item["data_path"], "sql_conf": {},
+        key = warmup_key(item, per)
+        if not item.get("warmup") and item["workload"] not in seen and key not in seen \
+                and runs > 0:
+            seen.add(key)
+            out += [{"key": f"warmup-{item['key']}-{number}", "workload": item["workload"],
+                     "data_path": item["data_path"],
+                     "sql_conf": {} if per == "workload" else dict(item["sql_conf"]),
                      "timeout_s": item["timeout_s"], "warmup": True,
                      "query_text": item.get("query_text")} for number in range(runs)]
         out.append(item)
