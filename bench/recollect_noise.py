@@ -9,7 +9,9 @@ configurations, collected before).  Over the (query, configuration) pairs both t
 hold with two or more finished runs: the repeat noise of each
 (``jobgauge.runtable.repeat_noise``: a run against the median of its configuration's
 other runs), overall, per configuration and by the length of the runs, and the median
-log ratio of the new runs to the old (a shift between the two collections).  A few
+log ratio of the new runs to the old (a shift between the two collections); and, in
+each table, how the earlier run of a pair in one application compares with the later one
+(:func:`_order_effect`: a JVM still warming up makes the earlier one slower).  A few
 seconds; writes ``bench/reports/recollect_noise.md``.
 """
 
@@ -41,6 +43,52 @@ def _groups(path: Path) -> dict:
         if row["completed"] and row["runtime_s"]:
             groups[(row["workload"], config_json(row["config"]))].append(row["runtime_s"])
     return groups
+
+
+def _order_effect(path: Path) -> dict | None:
+    """The earlier run of each (query, configuration) pair in one application against
+    the later one: how often it is slower and the median log of their ratio, overall and
+    per configuration.  The order is the profiles' (``profiles/NAME.jsonl.gz`` beside
+    the table): a run's application and its first stage id, which grows through an
+    application.  None where the table has no profiles."""
+    from jobgauge.commands import _profiles_beside
+    from jobgauge.runtable import config_json, read_profile_records, read_run_table
+
+    files = _profiles_beside(path)
+    if not files:
+        return None
+    order = {}
+    for (source, run_id), record in read_profile_records(files).items():
+        stages = [s.get("stage_id") for s in record.get("stages") or []
+                  if s.get("stage_id") is not None]
+        app = (record.get("summary") or {}).get("app_id")
+        if app and stages:
+            order[(source, run_id)] = (app, min(stages))
+    runs = defaultdict(list)
+    for row in read_run_table(path):
+        where = order.get((row["source"], row["run_id"]))
+        if row["completed"] and row["runtime_s"] and where:
+            runs[(row["workload"], config_json(row["config"]))].append((*where, row["runtime_s"]))
+    ratios = defaultdict(list)
+    for (_, config), found in runs.items():
+        apps = defaultdict(list)
+        for app, stage, runtime in found:
+            apps[app].append((stage, runtime))
+        for pair in apps.values():
+            if len(pair) >= 2:
+                (_, earlier), (_, later) = sorted(pair)[:2]
+                ratios[config].append(math.log(earlier / later))
+
+    def summary(values):
+        return {"pairs": len(values),
+                "earlier_slower": round(sum(v > 0 for v in values) / len(values), 3),
+                "median_log": round(statistics.median(values), 3)}
+
+    every = [v for values in ratios.values() for v in values]
+    if not every:
+        return None
+    return {**summary(every),
+            "per_configuration": {c: summary(v) for c, v in sorted(ratios.items())}}
 
 
 def _compare(old: dict, new: dict, keys) -> dict:
@@ -76,7 +124,8 @@ def figures(args) -> dict:
             "new_runs": sum(len(v) for v in new.values()), "configurations": len(configs),
             "all": _compare(old, new, both),
             "per_configuration": {c: _compare(old, new, k) for c, k in sorted(configs.items())},
-            "by_length": lengths}
+            "by_length": lengths,
+            "order": {"old": _order_effect(args.old), "new": _order_effect(args.new)}}
 
 
 def markdown(found: dict, seconds: float) -> str:
@@ -97,7 +146,21 @@ def markdown(found: dict, seconds: float) -> str:
     lines += ["", "Per configuration:", "", *head]
     lines += [row("`" + ", ".join(f"{k}={v}" for k, v in json.loads(c).items()) + "`", v)
               for c, v in found["per_configuration"].items()]
-    lines += ["", f"Command: `nice -n 19 .venv/bin/python bench/recollect_noise.py` "
+    order = found.get("order") or {}
+    if any(order.values()):
+        lines += ["", "The earlier run of a pair in one application against the later one "
+                  "(the order of the profiles' stage ids; all of the table's pairs that "
+                  "share an application):", "",
+                  "| | table | pairs | earlier run slower | median log (earlier / later) |",
+                  "|---|---|---|---|---|"]
+        for side in ("old", "new"):
+            if order.get(side):
+                o = order[side]
+                lines.append(f"| {side} | `{found[side]}` | {o['pairs']} | "
+                             f"{100 * o['earlier_slower']:.0f} % | {o['median_log']:+.3f} |")
+    asked = "".join(f" --{side} {found[side]}" for side, default in (("new", NEW), ("old", OLD))
+                    if found[side] != str(default.relative_to(REPO)))
+    lines += ["", f"Command: `nice -n 19 .venv/bin/python bench/recollect_noise.py{asked}` "
               f"({seconds:.0f} s)", ""]
     return "\n".join(lines)
 

@@ -377,15 +377,17 @@ def test_tpch_sf1_sf3_plans_span_the_knobs_most_informative_first(scale):
     assert runs[0]["group"] == 0 and runs[0]["session"] == {} and runs[0]["static"] == {}
 
 
-@pytest.mark.parametrize("again", ["tpch-sf1-v2", "tpch-sf1-v3", "tpch-sf1-v4"])
+@pytest.mark.parametrize("again", ["tpch-sf1-v2", "tpch-sf1-v3", "tpch-sf1-v4",
+                                   "tpch-sf1-v5"])
 def test_the_sf1_measured_again_plans_have_sf1_s_configurations_and_stay_out_of_training(
         again):
     old, new = (load_plan(PLANS_DIR / f"{name}.toml") for name in ("tpch-sf1", again))
     assert _configs(planned_runs(new)) == _configs(planned_runs(old))
     assert len(planned_runs(new)) == len(planned_runs(old)) == 836
-    assert new["warmup_each"] == 1 and new["warmup_runs"] == 3
+    assert new["warmup_each"] == 1 and new["warmup_runs"] == (8 if again == "tpch-sf1-v5" else 3)
     assert new["application_per_workload"] is (again != "tpch-sf1-v2")
-    assert new["warmup_per"] == ("configuration" if again == "tpch-sf1-v4" else "workload")
+    assert new["warmup_per"] == ("workload" if again in {"tpch-sf1-v2", "tpch-sf1-v3"}
+                                 else "configuration")
     assert not new["out"].startswith("data/runs/")      # the trained tables are data/runs'
 
 
