@@ -29,8 +29,14 @@ def report_main(argv, doc: str, figures, markdown, name: str, options=None) -> i
     if options is not None:
         options(parser)
     args = parser.parse_args(argv)
+    from jobgauge.errors import GaugeError
+
     started = time.perf_counter()
-    found = figures() if options is None else figures(args)
+    try:
+        found = figures() if options is None else figures(args)
+    except GaugeError as exc:      # a bad input file: its message, not a traceback
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(found, indent=2))
         return 0

@@ -308,15 +308,19 @@ def test_process_group_cpu_counts_this_process():
 
 
 def test_jvm_thread_cpu_tells_the_compiler_from_the_rest(tmp_path):
-    """A real JVM compiling and running a busy loop: its JIT compiler threads' CPU is told
-    apart, and all its threads together are the process's CPU."""
-    from jobgauge.profiler.runners.driver import jvm_thread_cpu_s, process_group_cpu_s
+    """A real JVM compiling and running a busy loop in a thread of its own: its JIT
+    compiler threads' CPU is told apart, all its threads together are the process's CPU,
+    and after the busy thread ended a reading since an earlier one is never negative
+    (the difference of the two sums is: the ended thread took its CPU time with it)."""
+    from jobgauge.profiler.runners.driver import (jvm_thread_cpu_s, jvm_threads,
+                                                  process_group_cpu_s)
 
     source = tmp_path / "Busy.java"
     source.write_text("public class Busy { public static void main(String[] a) throws "
-                      "Exception { long x = 0; long end = System.nanoTime() + 1_500_000_000L;"
-                      " while (System.nanoTime() < end) { x += x * 31 + 7; }"
-                      " System.out.println(x); Thread.sleep(30000); } }")
+                      "Exception { Thread busy = new Thread(() -> { long x = 0; long end = "
+                      "System.nanoTime() + 2_000_000_000L; while (System.nanoTime() < end) "
+                      "{ x += x * 31 + 7; } System.out.println(x); }); busy.start(); "
+                      "busy.join(); Thread.sleep(30000); } }")
     # the source launcher compiles Busy.java in the JVM itself: javac's code is compiled hot
     jvm = subprocess.Popen(["java", str(source)], start_new_session=True,
                            stdout=subprocess.DEVNULL)
@@ -324,10 +328,16 @@ def test_jvm_thread_cpu_tells_the_compiler_from_the_rest(tmp_path):
         deadline = time.monotonic() + 30
         while process_group_cpu_s(jvm.pid) < 1.6 and time.monotonic() < deadline:
             time.sleep(0.2)
+        earlier = jvm_threads(jvm.pid)
         threads, total = jvm_thread_cpu_s(jvm.pid), process_group_cpu_s(jvm.pid)
-        assert threads["compiler"] > 0.05 and threads["other"] >= 1.0   # the main thread
+        assert threads["compiler"] > 0.05 and threads["other"] >= 1.0   # the busy thread
         assert threads["tasks"] == 0.0                                    # no Spark here
         assert abs(sum(threads.values()) - total) <= 0.05
+        while len(jvm_threads(jvm.pid)) >= len(earlier) and time.monotonic() < deadline:
+            time.sleep(0.2)                                               # it ended
+        since, now = jvm_thread_cpu_s(jvm.pid, since=earlier), jvm_thread_cpu_s(jvm.pid)
+        assert now["other"] - threads["other"] < -0.3
+        assert all(0.0 <= seconds < 1.0 for seconds in since.values()), since
     finally:
         os.killpg(jvm.pid, signal.SIGKILL)
         jvm.wait()

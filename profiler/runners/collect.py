@@ -653,10 +653,11 @@ def warmed_workloads(items: list[dict], runs: int, warm=(), per: str = "workload
     0.079 at SF 3 and 0.041 at SF 10, and a pair with such a run differs by 0.149 in log at
     SF 1 against 0.104 without one (``bench/reports/guard_noise.md``).  The same holds for
     each setting that takes other code (AQE off, shuffle joins for broadcasts): with one
-    query per application warmed up on its defaults, a configuration's first run was
-    slower than its repeat in 82 % of the SF 1 pairs, by a median 0.10 in log with the
-    defaults and 0.14-0.15 with AQE or broadcasts off (``tpch-sf1-v3``'s first 214 runs,
-    session 43); ``per = "configuration"`` warms each up."""
+    query per application warmed up on its defaults, the earlier run of a configuration's
+    pair was the slower in 84 % of 104 SF 1 pairs, by a median 0.094 in log (0.119 with
+    the defaults, 0.151 with AQE or broadcasts off; ``tpch-sf1-v3``'s first 214 runs,
+    ``bench/recollect_noise.py``); ``per = "configuration"`` warms each up: 63 % and 0.041
+    (``tpch-sf1-v4``'s first group)."""
     if per not in WARMUP_PER:
         raise UsageError(f"warm-ups are per workload or per configuration, got {per!r}")
     out, seen = [], set(warm)

@@ -183,16 +183,12 @@ JVM_THREAD_KINDS = (("Executor task", "tasks"), ("C1 CompilerThre", "compiler"),
                     ("C2 CompilerThre", "compiler"), ("GC Thread", "gc"), ("G1 ", "gc"))
 
 
-def jvm_thread_cpu_s(group: int | None = None, roots=()) -> dict:
-    """CPU seconds (user + system) so far of the live JVMs' threads among a process
-    group's processes (:func:`_group_processes`), by what they do: ``tasks``,
-    ``compiler`` and ``gc`` (:data:`JVM_THREAD_KINDS`), the rest ``other``.  A thread
-    that ended takes its CPU time with it, so a difference of two readings can
-    undercount.  In local mode the run's process CPU time (:func:`process_group_cpu_s` of
-    this group) is their total; with ``roots`` (a standalone cluster) these also count the
-    executors' and daemons' JVMs, which that process CPU time leaves out."""
+def jvm_threads(group: int | None = None, roots=()) -> dict:
+    """The live JVMs' threads among a process group's processes (:func:`_group_processes`):
+    ``{(pid, thread id): (kind, CPU seconds so far)}``, the kind what the thread does:
+    ``tasks``, ``compiler`` and ``gc`` (:data:`JVM_THREAD_KINDS`), the rest ``other``."""
     ticks = os.sysconf("SC_CLK_TCK")
-    out = {"tasks": 0.0, "compiler": 0.0, "gc": 0.0, "other": 0.0}
+    out = {}
     for pid, (_, name) in _group_processes(group, roots).items():
         if name != "java":
             continue
@@ -207,7 +203,24 @@ def jvm_thread_cpu_s(group: int | None = None, roots=()) -> dict:
             label, fields = stat
             kind = next((k for start, k in JVM_THREAD_KINDS if label.startswith(start)),
                         "other")
-            out[kind] += (int(fields[11]) + int(fields[12])) / ticks
+            out[(pid, thread)] = (kind, (int(fields[11]) + int(fields[12])) / ticks)
+    return out
+
+
+def jvm_thread_cpu_s(group: int | None = None, roots=(), since: dict | None = None) -> dict:
+    """CPU seconds (user + system) of the live JVMs' threads (:func:`jvm_threads`) by kind:
+    ``tasks``, ``compiler``, ``gc`` and ``other``; so far, or with ``since`` (an earlier
+    :func:`jvm_threads` reading) since then, thread by thread.  A thread that ended
+    between the two readings takes its CPU time with it, so the difference can
+    undercount, never go below 0: Spark's idle task threads end after a minute, and a
+    difference of the sums once came out at -13.8 s (``tpch-sf1-v5``, session 43).  In
+    local mode the process CPU time (:func:`process_group_cpu_s` of this group) is their
+    total; with ``roots`` (a standalone cluster) these also count the executors' and
+    daemons' JVMs, which that process CPU time leaves out."""
+    out = {"tasks": 0.0, "compiler": 0.0, "gc": 0.0, "other": 0.0}
+    before = since or {}
+    for key, (kind, seconds) in jvm_threads(group, roots).items():
+        out[kind] += max(seconds - before.get(key, (kind, 0.0))[1], 0.0)
     return out
 
 
@@ -480,7 +493,7 @@ class _Application:
             context.setJobGroup(group, item["workload"], interruptOnCancel=True)
             # the runner times a run the JVM's death cuts short from here
             _emit(self.results, {"event": "begin", "key": item["key"], "at": time.time()})
-            threads_before = jvm_thread_cpu_s(roots=self.roots) if self.guard else None
+            threads_before = jvm_threads(roots=self.roots) if self.guard else None
             begin = time.perf_counter()
             cpu_before = process_group_cpu_s() if self.guard else None
             watch.start()
@@ -505,8 +518,8 @@ class _Application:
             if cpu_before is not None:
                 record["cpu_time_s"] = round(process_group_cpu_s() - cpu_before, 3)
             if threads_before is not None:     # where the JVMs' CPU went during the run
-                after = jvm_thread_cpu_s(roots=self.roots)
-                record.update({f"cpu_{kind}_s": round(after[kind] - threads_before[kind], 3)
+                spent = jvm_thread_cpu_s(roots=self.roots, since=threads_before)
+                record.update({f"cpu_{kind}_s": round(spent[kind], 3)
                                for kind in ("tasks", "compiler", "gc")})
             shutil.rmtree(output_dir, ignore_errors=True)  # outputs are checked, not kept
         record["job_ids"] = sorted(context.statusTracker().getJobIdsForGroup(group))
