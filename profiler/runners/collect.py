@@ -62,8 +62,12 @@ true`` each workload's runs of a group (all its sessions) go to applications of 
 own, warmed up on that workload: on a mix of TPC-H queries in one application the JIT
 compiler keeps working, and a run's time varies with it (a run against its
 configuration's others on eight TPC-H queries at SF 1: 4.9-8.8 % with one query per
-application, 10.8-15.0 % with the eight in one; ``bench/noise_sources.py``; not so far
-on the whole SF 1 design, ``bench/plans/tpch-sf1-v3.toml``: data/README.md).
+application, 10.8-15.0 % with the eight in one; ``bench/noise_sources.py``; not on the
+whole SF 1 design, ``bench/plans/tpch-sf1-v3.toml``: data/README.md).  There each
+configuration's first run compiled its code; ``warmup_per = "configuration"`` warms each
+up with its own settings first (:func:`warmed_workloads`): on the SF 1 design's first
+group, with 8 warm-ups as each application starts, 9.1 % against 12.6 % without and
+11.2 % with all queries in one application (``tpch-sf1-v5``, ``-v3``, ``-v2``).
 
 The collector guards its measurements (:class:`~jobgauge.profiler.runners.driver.LoadGuard`):
 each run waits for a quiet machine (other processes keeping fewer than
