@@ -329,10 +329,14 @@ def test_jvm_thread_cpu_tells_the_compiler_from_the_rest(tmp_path):
         while process_group_cpu_s(jvm.pid) < 1.6 and time.monotonic() < deadline:
             time.sleep(0.2)
         earlier = jvm_threads(jvm.pid)
-        threads, total = jvm_thread_cpu_s(jvm.pid), process_group_cpu_s(jvm.pid)
+        total_before = process_group_cpu_s(jvm.pid)
+        threads = jvm_thread_cpu_s(jvm.pid)
+        total_after = process_group_cpu_s(jvm.pid)
         assert threads["compiler"] > 0.05 and threads["other"] >= 1.0   # the busy thread
         assert threads["tasks"] == 0.0                                    # no Spark here
-        assert abs(sum(threads.values()) - total) <= 0.05
+        # the live threads are the process's CPU, less what threads that ended took
+        # (HotSpot starts and stops compiler threads as it needs them)
+        assert 0.9 * total_before <= sum(threads.values()) <= total_after + 1e-9
         while len(jvm_threads(jvm.pid)) >= len(earlier) and time.monotonic() < deadline:
             time.sleep(0.2)                                               # it ended
         since, now = jvm_thread_cpu_s(jvm.pid, since=earlier), jvm_thread_cpu_s(jvm.pid)
