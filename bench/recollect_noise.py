@@ -35,24 +35,31 @@ OLD = REPO / "data" / "runs" / "tpch-sf1.csv.gz"
 LENGTHS = ((0.0, 2.0), (2.0, 5.0), (5.0, math.inf))
 
 
-def _groups(path: Path) -> dict:
-    from jobgauge.runtable import config_json, read_run_table
+def _finished(path: Path) -> list[dict]:
+    """The finished runs of a run table."""
+    from jobgauge.runtable import read_run_table
+
+    return [row for row in read_run_table(path) if row["completed"] and row["runtime_s"]]
+
+
+def _groups(rows: list[dict]) -> dict:
+    from jobgauge.runtable import config_json
 
     groups = defaultdict(list)
-    for row in read_run_table(path):
-        if row["completed"] and row["runtime_s"]:
-            groups[(row["workload"], config_json(row["config"]))].append(row["runtime_s"])
+    for row in rows:
+        groups[(row["workload"], config_json(row["config"]))].append(row["runtime_s"])
     return groups
 
 
-def _order_effect(path: Path) -> dict | None:
+def _order_effect(path: Path, rows: list[dict]) -> dict | None:
     """The earlier run of each (query, configuration) pair in one application against
     the later one: how often it is slower and the median log of their ratio, overall and
     per configuration.  The order is the profiles' (``profiles/NAME.jsonl.gz`` beside
-    the table): a run's application and its first stage id, which grows through an
-    application.  None where the table has no profiles."""
+    the table at ``path``, whose finished ``rows`` these are): a run's application and its
+    first stage id, which grows through an application.  None where the table has no
+    profiles."""
     from jobgauge.commands import _profiles_beside
-    from jobgauge.runtable import config_json, read_profile_records, read_run_table
+    from jobgauge.runtable import config_json, read_profile_records
 
     files = _profiles_beside(path)
     if not files:
@@ -65,9 +72,9 @@ def _order_effect(path: Path) -> dict | None:
         if app and stages:
             order[(source, run_id)] = (app, min(stages))
     runs = defaultdict(list)
-    for row in read_run_table(path):
+    for row in rows:
         where = order.get((row["source"], row["run_id"]))
-        if row["completed"] and row["runtime_s"] and where:
+        if where:
             runs[(row["workload"], config_json(row["config"]))].append((*where, row["runtime_s"]))
     ratios = defaultdict(list)
     for (_, config), found in runs.items():
@@ -103,7 +110,8 @@ def _compare(old: dict, new: dict, keys) -> dict:
 
 
 def figures(args) -> dict:
-    old, new = _groups(args.old), _groups(args.new)
+    old_rows, new_rows = _finished(args.old), _finished(args.new)
+    old, new = _groups(old_rows), _groups(new_rows)
     both = [k for k in new if k in old and len(new[k]) >= 2 and len(old[k]) >= 2]
     if not both:
         raise SystemExit(f"no (query, configuration) pair with two runs in both {args.new} "
@@ -125,7 +133,8 @@ def figures(args) -> dict:
             "all": _compare(old, new, both),
             "per_configuration": {c: _compare(old, new, k) for c, k in sorted(configs.items())},
             "by_length": lengths,
-            "order": {"old": _order_effect(args.old), "new": _order_effect(args.new)}}
+            "order": {"old": _order_effect(args.old, old_rows),
+                      "new": _order_effect(args.new, new_rows)}}
 
 
 def markdown(found: dict, seconds: float) -> str:

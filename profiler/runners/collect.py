@@ -638,10 +638,11 @@ WARMUP_PER = ("workload", "configuration")
 def warmup_key(item: dict, per: str = "workload"):
     """What one warm-up warms (:func:`warmed_workloads`): the item's workload, or with
     ``per = "configuration"`` the workload with the item's SQL settings."""
+    from jobgauge.runtable import config_json
+
     if per == "workload":
         return item["workload"]
-    return item["workload"], tuple(sorted((str(k), str(v))
-                                          for k, v in (item.get("sql_conf") or {}).items()))
+    return item["workload"], config_json(item.get("sql_conf") or {})
 
 
 def warmed_workloads(items: list[dict], runs: int, warm=(), per: str = "workload") -> list[dict]:
