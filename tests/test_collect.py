@@ -235,12 +235,12 @@ def test_bad_plans(tmp_path):
     with pytest.raises(ParseError, match="warmup_each must be a whole number from 0 to 10"):
         load_plan(plan)
     plan.write_text(plan.read_text().replace("warmup_each = -1\n", ""))
-    assert load_plan(plan)["application_per_workload"] is False
-    plan.write_text(plan.read_text().replace("seed = 3\n",
-                                             "seed = 3\napplication_per_workload = 'yes'\n"))
-    with pytest.raises(ParseError, match="application_per_workload must be true or false"):
-        load_plan(plan)
-    plan.write_text(plan.read_text().replace("application_per_workload = 'yes'\n", ""))
+    for key in ("application_per_workload", "gc_before_run"):
+        assert load_plan(plan)[key] is False
+        plan.write_text(plan.read_text().replace("seed = 3\n", f"seed = 3\n{key} = 'yes'\n"))
+        with pytest.raises(ParseError, match=f"{key} must be true or false"):
+            load_plan(plan)
+        plan.write_text(plan.read_text().replace(f"{key} = 'yes'\n", ""))
     assert load_plan(plan)["warmup_per"] == "workload"
     plan.write_text(plan.read_text().replace("seed = 3\n", "seed = 3\nwarmup_per = 'query'\n"))
     with pytest.raises(ParseError, match="warmup_per must be one of workload, configuration"):
@@ -378,13 +378,15 @@ def test_tpch_sf1_sf3_plans_span_the_knobs_most_informative_first(scale):
 
 
 @pytest.mark.parametrize("again", ["tpch-sf1-v2", "tpch-sf1-v3", "tpch-sf1-v4",
-                                   "tpch-sf1-v5"])
+                                   "tpch-sf1-v5", "tpch-sf1-v6"])
 def test_the_sf1_measured_again_plans_have_sf1_s_configurations_and_stay_out_of_training(
         again):
     old, new = (load_plan(PLANS_DIR / f"{name}.toml") for name in ("tpch-sf1", again))
     assert _configs(planned_runs(new)) == _configs(planned_runs(old))
     assert len(planned_runs(new)) == len(planned_runs(old)) == 836
-    assert new["warmup_each"] == 1 and new["warmup_runs"] == (8 if again == "tpch-sf1-v5" else 3)
+    assert new["warmup_each"] == 1
+    assert new["warmup_runs"] == (8 if again in {"tpch-sf1-v5", "tpch-sf1-v6"} else 3)
+    assert new["gc_before_run"] is (again == "tpch-sf1-v6")
     assert new["application_per_workload"] is (again != "tpch-sf1-v2")
     assert new["warmup_per"] == ("workload" if again in {"tpch-sf1-v2", "tpch-sf1-v3"}
                                  else "configuration")

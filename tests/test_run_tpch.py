@@ -104,6 +104,23 @@ def test_batch_checks_q1_and_keeps_failures_and_timeouts(tmp_path, tpch_data_roo
     assert Decimal(row[2]) == sum(first["l_quantity"].map(Decimal))
     assert int(row[9]) == len(first)
     assert outcome["eventlog"] and "eventlog_v2_" in outcome["eventlog"]
+    assert "gc_before_s" not in records["q1"]       # no collection the caller did not ask for
+
+
+def test_batch_collects_the_garbage_before_each_measured_run_when_asked(tmp_path,
+                                                                        tpch_data_root):
+    """``gc_before_run``: before each measured run (not a warm-up) the JVM collects its
+    garbage in full, which the JVM's own collector counts show."""
+    folder = str(_tables(tpch_data_root))
+    items = [{"key": key, "workload": "tpch-q6", "data_path": folder, "sql_conf": {},
+              "timeout_s": 300, "warmup": key == "warm"} for key in ("warm", "a", "b")]
+    outcome = run_batch(items, master="local[2]", work_dir=tmp_path / "w", gc_before_run=True)
+    records = {r["key"]: r for r in outcome["records"]}
+    assert [r["status"] for r in outcome["records"]] == ["succeeded"] * 3
+    assert "gc_before_s" not in records["warm"]
+    for key in ("a", "b"):
+        assert records[key]["gc_before_collections"] >= 1
+        assert 0 < records[key]["gc_before_s"] < records[key]["runtime_s"] + 5
 
 
 def test_bad_requests_are_clear(capsys, tmp_path):

@@ -12,6 +12,7 @@ A plan is a TOML file::
     warmup_each = 1                  # ... and of each other one before its first run
     warmup_per = "workload"          # "configuration": of each workload's each SQL setting
     application_per_workload = false # true: each workload in applications of its own
+    gc_before_run = false            # true: a full garbage collection before each run
     load_threshold = 0.5             # cores other processes may keep busy at a start
     load_wait_s = 300                # longest wait for that; then run, marked not quiet
     remeasure_ratio = 3.0            # measure again (once) when wall > 3 x CPU-time share
@@ -120,10 +121,10 @@ def load_plan(path) -> dict:
     plan.setdefault("design", {})
     plan.setdefault("space", {})
     plan.setdefault("repeats", {"fraction": 0.0, "times": 1})
-    if not isinstance(plan.setdefault("application_per_workload", False), bool):
-        raise ParseError(f"application_per_workload must be true or false, got "
-                         f"{plan['application_per_workload']!r}", path=path,
-                         expected="application_per_workload = true")
+    for key in ("application_per_workload", "gc_before_run"):
+        if not isinstance(plan.setdefault(key, False), bool):
+            raise ParseError(f"{key} must be true or false, got {plan[key]!r}", path=path,
+                             expected=f"{key} = true")
     if plan.setdefault("warmup_per", "workload") not in WARMUP_PER:
         raise ParseError(f"warmup_per must be one of {', '.join(WARMUP_PER)}, got "
                          f"{plan['warmup_per']!r}", path=path,
@@ -583,6 +584,7 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                     app_name=f"jobgauge collect {plan['name']} g{group_index} {size}"
                              + (f" {alone}" if alone else ""),
                     on_start=app_info.update, on_record=on_record,
+                    gc_before_run=plan["gc_before_run"],
                     load_guard=load_guard_for(plan, int(resources_["executor_instances"]
                                                         * resources_["executor_cores"]),
                                               master, cluster))

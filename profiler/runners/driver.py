@@ -457,6 +457,8 @@ class _Application:
         once more and the second measurement kept (``first_runtime_s`` keeps the first).
         """
         guard = self.guard if not item.get("warmup") else None
+        collected = self._collect_garbage() \
+            if self.spec.get("gc_before_run") and not item.get("warmup") else {}
         measured = dict(guard.wait_quiet()) if guard else {}
         record = self._measure(item, f"jobgauge-{item['key']}"[:200])
         if guard:
@@ -468,8 +470,28 @@ class _Application:
                 second.update(again, first_runtime_s=record["runtime_s"],
                               first_cpu_time_s=record["cpu_time_s"], remeasured=True)
                 record = second
+        record.update(collected)
         _emit(self.results, record)
         return record
+
+    def _collect_garbage(self) -> dict:
+        """A full garbage collection of this process and the driver's JVM (in local mode
+        the executors' heap too), before a run and its wait for a quiet machine; its
+        seconds and the JVM's collections it took (``gc_before_s``,
+        ``gc_before_collections``)."""
+        import gc
+
+        beans = self.spark._jvm.java.lang.management.ManagementFactory \
+            .getGarbageCollectorMXBeans()
+
+        def collections() -> int:
+            return sum(max(int(bean.getCollectionCount()), 0) for bean in beans)
+
+        before, started = collections(), time.perf_counter()
+        gc.collect()
+        self.spark._jvm.java.lang.System.gc()
+        return {"gc_before_s": round(time.perf_counter() - started, 3),
+                "gc_before_collections": collections() - before}
 
     def _measure(self, item: dict, group: str) -> dict:
         """Run one item once in Spark job group ``group``; its record (not yet written)."""

@@ -70,7 +70,7 @@ def _read_new_lines(path: Path, offset: int) -> tuple[list[dict], int]:
 def run_batch(items: list[dict], *, master: str = "local[2]", spark_conf: dict | None = None,
               eventlog_dir=None, work_dir=None, app_name: str = "jobgauge",
               startup_timeout_s: float = 120.0, on_start=None, on_record=None,
-              load_guard: dict | None = None) -> dict:
+              load_guard: dict | None = None, gc_before_run: bool = False) -> dict:
     """Run ``items`` in one Spark application; return {"app": ..., "records": [...]}.
 
     Each item: {"key", "workload", "data_path", "sql_conf", "timeout_s", "warmup"}.
@@ -78,7 +78,9 @@ def run_batch(items: list[dict], *, master: str = "local[2]", spark_conf: dict |
     ``on_record(record)`` as each item ends (warm-ups included).
     ``load_guard``: the keyword arguments of :class:`~jobgauge.profiler.runners.driver.LoadGuard`
     (``threshold``, ``max_wait_s``, ``remeasure_ratio``, ``slots``): each measured item
-    waits for a quiet machine and records its load and CPU time.
+    waits for a quiet machine and records its load and CPU time.  ``gc_before_run``: the
+    driver's JVM (in local mode the executors' too) collects its garbage in full before
+    each measured item, so that no run starts on the heap an earlier one left.
     """
     work_dir = Path(work_dir or tempfile.mkdtemp(prefix="jobgauge-run-"))
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -87,7 +89,7 @@ def run_batch(items: list[dict], *, master: str = "local[2]", spark_conf: dict |
     spec = {"master": master, "spark_conf": dict(spark_conf or {}), "app_name": app_name,
             "eventlog_dir": str(eventlog_dir) if eventlog_dir else None,
             "results_path": str(results_path), "output_root": str(work_dir / "output"),
-            "items": items, "load_guard": load_guard}
+            "items": items, "load_guard": load_guard, "gc_before_run": gc_before_run}
     spec_path = work_dir / f"spec-{token}.json"
     spec_path.write_text(json.dumps(spec))
     stderr_path = work_dir / f"driver-{token}.log"
