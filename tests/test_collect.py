@@ -393,6 +393,21 @@ def test_the_sf1_measured_again_plans_have_sf1_s_configurations_and_stay_out_of_
     assert not new["out"].startswith("data/runs/")      # the trained tables are data/runs'
 
 
+def test_the_sf3_measured_again_plan_is_sf3_s_first_group_warmed_up_as_sf1_v5():
+    old, new = (load_plan(PLANS_DIR / f"{name}.toml") for name in ("tpch-sf3", "tpch-sf3-v5"))
+    mine = planned_runs(new)
+    queries = {r["workload"] for r in mine}
+    assert len(queries) == 8 and len(mine) == 8 * 4 * 2       # four configurations, twice
+    first = [r for r in planned_runs(old) if r["group"] == 0 and r["workload"] in queries]
+    assert _configs(mine) == _configs(first)
+    assert {r["size"] for r in mine} == {"sf3"}
+    v5 = load_plan(PLANS_DIR / "tpch-sf1-v5.toml")
+    for key in ("warmup_runs", "warmup_each", "warmup_per", "application_per_workload",
+                "gc_before_run"):
+        assert new[key] == v5[key]
+    assert not new["out"].startswith("data/runs/")
+
+
 def test_tpch_sf10_and_standalone_plans():
     sf10 = planned_runs(load_plan(PLANS_DIR / "tpch-sf10.toml"))
     assert len(_configs(sf10)) >= 4 and ("local[2]", "{}", "{}") in _configs(sf10)

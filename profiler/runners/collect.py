@@ -13,6 +13,7 @@ A plan is a TOML file::
     warmup_per = "workload"          # "configuration": of each workload's each SQL setting
     application_per_workload = false # true: each workload in applications of its own
     gc_before_run = false            # true: a full garbage collection before each run
+                                     # (slower and no steadier: tpch-sf1-v6)
     load_threshold = 0.5             # cores other processes may keep busy at a start
     load_wait_s = 300                # longest wait for that; then run, marked not quiet
     remeasure_ratio = 3.0            # measure again (once) when wall > 3 x CPU-time share
@@ -69,6 +70,10 @@ configuration's first run compiled its code; ``warmup_per = "configuration"`` wa
 up with its own settings first (:func:`warmed_workloads`): on the SF 1 design's first
 group, with 8 warm-ups as each application starts, 9.1 % against 12.6 % without and
 11.2 % with all queries in one application (``tpch-sf1-v5``, ``-v3``, ``-v2``).
+``gc_before_run = true`` has the JVM collect its garbage in full before each measured
+run; on the same group that made the runs slower (a median 3.00 s against 2.63 s, their
+GC CPU doubled) and no steadier (11.0 %), so only that experiment's plan sets it
+(``tpch-sf1-v6``).
 
 The collector guards its measurements (:class:`~jobgauge.profiler.runners.driver.LoadGuard`):
 each run waits for a quiet machine (other processes keeping fewer than
