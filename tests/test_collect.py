@@ -397,7 +397,7 @@ def test_the_sf3_measured_again_plan_is_sf3_s_first_group_warmed_up_as_sf1_v5():
     old, new = (load_plan(PLANS_DIR / f"{name}.toml") for name in ("tpch-sf3", "tpch-sf3-v5"))
     mine = planned_runs(new)
     queries = {r["workload"] for r in mine}
-    assert len(queries) == 8 and len(mine) == 8 * 4 * 2       # four configurations, twice
+    assert len(queries) == 22 and len(mine) == 22 * 4 * 2     # four configurations, twice
     first = [r for r in planned_runs(old) if r["group"] == 0 and r["workload"] in queries]
     assert _configs(mine) == _configs(first)
     assert {r["size"] for r in mine} == {"sf3"}

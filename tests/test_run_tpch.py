@@ -120,7 +120,7 @@ def test_batch_collects_the_garbage_before_each_measured_run_when_asked(tmp_path
     assert "gc_before_s" not in records["warm"]
     for key in ("a", "b"):
         assert records[key]["gc_before_collections"] >= 1
-        assert 0 < records[key]["gc_before_s"] < records[key]["runtime_s"] + 5
+        assert records[key]["gc_before_s"] > 0
 
 
 def test_bad_requests_are_clear(capsys, tmp_path):

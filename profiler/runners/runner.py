@@ -80,7 +80,8 @@ def run_batch(items: list[dict], *, master: str = "local[2]", spark_conf: dict |
     (``threshold``, ``max_wait_s``, ``remeasure_ratio``, ``slots``): each measured item
     waits for a quiet machine and records its load and CPU time.  ``gc_before_run``: the
     driver's JVM (in local mode the executors' too) collects its garbage in full before
-    each measured item, so that no run starts on the heap an earlier one left.
+    each measured item, so that no run starts on the heap an earlier one left (on TPC-H
+    SF 1 the runs came out slower and no steadier: ``tpch-sf1-v6``, data/README.md).
     """
     work_dir = Path(work_dir or tempfile.mkdtemp(prefix="jobgauge-run-"))
     work_dir.mkdir(parents=True, exist_ok=True)
