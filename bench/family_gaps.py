@@ -27,16 +27,10 @@ from _report import report_main  # noqa: E402  (bench/_report.py)
 DATASETS = ("c3o-emr", "scout-multinode")
 
 
-def _family(instance_type: str) -> str:
-    from jobgauge.models.evaluation import instance_letters
-
-    return instance_letters(instance_type)
-
-
 def figures() -> dict:
     import numpy as np
 
-    from jobgauge.models.evaluation import evaluate_cell, load_quiet_frames
+    from jobgauge.models.evaluation import evaluate_cell, instance_letters, load_quiet_frames
 
     frames = load_quiet_frames()[0]
     out = {}
@@ -48,10 +42,11 @@ def figures() -> dict:
         measured = np.array(cell["y"], float)[done]
         predicted = np.array(cell["predicted"], float)[done]
         asked = frame.iloc[index[done]]
-        families = frame["instance_type"].astype(str).map(_family)
+        families = frame["instance_type"].astype(str).map(instance_letters)
         held = families.iloc[index[done]].to_numpy()
         jobs = frame["workload"].astype(str) + "|" + _parameters(frame)
-        seen = np.array([job in set(jobs[families != family])
+        trained_jobs = {family: set(jobs[families != family]) for family in set(held)}
+        seen = np.array([job in trained_jobs[family]
                          for job, family in zip(jobs.iloc[index[done]], held)])
         ape = np.abs(predicted - measured) / measured
         bias = np.log(predicted / measured)
@@ -90,8 +85,10 @@ def _family_speeds(frame) -> list[dict]:
     family's cells differ from the others' in the family alone."""
     import numpy as np
 
+    from jobgauge.models.evaluation import instance_letters
+
     done = frame[frame["completed"].astype(bool) & (frame["vcpus"] == 8)].copy()
-    done["family"] = done["instance_type"].astype(str).map(_family)
+    done["family"] = done["instance_type"].astype(str).map(instance_letters)
     done["parameters"] = _parameters(done)
     rows = []
     for workload, runs in done.groupby("workload"):
