@@ -11,7 +11,8 @@ hold with two or more finished runs: the repeat noise of each
 other runs), overall, per configuration and by the length of the runs, and the median
 log ratio of the new runs to the old (a shift between the two collections); and, in
 each table, how the earlier run of a pair in one application compares with the later one
-(:func:`_order_effect`: a JVM still warming up makes the earlier one slower).  A few
+(:func:`_order_effect`: a JVM still warming up makes the earlier one slower), and where
+the difference in process CPU between repeats went (:func:`_cpu_shares`).  A few
 seconds; writes ``bench/reports/recollect_noise.md``.
 """
 
@@ -134,7 +135,25 @@ def figures(args) -> dict:
             "per_configuration": {c: _compare(old, new, k) for c, k in sorted(configs.items())},
             "by_length": lengths,
             "order": {"old": _order_effect(args.old, old_rows),
-                      "new": _order_effect(args.new, new_rows)}}
+                      "new": _order_effect(args.new, new_rows)},
+            "cpu_shares": {"old": _cpu_shares(old_rows), "new": _cpu_shares(new_rows)}}
+
+
+def _cpu_shares(rows: list[dict]) -> dict | None:
+    """Where the difference in process CPU between a table's repeats went: the JVM's
+    task, JIT compiler and GC threads and the rest (``noise_sources._thread_shares``), over
+    the finished runs that recorded all three; None where fewer than three pairs did."""
+    from noise_sources import _thread_shares
+
+    fields = ("cpu_time_s", "cpu_tasks_s", "cpu_compiler_s", "cpu_gc_s")
+    kept = [row for row in rows if all(isinstance(row.get(f), (int, float))
+                                       and math.isfinite(row[f]) for f in fields)]
+    runs = defaultdict(int)
+    for row in kept:
+        runs[row["run_id"].rsplit(":r", 1)[0]] += 1
+    if sum(n * (n - 1) // 2 for n in runs.values()) < 3:
+        return None
+    return _thread_shares(kept)
 
 
 def markdown(found: dict, seconds: float) -> str:
@@ -167,6 +186,18 @@ def markdown(found: dict, seconds: float) -> str:
                 o = order[side]
                 lines.append(f"| {side} | `{found[side]}` | {o['pairs']} | "
                              f"{100 * o['earlier_slower']:.0f} % | {o['median_log']:+.3f} |")
+    shares = found.get("cpu_shares") or {}
+    if any(shares.values()):
+        lines += ["", "Where the difference in process CPU between a configuration's repeats "
+                  "went (each over the pair's mean process CPU; covariance shares; the runs "
+                  "that recorded their JVM threads' CPU):", "",
+                  "| | table | tasks | JIT compiler | GC | the rest |", "|---|---|---|---|---|---|"]
+        for side in ("old", "new"):
+            if shares.get(side):
+                c = shares[side]
+                lines.append(f"| {side} | `{found[side]}` | {100 * c['tasks']:.0f} % | "
+                             f"{100 * c['compiler']:.0f} % | {100 * c['gc']:.0f} % | "
+                             f"{100 * c['rest']:.0f} % |")
     asked = "".join(f" --{side} {found[side]}" for side, default in (("new", NEW), ("old", OLD))
                     if found[side] != str(default.relative_to(REPO)))
     lines += ["", f"Command: `nice -n 19 .venv/bin/python bench/recollect_noise.py{asked}` "
