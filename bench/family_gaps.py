@@ -30,20 +30,23 @@ DATASETS = ("c3o-emr", "scout-multinode")
 def figures() -> dict:
     import numpy as np
 
-    from jobgauge.models.evaluation import evaluate_cell, instance_letters, load_quiet_frames
+    import pandas as pd
 
-    frames = load_quiet_frames()[0]
+    from jobgauge.models.evaluation import breakdown_values, evaluate_cell, shared_frames
+
+    frames = shared_frames()[0]
     out = {}
     for dataset in DATASETS:
-        frame = frames[dataset].reset_index(drop=True)
+        frame = frames[dataset]
         cell = evaluate_cell(frame, dataset, "families", "stage")
         index = np.array(cell["index"])
         done = np.array(cell["completed"], bool)
         measured = np.array(cell["y"], float)[done]
         predicted = np.array(cell["predicted"], float)[done]
         asked = frame.iloc[index[done]]
-        families = frame["instance_type"].astype(str).map(instance_letters)
+        families = pd.Series(breakdown_values(frame, "families"), index=frame.index)
         held = families.iloc[index[done]].to_numpy()
+        asked_workloads = asked["workload"].astype(str).to_numpy()
         jobs = frame["workload"].astype(str) + "|" + _parameters(frame)
         trained_jobs = {family: set(jobs[families != family]) for family in set(held)}
         seen = np.array([job in trained_jobs[family]
@@ -52,8 +55,8 @@ def figures() -> dict:
         bias = np.log(predicted / measured)
         rows = []
         for family in sorted(set(held)):
-            for workload in sorted(set(asked["workload"].astype(str))):
-                mine = (held == family) & (asked["workload"].astype(str).to_numpy() == workload)
+            for workload in sorted(set(asked_workloads)):
+                mine = (held == family) & (asked_workloads == workload)
                 if not mine.any():
                     continue
                 trained = frame[(families != family) & (frame["workload"] == workload)]
@@ -85,10 +88,10 @@ def _family_speeds(frame) -> list[dict]:
     family's cells differ from the others' in the family alone."""
     import numpy as np
 
-    from jobgauge.models.evaluation import instance_letters
+    from jobgauge.models.evaluation import breakdown_values
 
     done = frame[frame["completed"].astype(bool) & (frame["vcpus"] == 8)].copy()
-    done["family"] = done["instance_type"].astype(str).map(instance_letters)
+    done["family"] = breakdown_values(done, "families")
     done["parameters"] = _parameters(done)
     rows = []
     for workload, runs in done.groupby("workload"):

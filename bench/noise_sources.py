@@ -213,19 +213,28 @@ def collected(folder: Path, warmup_each: int, apart: bool = False) -> dict:
             "noise_under_2s": round(short["mdape"], 4) if short else None,
             "cpu_shares": shares,
             "compiler_s_median": round(statistics.median(r["cpu_compiler_s"] for r in rows), 3),
-            "difference_shares": _thread_shares(rows)}
+            "difference_shares": thread_shares(rows)}
 
 
-def _thread_shares(rows) -> dict:
+#: A run's process CPU and the share its JVM's task, JIT compiler and GC threads took.
+THREAD_FIELDS = ("cpu_time_s", "cpu_tasks_s", "cpu_compiler_s", "cpu_gc_s")
+
+
+def thread_shares(rows) -> dict | None:
     """Over the pairs of repeats of a collection's runs, where the difference in process
     CPU went (each over the pair's mean process CPU; covariance shares): the JVM's task,
-    JIT compiler and GC threads, and the rest (its other threads, the Python driver)."""
+    JIT compiler and GC threads, and the rest (its other threads, the Python driver).
+    Only the runs that recorded all of :data:`THREAD_FIELDS` count (a run table's are
+    blank where a run recorded none); None where fewer than three pairs did."""
     groups = defaultdict(list)
     for row in rows:
-        groups[row["run_id"].rsplit(":r", 1)[0]].append(row)
+        if all(isinstance(row.get(f), (int, float)) and math.isfinite(row[f])
+               for f in THREAD_FIELDS):
+            groups[row["run_id"].rsplit(":r", 1)[0]].append(row)
     pairs = [pair for runs in groups.values() for pair in itertools.combinations(runs, 2)]
-    whole, parts = _difference_parts(pairs, "cpu_time_s",
-                                     ["cpu_tasks_s", "cpu_compiler_s", "cpu_gc_s"])
+    if len(pairs) < 3:
+        return None
+    whole, parts = _difference_parts(pairs, "cpu_time_s", list(THREAD_FIELDS[1:]))
     return {name.removeprefix("cpu_").removesuffix("_s"): round(_covariance_share(p, whole), 3)
             for name, p in parts.items()}
 

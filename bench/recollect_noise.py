@@ -12,7 +12,7 @@ other runs), overall, per configuration and by the length of the runs, and the m
 log ratio of the new runs to the old (a shift between the two collections); and, in
 each table, how the earlier run of a pair in one application compares with the later one
 (:func:`_order_effect`: a JVM still warming up makes the earlier one slower), and where
-the difference in process CPU between repeats went (:func:`_cpu_shares`).  A few
+the difference in process CPU between repeats went (``noise_sources.thread_shares``).  A few
 seconds; writes ``bench/reports/recollect_noise.md``.
 """
 
@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _report import report_main  # noqa: E402
+from noise_sources import thread_shares  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 NEW = REPO / "data" / "recollect" / "runs" / "tpch-sf1-v2.csv.gz"
@@ -136,24 +137,7 @@ def figures(args) -> dict:
             "by_length": lengths,
             "order": {"old": _order_effect(args.old, old_rows),
                       "new": _order_effect(args.new, new_rows)},
-            "cpu_shares": {"old": _cpu_shares(old_rows), "new": _cpu_shares(new_rows)}}
-
-
-def _cpu_shares(rows: list[dict]) -> dict | None:
-    """Where the difference in process CPU between a table's repeats went: the JVM's
-    task, JIT compiler and GC threads and the rest (``noise_sources._thread_shares``), over
-    the finished runs that recorded all three; None where fewer than three pairs did."""
-    from noise_sources import _thread_shares
-
-    fields = ("cpu_time_s", "cpu_tasks_s", "cpu_compiler_s", "cpu_gc_s")
-    kept = [row for row in rows if all(isinstance(row.get(f), (int, float))
-                                       and math.isfinite(row[f]) for f in fields)]
-    runs = defaultdict(int)
-    for row in kept:
-        runs[row["run_id"].rsplit(":r", 1)[0]] += 1
-    if sum(n * (n - 1) // 2 for n in runs.values()) < 3:
-        return None
-    return _thread_shares(kept)
+            "cpu_shares": {"old": thread_shares(old_rows), "new": thread_shares(new_rows)}}
 
 
 def markdown(found: dict, seconds: float) -> str:

@@ -905,12 +905,24 @@ def load_quiet_frames(quiet_dir=None, *, reference_runs=None, reference_profiles
     for entry in files:
         entry[2] = int(used.get(str(entry[0]), 0))
     frames = {"quiet": combined[keep].drop(columns=["table"]).reset_index(drop=True)}
-    for path in shared_tables:
+    shared, shared_files = shared_frames(shared_tables)
+    frames.update(shared)
+    return frames, [tuple(entry) for entry in files] + shared_files
+
+
+def shared_frames(shared_tables=None) -> tuple[dict, list[tuple[Path, int, int]]]:
+    """({source: frame}, [(file, rows, rows in the evaluation)]): the shared Scout and C3O
+    tables (``shared_tables``, default :func:`shared_run_tables`), each source its own
+    dataset, as :func:`load_quiet_frames` evaluates them."""
+    from jobgauge.runtable import read_run_tables
+
+    frames, files = {}, []
+    for path in shared_run_tables() if shared_tables is None else shared_tables:
         part = read_run_tables([path])
-        files.append([Path(path), len(part), len(part)])
+        files.append((Path(path), len(part), len(part)))
         for source in sorted(part["source"].unique()):
             frames[str(source)] = part[part["source"] == source].reset_index(drop=True)
-    return frames, [tuple(entry) for entry in files]
+    return frames, files
 
 
 def quiet_frame_and_records(quiet_dir=None):
