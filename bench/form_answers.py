@@ -63,7 +63,7 @@ def measured(tables, master: str = MASTERS[0]) -> dict:
 
 def service_for(tables, folder: Path):
     """A web service whose first model trains on ``tables`` (and the profiles beside them)."""
-    from jobgauge.commands import _profiles_beside
+    from jobgauge.runtable import profiles_beside
     from jobgauge.webapp.service import Service
 
     runs, profiles = folder / "runs", folder / "profiles"
@@ -71,7 +71,7 @@ def service_for(tables, folder: Path):
     profiles.mkdir()
     for table in tables:
         shutil.copy(table, runs / table.name)
-        for profile in _profiles_beside(table):
+        for profile in profiles_beside(table):
             shutil.copy(profile, profiles / profile.name)
     return Service(store_url=str(folder / "store.db"), runs_dir=runs, profiles_dir=profiles)
 

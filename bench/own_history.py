@@ -42,7 +42,6 @@ def answers() -> dict:
     measured, runs)}}."""
     import numpy as np
 
-    from jobgauge.commands import _profiles_beside
     from jobgauge.models import predict_frame
     from jobgauge.models.evaluation import (
         attach_reference_profiles,
@@ -51,13 +50,13 @@ def answers() -> dict:
         protocol_folds,
         quiet_run_tables,
     )
-    from jobgauge.runtable import read_profile_records
+    from jobgauge.runtable import profiles_beside, read_profile_records
 
     frames, _ = load_quiet_frames()
     frame = frames["quiet"].reset_index(drop=True)
     (train, test), = protocol_folds(frame, "scaleup")
     tables = [p for p in quiet_run_tables() if p.name.startswith(("quiet-tpch", "tpch-"))]
-    records = read_profile_records([p for t in tables for p in _profiles_beside(t)])
+    records = read_profile_records([p for t in tables for p in profiles_beside(t)])
     bare = frame.drop(columns=["profile", "dag", "profile_reference"])
     own = bare["workload"].astype(str).isin(OWN_QUERIES).to_numpy()
     out = {}

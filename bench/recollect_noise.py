@@ -60,10 +60,9 @@ def _order_effect(path: Path, rows: list[dict]) -> dict | None:
     the table at ``path``, whose finished ``rows`` these are): a run's application and its
     first stage id, which grows through an application.  None where the table has no
     profiles."""
-    from jobgauge.commands import _profiles_beside
-    from jobgauge.runtable import config_json, read_profile_records
+    from jobgauge.runtable import config_json, profiles_beside, read_profile_records
 
-    files = _profiles_beside(path)
+    files = profiles_beside(path)
     if not files:
         return None
     order = {}

@@ -54,20 +54,6 @@ def register(subparsers) -> None:
                              "sync_every setting, 10m)")
 
 
-def _profiles_beside(path) -> list:
-    """data/runs/NAME.csv.gz -> [data/profiles/NAME.jsonl.gz] when that file exists."""
-    from pathlib import Path
-
-    path = Path(path)
-    name = path.name
-    for suffix in (".csv.gz", ".csv"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    candidate = path.parent.parent / "profiles" / f"{name}.jsonl.gz"
-    return [candidate] if candidate.is_file() else []
-
-
 def import_command(args) -> int:
     """Read run tables in the shared schema into the store. Each file is validated whole first;
     a malformed file is rejected with its line and column and nothing from it is imported.
@@ -77,7 +63,7 @@ def import_command(args) -> int:
 
     from jobgauge.errors import UsageError
     from jobgauge.history_import import history_import_command, is_history_input
-    from jobgauge.runtable import read_profile_records, read_run_table
+    from jobgauge.runtable import profiles_beside, read_profile_records, read_run_table
     from jobgauge.store import open_store
 
     history = [item for item in args.files if is_history_input(item)]
@@ -94,7 +80,7 @@ def import_command(args) -> int:
         rows = read_run_table(path)  # the whole file is validated before anything is written
         profiles = dict(given)
         if not args.profiles and not args.no_profiles:
-            profiles = read_profile_records(_profiles_beside(path))
+            profiles = read_profile_records(profiles_beside(path))
         added, skipped = store.add_runs(rows, skip_existing=True, profiles=profiles)
         sources = {}
         for row in rows:

@@ -335,6 +335,21 @@ def write_run_table(rows: Iterable[dict], path, *, extra_columns=()) -> int:
     return count
 
 
+def profiles_path_for(runs_path) -> Path:
+    """Where the profiles of a run table live: data/runs/NAME.csv.gz (or .csv) ->
+    data/profiles/NAME.jsonl.gz.  ``jobgauge collect`` writes them there, and every reader
+    of a table's profiles looks there."""
+    runs_path = Path(runs_path)
+    name = runs_path.name.removesuffix(".gz").removesuffix(".csv")
+    return runs_path.parent.parent / "profiles" / f"{name}.jsonl.gz"
+
+
+def profiles_beside(runs_path) -> list[Path]:
+    """[:func:`profiles_path_for` of the table] when that file exists, else []."""
+    candidate = profiles_path_for(runs_path)
+    return [candidate] if candidate.is_file() else []
+
+
 def read_profile_records(paths) -> dict:
     """Profile records of JSON-lines files (gzip or plain), keyed by (source, run_id).
 

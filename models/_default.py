@@ -74,10 +74,10 @@ def prior_profile_files(run_tables=None) -> list[Path]:
     """The profile records of run tables: ``profiles/NAME.jsonl.gz`` beside
     ``runs/NAME.csv.gz`` for each of ``run_tables`` (default
     :func:`prior_run_tables`), where that file exists."""
-    from jobgauge.commands import _profiles_beside   # the one home of "beside"
+    from jobgauge.runtable import profiles_beside   # the one home of "beside"
 
     tables = prior_run_tables() if run_tables is None else run_tables
-    return list(dict.fromkeys(p for table in tables for p in _profiles_beside(table)))
+    return list(dict.fromkeys(p for table in tables for p in profiles_beside(table)))
 
 
 def learns_reference_profiles(kind: str | None) -> bool:

@@ -876,9 +876,9 @@ def load_quiet_frames(quiet_dir=None, *, reference_runs=None, reference_profiles
     if reference_runs is None:
         reference_runs = []
     if reference_profiles is None:
-        from jobgauge.commands import _profiles_beside
+        from jobgauge.runtable import profiles_beside
 
-        reference_profiles = [p for path in reference_runs for p in _profiles_beside(path)]
+        reference_profiles = [p for path in reference_runs for p in profiles_beside(path)]
     if shared_tables is None:
         shared_tables = shared_run_tables()
     files = []

@@ -106,6 +106,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from jobgauge.errors import ParseError, UsageError
+from jobgauge.runtable import profiles_path_for
 
 SPARK_DEFAULTS_LABEL = "defaults"
 
@@ -956,13 +957,6 @@ def seed_journal(journal: Journal, work_dir, runs_out, plan_name: str) -> int:
             for line in source:
                 out.write(line if line.endswith("\n") else line + "\n")
     return len(rows)
-
-
-def profiles_path_for(runs_out) -> Path:
-    """data/runs/NAME.csv.gz → data/profiles/NAME.jsonl.gz"""
-    runs_out = Path(runs_out)
-    name = runs_out.name.removesuffix(".gz").removesuffix(".csv")
-    return runs_out.parent.parent / "profiles" / f"{name}.jsonl.gz"
 
 
 def export_profiles(work_dir, out_path) -> int:
