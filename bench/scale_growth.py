@@ -33,15 +33,13 @@ MEASURES = ("input_bytes", "runtime_s", "task_run_s", "task_cpu_s", "predicted_s
 def figures() -> dict:
     import numpy as np
 
-    from jobgauge.models.evaluation import (load_quiet_frames, model_from_spec,
-                                            protocol_folds, quiet_run_tables)
-    from jobgauge.runtable import profiles_beside, read_profile_records
+    from jobgauge.models.evaluation import (model_from_spec, protocol_folds,
+                                            quiet_frame_and_records)
 
-    frame = load_quiet_frames()[0]["quiet"].reset_index(drop=True)
+    frame, records = quiet_frame_and_records()
+    frame = frame.reset_index(drop=True)
     (train, _), = protocol_folds(frame, "scaleup")
     model = model_from_spec("stage", random_state=0).fit(frame.iloc[train])
-    tables = [p for p in quiet_run_tables() if p.name.startswith("tpch-")]
-    records = read_profile_records([p for t in tables for p in profiles_beside(t)])
     done = frame[frame["completed"].astype(bool)
                  & frame["datasize"].isin({size for step in STEPS for size in step})].copy()
     done["predicted_s"] = model.predict(done)
