@@ -32,7 +32,6 @@ re-measurement (``data/recollect``); writes ``bench/reports/noise_sources.md``.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 import multiprocessing
@@ -59,8 +58,6 @@ MEASURES = {
     "task_run": ("the tasks' run time", lambda run, s: s["executor_run_time_ms"] / 1e3),
     "gc": ("GC pauses in the tasks", lambda run, s: s["jvm_gc_time_ms"] / 1e3),
 }
-PROBE_BYTES = 64 * 2 ** 20
-PROBE_ROUNDS = 10          # SHA-256 over 64 MiB takes 0.05 s here: ten of them, 0.5 s
 #: Lengths of runs (the mean wall time of a pair), seconds.
 LENGTHS = ((0.0, 2.0), (2.0, 5.0), (5.0, math.inf), (0.0, math.inf))
 #: --measure: the queries at SF 1, by tpch-sf1's medians with Spark's defaults five under
@@ -143,27 +140,18 @@ def decompose(groups: list[dict]) -> dict:
     return out
 
 
-def _probe_once(_=None) -> tuple[float, float]:
-    """(wall, CPU) seconds of one fixed piece of work: SHA-256 over 64 MiB of zeros, ten
-    times."""
-    data = bytes(PROBE_BYTES)
-    wall, cpu = time.perf_counter(), time.process_time()
-    for _ in range(PROBE_ROUNDS):
-        hashlib.sha256(data).digest()
-    return time.perf_counter() - wall, time.process_time() - cpu
-
-
 def probe(runs: int) -> dict:
     """The probe timed ``runs`` times on one core, then ``runs`` times as two processes at
     once (both cores, as local[2] keeps them); the repeat noise of each."""
+    from jobgauge.profiler.speed import probe_once
     from jobgauge.runtable import repeat_noise
     from tqdm import tqdm
 
-    one = [_probe_once() for _ in tqdm(range(runs), desc="probe, one core", unit="run")]
+    one = [probe_once() for _ in tqdm(range(runs), desc="probe, one core", unit="run")]
     with multiprocessing.get_context("spawn").Pool(2) as pool:
-        pool.map(_probe_once, range(2))         # the workers started before timing
+        pool.map(probe_once, range(2))         # the workers started before timing
         two = [t for _ in tqdm(range(runs), desc="probe, two cores", unit="run")
-               for t in pool.map(_probe_once, range(2))]
+               for t in pool.map(probe_once, range(2))]
     out = {}
     for name, times in (("one core", one), ("two cores", two)):
         wall, cpu = repeat_noise([[w for w, _ in times]]), repeat_noise([[c for _, c in times]])

@@ -30,10 +30,11 @@ COLUMNS = (
 )
 # Optional columns: how quiet the machine was when a run was measured (``jobgauge collect``'s
 # load guard), how many cores it had, and the CPU seconds its JVM's task, JIT compiler and
-# GC threads took during it (``profiler.runners.driver.jvm_thread_cpu_s``).  Read when a file has them; written only when
-# some row has a value.
+# GC threads took during it (``profiler.runners.driver.jvm_thread_cpu_s``), and the machine's
+# speed as its application started (``machine_probe_s``: ``profiler.speed.machine_speed``).
+# Read when a file has them; written only when some row has a value.
 GUARD_COLUMNS = ("load_at_start", "cpu_time_s", "quiet_start", "first_runtime_s", "host_cores",
-                 "cpu_tasks_s", "cpu_compiler_s", "cpu_gc_s")
+                 "cpu_tasks_s", "cpu_compiler_s", "cpu_gc_s", "machine_probe_s")
 REQUIRED_TEXT = ("source", "workload", "framework", "instance_type", "run_id")
 _TRUE = {"true", "1", "yes", "t"}
 _FALSE = {"false", "0", "no", "f"}

@@ -38,7 +38,7 @@ TIME_KINDS = ("application", "query", "wall")
 ADDED_RUN_COLUMNS = {"wall_s": "FLOAT", "load_at_start": "FLOAT", "cpu_time_s": "FLOAT",
                      "quiet_start": "BOOLEAN", "first_runtime_s": "FLOAT",
                      "host_cores": "INTEGER", "cpu_tasks_s": "FLOAT", "cpu_compiler_s": "FLOAT",
-                     "cpu_gc_s": "FLOAT"}
+                     "cpu_gc_s": "FLOAT", "machine_probe_s": "FLOAT"}
 #: Frameworks a store's runs were once recorded under, and what they are: a query run on
 #: Spark's Thrift server (``jobgauge hive run``) was recorded as ``spark-thrift`` until
 #: session 29, a job apart from the Spark jobs the web form and ``hive explain --predict``
@@ -149,6 +149,7 @@ def _schema(sa):
         # where the JVM's CPU went during the run (driver.jvm_thread_cpu_s)
         sa.Column("cpu_tasks_s", sa.Float), sa.Column("cpu_compiler_s", sa.Float),
         sa.Column("cpu_gc_s", sa.Float),
+        sa.Column("machine_probe_s", sa.Float),    # the machine's speed (profiler.speed)
         sa.Column("completed", sa.Boolean, nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("error", sa.Text),

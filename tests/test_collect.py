@@ -30,6 +30,7 @@ seed = 3
 warmup_runs = 2
 out = "{out}"
 load_wait_s = 0          # tests share the machine: measure at once (runs are marked)
+speed_tolerance = 1.0    # and its speed moves with them: the probe is kept, checked loosely
 
 [design]
 kind = "lhs"
@@ -92,6 +93,9 @@ def test_collection_resumes_without_repeating(tmp_path, tpch_data_root, capsys):
 
     rows = read_run_table(tmp_path / "runs" / "tiny.csv.gz")
     assert len(rows) == 4 and all(r["source"] == "local" for r in rows)
+    # each run keeps the machine's speed as its application started: SHA-256 over 640 MiB
+    # takes 0.38-0.6 s here, and no processor hashes 13 GB a second
+    assert all(r["machine_probe_s"] > 0.05 for r in rows)
     assert {r["datasize"] for r in rows} == {"sf0.01"}
     assert all(r["config"]["spark.master"] == "local[2]" for r in rows)
     assert open_store(db).count_runs() == 4
@@ -246,6 +250,14 @@ def test_bad_plans(tmp_path):
     with pytest.raises(ParseError, match="warmup_per must be one of workload, configuration"):
         load_plan(plan)
     plan.write_text(plan.read_text().replace("warmup_per = 'query'\n", ""))
+    plan.write_text(plan.read_text().replace("speed_tolerance = 1.0", ""))
+    assert (load_plan(plan)["machine_probe_s"], load_plan(plan)["speed_tolerance"]) == (None, 0.1)
+    for setting in ("machine_probe_s = 0", "speed_tolerance = 0", "machine_probe_s = 'fast'",
+                    "speed_tolerance = -0.1"):
+        plan.write_text(plan.read_text().replace("seed = 3\n", f"seed = 3\n{setting}\n"))
+        with pytest.raises(ParseError, match=f"{setting.split()[0]} must be a number > 0"):
+            load_plan(plan)
+        plan.write_text(plan.read_text().replace(f"{setting}\n", ""))
     plan.write_text(plan.read_text().replace('"tpch-q14"', '"nosuch*"'))
     with pytest.raises(UsageError, match="matches nothing"):
         planned_runs(load_plan(plan))
@@ -578,6 +590,105 @@ def test_an_application_dying_while_warming_up_warms_up_on_another(tmp_path, tpc
         not _journal(tmp_path / "other")   # nothing measured, nothing made up: left for later
 
 
+def _machine_speeds(monkeypatch, speeds):
+    """A stand-in for speed.machine_speed that returns ``speeds`` in turn (the last one from
+    then on); the list of the speeds it returned."""
+    from jobgauge.profiler import speed
+
+    returned = []
+
+    def machine_speed(runs=speed.SPEED_RUNS):
+        returned.append(speeds[min(len(returned), len(speeds) - 1)])
+        return returned[-1]
+    monkeypatch.setattr(speed, "machine_speed", machine_speed)
+    return returned
+
+
+def test_a_collection_keeps_its_tables_machine_speed(tmp_path, tpch_data_root, monkeypatch,
+                                                      capsys):
+    """Session 48 resumed tpch-sf1-v5 on a machine 43 % slower, and nothing said so until
+    its runs were compared with another table's."""
+    from jobgauge.profiler.runners import collect as collect_module, runner
+
+    plan = _plan(tmp_path)
+    plan.write_text(plan.read_text().replace("speed_tolerance = 1.0", "speed_tolerance = 0.1"))
+    out, work = tmp_path / "runs" / "tiny.csv.gz", tmp_path / "work"
+    monkeypatch.setattr(runner, "run_batch", _dying_run_batch(set(), []))
+
+    def run(**options):
+        return collect_module.collect(plan, work_dir=work, data_root=tpch_data_root,
+                                      progress=False, **options)
+
+    _machine_speeds(monkeypatch, [0.38])
+    assert run(limit=2)["added"] == 2
+    assert [r["machine_probe_s"] for r in read_run_table(out)] == [0.38, 0.38]
+
+    # a fresh checkout (the table, no journal) on a machine half as slow again: it
+    # measures nothing and says why, with both speeds
+    shutil.rmtree(work)
+    _machine_speeds(monkeypatch, [0.57])
+    with pytest.raises(UsageError, match=r"tiny: this machine's CPU probe takes 0\.570 s, 50% "
+                                         r"slower than 0\.380 s, the probe of the plan's runs "
+                                         r"so far .*--any-speed"):
+        run()
+    assert len(read_run_table(out)) == 2
+    # on the command line: one line, no traceback, exit code 1
+    common = ["--store", str(tmp_path / "s.db"), "collect", str(plan), "--work-dir", str(work),
+              "--data-root", str(tpch_data_root)]
+    assert main(common) == 1
+    error = capsys.readouterr().err
+    assert "Traceback" not in error
+    assert error.splitlines()[-1].startswith("jobgauge: error: tiny: this machine's CPU probe")
+    # within the tolerance (5 % slower): measured, and the table's speed is its runs' median
+    _machine_speeds(monkeypatch, [0.40])
+    summary = run(limit=1)
+    assert summary["added"] == 1 and summary["table_probe_s"] == 0.38
+    assert sorted(r["machine_probe_s"] for r in read_run_table(out)) == [0.38, 0.38, 0.40]
+    # --any-speed measures anyway, each run keeping its own probe
+    _machine_speeds(monkeypatch, [0.57])
+    assert main(common + ["--any-speed", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["added"], summary["machine_probe_s"], summary["stopped"]) == (1, 0.57, None)
+    assert sorted(r["machine_probe_s"] for r in read_run_table(out)) == [0.38, 0.38, 0.4, 0.57]
+
+
+def test_a_collection_whose_machine_slows_stops_before_its_next_application(
+        tmp_path, tpch_data_root, monkeypatch, capsys):
+    """A table measured before the collector timed the probe gets its speed from the plan
+    (``machine_probe_s``); a machine that slows on the way stops the collection between
+    applications, with what it measured kept and exported."""
+    from jobgauge.profiler.runners import collect as collect_module, runner
+
+    plan = _plan(tmp_path)
+    plan.write_text(plan.read_text().replace("speed_tolerance = 1.0", "speed_tolerance = 0.1\n"
+                                             "application_per_workload = true"))
+    calls = []
+    monkeypatch.setattr(runner, "run_batch", _dying_run_batch(set(), calls))
+    common = ["--store", str(tmp_path / "s.db"), "collect", str(plan), "--work-dir",
+              str(tmp_path / "work"), "--data-root", str(tpch_data_root)]
+    # before the collection, then as each of the two applications (one a workload) starts
+    speeds = _machine_speeds(monkeypatch, [0.38, 0.39, 0.45])
+    assert main(common) == 1
+    printed = capsys.readouterr().out
+    assert "stopped before the next application: tiny: this machine's CPU probe takes " \
+        "0.450 s, 18% slower than 0.380 s, the probe as this collection started" in printed
+    assert speeds == [0.38, 0.39, 0.45] and len(calls) == 1
+    rows = read_run_table(tmp_path / "runs" / "tiny.csv.gz")
+    assert len(rows) == 2 and {r["workload"] for r in rows} == {calls[0][-1][0]}
+    assert {r["machine_probe_s"] for r in rows} == {0.39}
+    assert open_store(tmp_path / "s.db").count_runs() == 2
+
+    # the same runs, seeded from a table without probes: the plan's speed is the table's
+    shutil.rmtree(tmp_path / "work")
+    write_run_table([{k: v for k, v in r.items() if k != "machine_probe_s"} for r in rows],
+                    tmp_path / "runs" / "tiny.csv.gz")
+    plan.write_text(plan.read_text().replace("seed = 3\n", "seed = 3\nmachine_probe_s = 0.5\n"))
+    _machine_speeds(monkeypatch, [0.38])
+    with pytest.raises(UsageError, match=r"0\.380 s, 24% faster than 0\.500 s"):
+        collect_module.collect(plan, work_dir=tmp_path / "work", data_root=tpch_data_root,
+                               progress=False)
+
+
 def test_stop_orphans_stops_only_the_daemons_of_clusters_whose_owner_is_gone(tmp_path):
     import os
     import subprocess
@@ -633,6 +744,7 @@ timeout_s = 300
 seed = 5
 out = "{out}"
 load_wait_s = 0          # tests share the machine: measure at once (runs are marked)
+speed_tolerance = 1.0    # and its speed moves with them: the probe is kept, checked loosely
 
 [design]
 kind = "lhs"

@@ -88,6 +88,14 @@ busy machine (the guard waited its longest and ran anyway) is measured again by 
 next ``collect`` of the plan, unless the plan turns the wait off (``load_wait_s = 0``);
 the newer measurement replaces it (still marked if it, too, started busy).  The driver child
 and its JVM die with the collector, even on ``kill -9``.
+
+A run table holds one machine's speed: the collector times a fixed piece of CPU work
+(:mod:`jobgauge.profiler.speed`) before it measures and as each application starts, and
+each run keeps its application's (``machine_probe_s``).  A resume on a machine more than
+``speed_tolerance`` (10 %) faster or slower than the table's runs measures nothing, and a
+collection whose machine changes that much on the way stops before its next application
+(session 48's resume of ``tpch-sf1-v5`` ran on a machine 43 % slower, unnoticed until its
+runs were compared with another table).  ``--any-speed`` measures anyway.
 """
 
 from __future__ import annotations
@@ -106,6 +114,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from jobgauge.errors import ParseError, UsageError
+from jobgauge.profiler.speed import SPEED_TOLERANCE
 from jobgauge.runtable import profiles_path_for
 
 SPARK_DEFAULTS_LABEL = "defaults"
@@ -156,7 +165,14 @@ GUARD_SETTINGS = {   # plan key: (default, lowest allowed, example)
     "load_threshold": (None, 0.0, "load_threshold = 0.5"),
     "load_wait_s": (300.0, 0.0, "load_wait_s = 300"),
     "remeasure_ratio": (3.0, 1.0, "remeasure_ratio = 3.0"),
+    # The machine's speed (``jobgauge.profiler.speed``): the probe's seconds on the
+    # machine the plan's runs so far were measured on, for a table measured before the
+    # collector timed the probe (none: the runs' own ``machine_probe_s``), and how far
+    # (relative) a collection's probe may be from it.
+    "machine_probe_s": (None, 0.0, "machine_probe_s = 0.38"),
+    "speed_tolerance": (SPEED_TOLERANCE, 0.0, "speed_tolerance = 0.1"),
 }
+_ABOVE_LOWEST = {"machine_probe_s", "speed_tolerance"}    # must be above, not at, the lowest
 
 
 def run_guard(load_threshold=None, load_wait_s=None) -> dict:
@@ -176,10 +192,11 @@ def _guard_settings(plan: dict, path) -> None:
         if value is None:
             plan[key] = default_load_threshold() if key == "load_threshold" else default
             continue
+        above = key in _ABOVE_LOWEST
         if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                not math.isfinite(value) or value < lowest:
-            raise ParseError(f"{key} must be a number >= {lowest:g}, got {value!r}",
-                             path=path, expected=example)
+                not math.isfinite(value) or value < lowest or (above and value == lowest):
+            raise ParseError(f"{key} must be a number {'>' if above else '>='} {lowest:g}, "
+                             f"got {value!r}", path=path, expected=example)
         plan[key] = float(value)
 
 
@@ -471,7 +488,8 @@ def _journal_entry(line: bytes) -> dict | None:
 
 
 def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
-            progress=True, load_threshold=None, load_wait_s=None, busy_only=False) -> dict:
+            progress=True, load_threshold=None, load_wait_s=None, busy_only=False,
+            any_speed=False) -> dict:
     """Run what the plan still lacks; return a summary.
 
     ``load_threshold`` and ``load_wait_s`` override the plan's measurement guard:
@@ -479,9 +497,18 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
     ``load_threshold`` cores busy.  ``busy_only``: measure again only the runs that started
     on a busy machine, none of the runs the plan still lacks (a plan collected in part,
     such as the quiet SF 0.1 and 0.3 ones, keeps its part).
+
+    The machine's speed (:mod:`jobgauge.profiler.speed`) is timed before anything is
+    measured and as each application starts; each run keeps its application's
+    (``machine_probe_s``).  A collection whose probe is more than the plan's
+    ``speed_tolerance`` off its table's (:func:`table_speed`) measures nothing
+    (UsageError); one whose probe drifts that far from where it started stops before the
+    next application, with the runs measured so far kept (the summary's ``stopped``).
+    ``any_speed`` measures anyway.
     """
     from tqdm import tqdm
 
+    from jobgauge.profiler import speed
     from jobgauge.profiler.runners.runner import DEFAULT_DATA_ROOT, resources, run_batch, run_record
     from jobgauge.profiler.workloads import get_workload
 
@@ -507,11 +534,18 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                 and journal.entries[r["run_id"]]["run"].get("quiet_start") is False)]
     if limit is not None:
         todo = todo[:limit]
+    reference_s, reference = table_speed(journal, plan), "the probe of the plan's runs so far"
+    probe_s = speed.machine_speed() if todo else None
+    if probe_s is not None and not any_speed:
+        _check_speed(plan, probe_s, reference_s, reference)
+    if reference_s is None:         # a new table: this machine as the collection starts
+        reference_s, reference = probe_s, "the probe as this collection started"
+    stopped = None
     bar = tqdm(total=len(runs), initial=len(runs) - len([r for r in runs if r["run_id"] not in journal.entries]),
                desc=plan["name"], unit="run", disable=not progress, file=sys.stderr,
                dynamic_ncols=True)
     if plan.get("framework", "spark") == "hadoop":
-        added = _collect_hadoop(plan, todo, journal, work_dir, data_root, bar)
+        added = _collect_hadoop(plan, todo, journal, work_dir, data_root, bar, probe_s)
         todo = []
     else:
         added = 0
@@ -568,6 +602,7 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
                              config=config, run_id=run["run_id"])
             row["query_text"] = None  # kept once per workload, not per run
             row.update({key: record[key] for key in GUARD_FIELDS if key in record})
+            row["machine_probe_s"] = probe_s
             journal.add({"run": row, "job_ids": record.get("job_ids", []),
                          "app_id": app_info.get("app_id"), "plan": plan["name"],
                          "repetition": run["repetition"], "result": record.get("result")})
@@ -581,6 +616,13 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
         # recorded as failed; the group's other runs go on in a new, warmed-up application.
         left, warm, died_warming, unwarmed = items, warm_workload, set(), set()
         while left:
+            probe_s = speed.machine_speed()
+            if not any_speed:
+                try:
+                    _check_speed(plan, probe_s, reference_s, reference)
+                except UsageError as exc:
+                    stopped = f"stopped before the next application: {exc}"
+                    break
             with cluster_of(plan) or contextlib.nullcontext() as cluster:
                 master = cluster.master_url if cluster else first["master"]
                 resources_ = resources(master, first["static"], cluster)
@@ -626,6 +668,8 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
         if plan.get("out"):        # after each application: a kill loses no exported run
             export(journal, plan["out"])
             export_profiles(work_dir, profiles_path_for(plan["out"]))
+        if stopped:
+            break
     bar.close()
     attach_profiles(work_dir, journal)
     rows = [e["run"] for e in journal.entries.values()]
@@ -637,7 +681,38 @@ def collect(plan_path, *, work_dir=None, data_root=None, store=None, limit=None,
     return {"plan": plan["name"], "planned": len(runs), "done": len(journal.entries),
             "added": added, "noise": noise_report(journal),
             "busy_starts": sum(1 for row in rows if row.get("quiet_start") is False),
-            "remeasured": sum(1 for row in rows if row.get("remeasured"))}
+            "remeasured": sum(1 for row in rows if row.get("remeasured")),
+            "machine_probe_s": probe_s, "table_probe_s": table_speed(journal, plan),
+            "stopped": stopped}
+
+
+def table_speed(journal: Journal, plan: dict) -> float | None:
+    """The machine speed (:func:`jobgauge.profiler.speed.machine_speed`) of the plan's runs
+    so far: the median ``machine_probe_s`` of the journal's runs that have one, else the
+    plan's ``machine_probe_s`` (a table measured before the collector timed the probe);
+    None where neither says (a new table)."""
+    import statistics
+
+    probes = [entry["run"].get("machine_probe_s") for entry in journal.entries.values()]
+    probes = [p for p in probes if isinstance(p, (int, float)) and not isinstance(p, bool)
+              and math.isfinite(p) and p > 0]
+    return round(statistics.median(probes), 3) if probes else plan.get("machine_probe_s")
+
+
+def _check_speed(plan: dict, probe_s: float, reference_s, what: str) -> None:
+    """UsageError where ``probe_s`` is more than the plan's ``speed_tolerance`` off
+    ``reference_s`` (``what`` names it); nothing where there is no reference."""
+    from jobgauge.profiler.speed import describe_change, speed_change
+
+    tolerance = plan["speed_tolerance"]
+    if reference_s is None or abs(speed_change(probe_s, reference_s)) <= tolerance:
+        return
+    raise UsageError(
+        f"{plan['name']}: this machine's CPU probe takes {describe_change(probe_s, reference_s)}, "
+        f"{what} (more than the plan's speed_tolerance, {tolerance:.0%}): runs measured "
+        f"now would not be comparable with them.  Collect on a machine of their speed, or "
+        f"start a table of its own (a plan with another name and out), or pass --any-speed "
+        f"to measure anyway (each run keeps its probe, machine_probe_s)")
 
 
 WARMUP_PER = ("workload", "configuration")
@@ -719,7 +794,7 @@ def _measure_hadoop(run, plan, data_root) -> dict:
                              keep_output=False)
 
 
-def _collect_hadoop(plan, todo, journal, work_dir, data_root, bar) -> int:
+def _collect_hadoop(plan, todo, journal, work_dir, data_root, bar, probe_s=None) -> int:
     """MapReduce runs: one JVM per run in Hadoop's local mode, each under the load guard
     (:func:`hadoop_load_guard`) as a Spark run is: it waits for a quiet machine, records
     the load at its start and its JVM's CPU time, and a run whose wall time is far above
@@ -743,7 +818,8 @@ def _collect_hadoop(plan, todo, journal, work_dir, data_root, bar) -> int:
                               first_cpu_time_s=record["cpu_time_s"], remeasured=True)
                 record = second
             row, settings, profile = store_arguments(record)
-            row.update(run_id=run["run_id"], config=settings, source="local")
+            row.update(run_id=run["run_id"], config=settings, source="local",
+                       machine_probe_s=probe_s)
             row.update({key: record[key] for key in GUARD_FIELDS if key in record})
             journal.add({"run": row, "job_ids": [], "app_id": None, "plan": plan["name"],
                          "repetition": run["repetition"], "result": None})

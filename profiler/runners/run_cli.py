@@ -69,6 +69,10 @@ def register(subparsers) -> None:
     parser.add_argument("--busy-only", action="store_true",
                         help="measure again only the runs that started on a busy machine, "
                              "none of the runs the plan still lacks")
+    parser.add_argument("--any-speed", action="store_true",
+                        help="measure even where the machine's CPU probe is more than the "
+                             "plan's speed_tolerance (10 %%) off its runs' so far; each run "
+                             "keeps its probe (machine_probe_s)")
 
 
 def _common(parser, warmups: int = 0):
@@ -244,13 +248,19 @@ def collect_command(args) -> int:
     summary = collect(args.plan, work_dir=args.work_dir, data_root=args.data_root,
                       store=open_store(args.store), limit=args.limit,
                       load_threshold=args.load_threshold, load_wait_s=args.max_load_wait,
-                      busy_only=args.busy_only)
+                      busy_only=args.busy_only, any_speed=args.any_speed)
     lines = [f"{summary['plan']}: {summary['done']}/{summary['planned']} runs measured "
              f"({summary['added']} now)"]
+    if summary["machine_probe_s"] is not None:
+        table = summary["table_probe_s"]
+        lines.append(f"  machine speed: the CPU probe took {summary['machine_probe_s']:.3f} s"
+                     + (f" (the plan's runs: {table:.3f} s)" if table is not None else ""))
     lines += [f"  repeat noise {workload}: {noise:.1%}"
               for workload, noise in summary["noise"].items()]
     if summary["busy_starts"] or summary["remeasured"]:
         lines.append(f"  {summary['busy_starts']} runs started on a busy machine (waited the "
                      f"longest allowed), {summary['remeasured']} measured again")
+    if summary["stopped"]:
+        lines.append(f"  {summary['stopped']}")
     print_result(args.json, summary, lines)
-    return 0
+    return 1 if summary["stopped"] else 0
