@@ -1,6 +1,6 @@
 """A table measured again with the new collector against the shipped one: noise and shift.
 
-    nice -n 19 .venv/bin/python bench/recollect_noise.py [--new TABLE] [--old TABLE]
+    nice -n 19 .venv/bin/python bench/recollect_noise.py [--new TABLE] [--old TABLE] [--at COMMIT]
 
 Default: ``data/recollect/runs/tpch-sf1-v2.csv.gz`` (``bench/plans/tpch-sf1-v2.toml``,
 collected with the collector of session 41: each workload warmed up in its application,
@@ -110,13 +110,55 @@ def _compare(old: dict, new: dict, keys) -> dict:
                 math.log(statistics.median(new[k]) / statistics.median(old[k])) for k in keys), 3)}
 
 
+def _shown(path: Path) -> str:
+    """The path as the report names it: relative to the repository where it is in it."""
+    path = path.resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def _committed(path: Path, commit: str, folder: Path) -> Path:
+    """The run table at ``path`` and its profiles as ``commit`` holds them, written under
+    ``folder`` at the same relative paths; the table's path there."""
+    import subprocess
+
+    from jobgauge.runtable import profiles_path_for
+
+    table = path.resolve()
+    if not table.is_relative_to(REPO):
+        raise SystemExit(f"--at reads a table of this repository; {path} is outside it")
+    out = folder / table.relative_to(REPO)
+    for source, target in ((table, out), (profiles_path_for(table), profiles_path_for(out))):
+        name = source.relative_to(REPO).as_posix()
+        shown = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:{name}"],
+                               capture_output=True)
+        if shown.returncode:
+            if source == table:
+                raise SystemExit(f"cannot read {name} at {commit}: "
+                                 f"{shown.stderr.decode(errors='replace').strip()}")
+            continue                    # a table without profiles: no order effect
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(shown.stdout)
+    return out
+
+
 def figures(args) -> dict:
-    old_rows, new_rows = _finished(args.old), _finished(args.new)
+    if not args.at:
+        return _figures(args.old, args.new)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        found = _figures(args.old, _committed(args.new, args.at, Path(folder)))
+    found["new"], found["at"] = _shown(args.new), args.at
+    return found
+
+
+def _figures(old_path: Path, new_path: Path) -> dict:
+    old_rows, new_rows = _finished(old_path), _finished(new_path)
     old, new = _groups(old_rows), _groups(new_rows)
     both = [k for k in new if k in old and len(new[k]) >= 2 and len(old[k]) >= 2]
     if not both:
-        raise SystemExit(f"no (query, configuration) pair with two runs in both {args.new} "
-                         f"and {args.old}")
+        raise SystemExit(f"no (query, configuration) pair with two runs in both {new_path} "
+                         f"and {old_path}")
     configs = defaultdict(list)
     for key in both:
         configs[key[1]].append(key)
@@ -126,16 +168,13 @@ def figures(args) -> dict:
         if keys:
             name = f"{low:g} s and longer" if high == math.inf else f"{low:g}-{high:g} s"
             lengths[name] = _compare(old, new, keys)
-    return {"new": str(args.new.relative_to(REPO)) if args.new.is_relative_to(REPO)
-            else str(args.new),
-            "old": str(args.old.relative_to(REPO)) if args.old.is_relative_to(REPO)
-            else str(args.old),
+    return {"new": _shown(new_path), "old": _shown(old_path),
             "new_runs": sum(len(v) for v in new.values()), "configurations": len(configs),
             "all": _compare(old, new, both),
             "per_configuration": {c: _compare(old, new, k) for c, k in sorted(configs.items())},
             "by_length": lengths,
-            "order": {"old": _order_effect(args.old, old_rows),
-                      "new": _order_effect(args.new, new_rows)},
+            "order": {"old": _order_effect(old_path, old_rows),
+                      "new": _order_effect(new_path, new_rows)},
             "cpu_shares": {"old": thread_shares(old_rows), "new": thread_shares(new_rows)}}
 
 
@@ -183,6 +222,7 @@ def markdown(found: dict, seconds: float) -> str:
                              f"{100 * c['rest']:.0f} % |")
     asked = "".join(f" --{side} {found[side]}" for side, default in (("new", NEW), ("old", OLD))
                     if found[side] != str(default.relative_to(REPO)))
+    asked += f" --at {found['at']}" if found.get("at") else ""
     lines += ["", f"Command: `nice -n 19 .venv/bin/python bench/recollect_noise.py{asked}` "
               f"({seconds:.0f} s)", ""]
     return "\n".join(lines)
@@ -191,6 +231,9 @@ def markdown(found: dict, seconds: float) -> str:
 def options(parser) -> None:
     parser.add_argument("--new", type=Path, default=NEW)
     parser.add_argument("--old", type=Path, default=OLD)
+    parser.add_argument("--at", metavar="COMMIT",
+                        help="read --new (and its profiles) as COMMIT holds them: a table "
+                             "collected in parts, at one of its parts")
 
 
 def main(argv=None) -> int:
