@@ -91,7 +91,8 @@ and its JVM die with the collector, even on ``kill -9``.
 
 A run table holds one machine's speed: the collector times a fixed piece of CPU work
 (:mod:`jobgauge.profiler.speed`) before it measures and as each application starts, and
-each run keeps its application's (``machine_probe_s``).  A resume on a machine more than
+each run keeps its application's (``machine_probe_s``; a MapReduce collection, whose runs
+are each a JVM of their own, times it as it starts).  A resume on a machine more than
 ``speed_tolerance`` (10 %) faster or slower than the table's runs measures nothing, and a
 collection whose machine changes that much on the way stops before its next application
 (session 48's resume of ``tpch-sf1-v5`` ran on a machine 43 % slower, unnoticed until its
@@ -114,7 +115,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from jobgauge.errors import ParseError, UsageError
-from jobgauge.profiler.speed import SPEED_TOLERANCE
+from jobgauge.profiler.speed import SPEED_TOLERANCE, describe_change, speed_change
 from jobgauge.runtable import profiles_path_for
 
 SPARK_DEFAULTS_LABEL = "defaults"
@@ -702,8 +703,6 @@ def table_speed(journal: Journal, plan: dict) -> float | None:
 def _check_speed(plan: dict, probe_s: float, reference_s, what: str) -> None:
     """UsageError where ``probe_s`` is more than the plan's ``speed_tolerance`` off
     ``reference_s`` (``what`` names it); nothing where there is no reference."""
-    from jobgauge.profiler.speed import describe_change, speed_change
-
     tolerance = plan["speed_tolerance"]
     if reference_s is None or abs(speed_change(probe_s, reference_s)) <= tolerance:
         return
