@@ -491,6 +491,37 @@ def calibration_factor(measured, predicted, weights=None) -> tuple:
     return float(np.exp(log_ratio / (total + HISTORY_SHRINK_RUNS))), n
 
 
+#: The shrinkage of :func:`cluster_factor`'s log factor, J / (J + this), J the jobs whose
+#: runs give it.  Scored by ``bench/cluster_factor.py`` (each TPC-H query of a table
+#: answered from the other queries' runs on the same machine): with 1 it kept answers
+#: on the machine the model learned from within 0.1 point of uncalibrated at worst
+#: (one query's runs), where 0 lost up to 1.6 points; 2 gained less on a slower machine.
+CLUSTER_SHRINK_JOBS = 1.0
+
+
+def cluster_factor(measured, predicted, jobs) -> tuple:
+    """(factor, jobs): how much slower (above 1) or faster the runs of other jobs on one
+    cluster measured than the model answers for them: per job the mean log ratio of
+    measured to answered runtime, their mean over the ``jobs`` (one name per run), shrunk
+    to 1 by J / (J + :data:`CLUSTER_SHRINK_JOBS`); (1.0, 0) without any.  A cluster
+    slower than the machine the model learned from (the slower machine of session 48:
+    its SF 1 runs 1.6x the shipped ones) shows in every job's runs alike, where one
+    job's own miss does not."""
+    import numpy as np
+
+    measured = np.asarray(measured, dtype=float)
+    predicted = np.asarray(predicted, dtype=float)
+    jobs = np.asarray(jobs, dtype=object)
+    usable = np.isfinite(predicted) & (predicted > 0) & np.isfinite(measured) & (measured > 0)
+    names = sorted(set(jobs[usable]))
+    if not names:
+        return 1.0, 0
+    logs = np.log(measured[usable] / predicted[usable])
+    per_job = [float(logs[jobs[usable] == name].mean()) for name in names]
+    shrink = len(names) / (len(names) + CLUSTER_SHRINK_JOBS)
+    return float(np.exp(np.mean(per_job) * shrink)), len(names)
+
+
 def predict_with_history(store, model, job, *, coverage: float = 0.8) -> dict:
     """``models.predict_job``'s answer for ``job`` calibrated to the job key's own runs
     in ``store`` (:func:`job_runs`, :func:`history_factor`; its notes count them as

@@ -1,0 +1,129 @@
+"""Other jobs' runs on the same cluster as a calibration for a job never run there.
+
+    nice -n 10 .venv/bin/python bench/cluster_factor.py [--tables T ...] [--draws N]
+
+A user's store holds runs of some jobs on their cluster; a job it holds no run of is
+answered by the model alone, learned on the shipped runs of this project's machine.
+Where the user's cluster is slower or faster than that machine, every such answer is
+off alike.  This asks, for each TPC-H query in a run table the default model did not
+learn from: its runs answered by the model (the store's default, trained on the
+shipped runs, ``models._default.store_model``) against their measured runtimes,
+uncalibrated and calibrated by the other queries' runs in the same table
+(``models._default.cluster_factor``: per query the mean log ratio of measured to
+answered, their mean, shrunk by J / (J + 1) over the J queries), with 1, 3 or all of
+the other queries (1 and 3 drawn ``--draws`` times, seeded).  The MdAPE of each.
+
+Default tables, all measured and none in training: SF 1 on the slower machine of
+session 48 (``tpch-sf1-v5-slower``: its runs 1.6x the shipped ones, the CPU probe 43 %
+slower), and SF 1 and SF 3 measured again on the machine the shipped runs came from
+(``tpch-sf1-v5``, ``tpch-sf3-v5``).  About a minute (the model trains once); writes
+``bench/reports/cluster_factor.md``.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _report import report_main  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+TABLES = [REPO / "data" / "recollect" / "runs" / f"{name}.csv.gz"
+          for name in ("tpch-sf1-v5-slower", "tpch-sf1-v5", "tpch-sf3-v5")]
+OTHERS = (1, 3, None)           # how many other queries calibrate (None: all of them)
+
+
+def _shown(path: Path) -> str:
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def _scored(model, path: Path, draws: int) -> dict:
+    """One table's figures (:mod:`this module <cluster_factor>`)."""
+    import numpy as np
+
+    from jobgauge.job import Job, jobs_frame
+    from jobgauge.models._default import cluster_factor
+    from jobgauge.runtable import read_run_table
+
+    rows = [r for r in read_run_table(path) if r["completed"] and r["runtime_s"]]
+    if not rows:
+        raise SystemExit(f"{path}: no finished runs")
+    answered = model.predict(jobs_frame(Job.from_row(row) for row in rows))
+    measured = np.array([row["runtime_s"] for row in rows], dtype=float)
+    names = np.array([row["workload"] for row in rows], dtype=object)
+    queries = sorted(set(names))
+
+    def mdape(predicted, truth):
+        return round(float(np.median(np.abs(predicted - truth) / truth)), 4)
+
+    out = {"table": _shown(path), "runs": len(rows), "queries": len(queries),
+           "uncalibrated": mdape(answered, measured),
+           "median_log_ratio": round(float(np.median(np.log(measured / answered))), 3),
+           "calibrated": {}}
+    for count in OTHERS:
+        rng = random.Random(0)
+        errors = []
+        for query in queries:
+            others = [q for q in queries if q != query]
+            mine = names == query
+            for _ in range(1 if count is None else draws):
+                chosen = others if count is None else rng.sample(others, min(count, len(others)))
+                use = np.isin(names, chosen)
+                factor, _ = cluster_factor(measured[use], answered[use], names[use])
+                errors.extend(np.abs(answered[mine] * factor - measured[mine]) / measured[mine])
+        out["calibrated"]["all" if count is None else str(count)] = \
+            round(float(np.median(errors)), 4)
+    return out
+
+
+def figures(args) -> dict:
+    import tempfile
+
+    from jobgauge.models._default import store_model
+    from jobgauge.store import open_store
+
+    with tempfile.TemporaryDirectory() as folder:
+        model, meta = store_model(open_store(Path(folder) / "fresh.db"))
+    return {"model": meta["kind"], "draws": args.draws,
+            "tables": [_scored(model, Path(table), args.draws) for table in args.tables]}
+
+
+def markdown(found: dict, seconds: float) -> str:
+    lines = ["# Other jobs' runs on the same cluster as a calibration "
+             "(`bench/cluster_factor.py`)", "",
+             f"Each TPC-H query of a table answered by the store's default model "
+             f"({found['model']}, trained on the shipped runs), against its measured runs: "
+             f"uncalibrated, and calibrated by the other queries' runs in the same table "
+             f"(`models._default.cluster_factor`; 1 and 3 other queries drawn "
+             f"{found['draws']} times each). MdAPE over the table's finished runs.", "",
+             "| table | runs | queries | measured / answered (median) | uncalibrated | "
+             "1 other query | 3 other queries | all other queries |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in found["tables"]:
+        c = row["calibrated"]
+        lines.append(f"| `{row['table']}` | {row['runs']} | {row['queries']} | "
+                     f"x{2.718281828 ** row['median_log_ratio']:.2f} | "
+                     f"{100 * row['uncalibrated']:.1f} % | {100 * c['1']:.1f} % | "
+                     f"{100 * c['3']:.1f} % | {100 * c['all']:.1f} % |")
+    lines += ["", f"Command: `nice -n 10 .venv/bin/python bench/cluster_factor.py` "
+              f"({seconds:.0f} s)", ""]
+    return "\n".join(lines)
+
+
+def options(parser) -> None:
+    parser.add_argument("--tables", type=Path, nargs="+", default=TABLES, metavar="TABLE",
+                        help="run tables of TPC-H queries the model did not learn from")
+    parser.add_argument("--draws", type=int, default=5, metavar="N",
+                        help="draws of the 1 and 3 other queries per query")
+
+
+def main(argv=None) -> int:
+    return report_main(argv, __doc__, figures, markdown, "cluster_factor.md", options)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
