@@ -334,6 +334,9 @@ def history_calibration(store, model, job, *, runs=None) -> dict:
     factor 1.0 without such runs.  ``held``: the factor holds the answer at the
     (calibrated) answer of a smaller size, so that more data is never faster
     (:func:`_held_factor`; ``runs`` and ``far`` still count at the asked size).
+    ``cluster_runs`` and ``cluster_jobs``: where none of the job's own runs calibrates
+    it, the runs of other jobs on its instance type that do, and how many jobs they are
+    (:func:`cluster_calibration`; 0 and 0 where its own runs do or there are none).
 
     Each run is priced at its own size (its input bytes and size label where it has
     them, else the job's): priced at the size asked, runs at a third and a tenth of it
@@ -365,7 +368,7 @@ def history_calibration(store, model, job, *, runs=None) -> dict:
     own = quiet_runs(every)
     busy = len(every) - len(own)
     if not len(own):
-        return {"factor": 1.0, "runs": 0, "far": 0, "busy": busy, "held": False}
+        return {"busy": busy, **_cluster_fallback(store, model, job, far=0)}
     asked = jobs_frame(replace(job, cluster=Job.from_row(row).cluster, settings=config,
                                **_run_size(row))
                        for row, config in zip(own.to_dict("records"), row_configs(own)))
@@ -380,8 +383,62 @@ def history_calibration(store, model, job, *, runs=None) -> dict:
     # sizes unknown: every run calibrates alike, and nothing fades
     held = None if at is None else \
         _held_factor(model, job, question, at, sizes, measured, predicted, factor)
+    if not count and held is None:   # every run too far from the asked input
+        return {"busy": busy, **_cluster_fallback(store, model, job, far=far)}
     return {"factor": factor if held is None else held, "runs": count, "far": far,
-            "busy": busy, "held": held is not None}
+            "busy": busy, "held": held is not None, "cluster_runs": 0, "cluster_jobs": 0}
+
+
+def _cluster_fallback(store, model, job, *, far: int) -> dict:
+    """:func:`history_calibration`'s answer for a job none of whose own runs calibrates
+    it: the factor of the other jobs' runs on its instance type
+    (:func:`cluster_calibration`)."""
+    cluster = cluster_calibration(store, model, job)
+    return {"factor": cluster["factor"], "runs": 0, "far": far, "held": False,
+            "cluster_runs": cluster["runs"], "cluster_jobs": cluster["jobs"]}
+
+
+#: :func:`cluster_calibration` prices the newest runs of other jobs on the asked instance
+#: type, at most this many.
+CLUSTER_RUNS = 100
+
+
+def cluster_runs(store, job):
+    """The store's finished runs of jobs other than ``job``'s on its instance type and
+    framework (every node count: an instance type's speed is its own), the newest
+    :data:`CLUSTER_RUNS`, less those that started on a busy machine where others did
+    not (:func:`quiet_runs`)."""
+    frame, _ = store_run_frame(store, instance_type=str(job.cluster.instance_type),
+                               framework=str(job.framework) if job.framework else None)
+    if not len(frame):
+        return frame
+    other = frame[frame["completed"].astype(bool)
+                  & (frame["workload"].astype(str) != str(job.workload))]
+    if "id" in other.columns:
+        other = other.sort_values("id").tail(CLUSTER_RUNS)
+    return quiet_runs(other.reset_index(drop=True))
+
+
+def cluster_calibration(store, model, job) -> dict:
+    """``{"factor", "runs", "jobs"}``: how the store's runs of other jobs on ``job``'s
+    instance type (:func:`cluster_runs`) compare with what ``model`` answers for them,
+    each priced as itself (its job, settings and size): :func:`cluster_factor`.  It
+    calibrates the answers for a job with no runs of its own that do: a user's cluster
+    slower or faster than the machine the shipped runs were measured on shows in all
+    its jobs' runs (``bench/cluster_factor.py``).  Factor 1.0 without such runs."""
+    from dataclasses import replace
+
+    from jobgauge.job import Job, jobs_frame
+    from jobgauge.models.features import row_configs
+
+    runs = cluster_runs(store, job)
+    if not len(runs):
+        return {"factor": 1.0, "runs": 0, "jobs": 0}
+    priced = jobs_frame(replace(Job.from_row(row), settings=config, **_run_size(row))
+                        for row, config in zip(runs.to_dict("records"), row_configs(runs)))
+    factor, jobs = cluster_factor(runs["runtime_s"].to_numpy(dtype=float),
+                                  model.predict(priced), runs["workload"].astype(str))
+    return {"factor": factor, "runs": len(runs) if jobs else 0, "jobs": jobs}
 
 
 #: Sizes inside each fade of a run's weight (between :data:`HISTORY_NEAR` and
@@ -536,7 +593,9 @@ def predict_with_history(store, model, job, *, coverage: float = 0.8) -> dict:
             "calibrated_runs": calibration["runs"], "history_factor": factor,
             "history_held": calibration["held"],
             "busy_runs_left_out": calibration["busy"],
-            "far_runs_left_out": calibration["far"]}
+            "far_runs_left_out": calibration["far"],
+            "cluster_runs": calibration["cluster_runs"],
+            "cluster_jobs": calibration["cluster_jobs"]}
 
 
 def explain_answer(model, job, factor: float = 1.0) -> dict | None:
@@ -593,14 +652,22 @@ HELD_NOTE = "held at its answer at a smaller size: more data is never faster"
 
 
 def calibration_line(runs: int, workload: str, factor: float, left_out: int = 0,
-                     far: int = 0, held: bool = False) -> str:
+                     far: int = 0, held: bool = False, cluster_runs: int = 0,
+                     cluster_jobs: int = 0, instance_type: str = "") -> str:
     """What an answer calibrated to ``runs`` of the job's own runs says of it, and of the
     ``left_out`` runs that started on a busy machine and the ``far`` ones too far from
     its size (both counted by :func:`history_calibration`), and whether it is ``held``
-    at the calibrated answer of a smaller size; "" for an answer that no run
-    calibrates and none was left out of."""
+    at the calibrated answer of a smaller size; or, calibrated to ``cluster_runs`` of
+    ``cluster_jobs`` other jobs on ``instance_type`` instead (:func:`cluster_calibration`),
+    that; "" for an answer that no run calibrates and none was left out of."""
     beyond = (f"{far} run{'s' if far != 1 else ''} more than {HISTORY_REACH:g}x smaller or "
               f"larger than this input") if far else ""
+    if not runs and cluster_runs:
+        line = (f"calibrated to the {cluster_runs} measured run{'s' if cluster_runs != 1 else ''}"
+                f" of {cluster_jobs} other job{'s' if cluster_jobs != 1 else ''} on "
+                f"{instance_type} in the store: the model's answer x {factor:.2f} "
+                f"(none of {workload}'s own)")
+        return line[:-1] + f"; {beyond} left out)" if far else line
     if not runs:
         notes = [beyond] * bool(far) + [f"the model's answer x {factor:.2f}, {HELD_NOTE}"] * held
         return f"not calibrated to {workload}'s runs in the store: " + "; ".join(notes) \

@@ -282,7 +282,8 @@ def predict_command(args) -> int:
                      f"to read the input that does not fit in their memory at their "
                      f"network's top speed")
     said = calibration_line(calibrated, args.workload, factor, result["busy_runs_left_out"],
-                            result["far_runs_left_out"], result["history_held"])
+                            result["far_runs_left_out"], result["history_held"],
+                            result["cluster_runs"], result["cluster_jobs"], instance_type)
     if said:
         lines.append(said)
     if args.explain:

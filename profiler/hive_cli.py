@@ -296,7 +296,9 @@ def explain_command(args) -> int:
 
         said = calibration_line(prediction["calibrated_runs"], workload,
                                 prediction["history_factor"], prediction["busy_runs_left_out"],
-                                prediction["far_runs_left_out"], prediction["history_held"])
+                                prediction["far_runs_left_out"], prediction["history_held"],
+                                prediction["cluster_runs"], prediction["cluster_jobs"],
+                                resources["instance_type"])
         if said:
             print(said)
         print(f"predicted runtime of {workload} on {where}: {prediction['runtime_s']:.1f} s "

@@ -176,8 +176,11 @@ def test_a_job_without_a_size_label_is_predicted_from_its_input_bytes(tmp_path, 
     assert main([*small, "1e12", *where]) == 0
     large = json.loads(capsys.readouterr().out)
     assert little["datasize"] == "" and large["runtime_s"] > little["runtime_s"]
-    # the job's own runs calibrate its answer (models._default.history_factor); none: 1
-    assert little["history_factor"] == 1.0 and from_history["history_factor"] > 0
+    # the job's own runs calibrate its answer (models._default.history_factor); without
+    # any, the other jobs' runs on its instance type do (join's, here: cluster_calibration)
+    assert from_history["history_factor"] > 0 and from_history["cluster_runs"] == 0
+    assert little["cluster_jobs"] == 1 and little["cluster_runs"] > 0
+    assert little["history_factor"] == large["history_factor"] > 0
     # (the newest HISTORY_RUNS of them: an answer's cost stays bounded as history grows)
     from jobgauge.models._default import HISTORY_RUNS
 

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -240,6 +241,65 @@ def test_dry_run_adds_tuned_settings_the_user_did_not_set(tmp_path, monkeypatch,
         assert not tuned and len(kept) == 1, captured.err
         assert "predicted" in kept[0] and "with the defaults" in kept[0]   # and why
         assert captured.err.strip().splitlines() == kept    # that line and nothing else
+
+
+def test_other_jobs_runs_on_its_instance_type_calibrate_a_job_never_run_there(tmp_path):
+    """A user's cluster slower than the machine the shipped runs came from: session 48's
+    machine ran the SF 1 design 1.6x as long (``data/recollect/runs/tpch-sf1-v5-slower``).
+    With Q3's and Q5's runs from there in the store, Q9, never run there, takes their
+    factor against the model (``models._default.cluster_calibration``), and its answers
+    come nearer its own runs measured there; another instance type keeps the model's
+    answer, and once Q9 has a run of its own, that run calibrates it instead."""
+    import numpy as np
+
+    from jobgauge.job import Cluster, Job, jobs_frame
+    from jobgauge.models import dumps_model
+    from jobgauge.models._default import (calibration_line, history_calibration,
+                                          predict_with_history, store_model)
+    from jobgauge.runtable import read_run_table
+
+    slower = [r for r in read_run_table(Path(__file__).resolve().parent.parent / "data"
+                                        / "recollect" / "runs" / "tpch-sf1-v5-slower.csv.gz")
+              if r["completed"] and r["instance_type"] == "local[2]"]
+    others = [r for r in slower if r["workload"] in ("tpch-q3", "tpch-q5")]
+    q9 = [r for r in slower if r["workload"] == "tpch-q9"]
+    assert len(others) == 28 and len(q9) == 15
+    fresh = open_store(tmp_path / "fresh.db")
+    model, _ = store_model(fresh)
+    store = open_store(tmp_path / "slower.db")
+    store.add_runs(others)
+    store.save_model("default", "stage", dumps_model(model), {})     # the same model
+
+    def asked(instance_type):
+        settings = {"spark.master": instance_type} if instance_type.startswith("local") else {}
+        return Job("tpch-q9", "sf1", Cluster.named(instance_type, 1, settings=settings),
+                   settings)
+
+    plain = predict_with_history(fresh, model, asked("local[2]"))
+    answer = predict_with_history(store, model, asked("local[2]"))
+    assert plain["history_factor"] == 1.0 and plain["cluster_runs"] == 0
+    assert (answer["calibrated_runs"], answer["cluster_runs"], answer["cluster_jobs"]) == \
+        (0, 28, 2)
+    factor = answer["history_factor"]
+    assert factor > 1.2         # their runs took about 1.5x the model's answers
+    assert answer["runtime_s"] == pytest.approx(plain["runtime_s"] * factor)
+    # Q9's own 15 runs on that machine (8 configurations): the calibrated answers
+    # miss them by less (a median |log| of 0.25 against 0.37 on the default model)
+    answered = model.predict(jobs_frame(Job.from_row(row) for row in q9))
+    measured = np.array([row["runtime_s"] for row in q9])
+    miss = np.median(np.abs(np.log(measured / answered)))
+    assert np.median(np.abs(np.log(measured / (answered * factor)))) < 0.8 * miss
+    assert calibration_line(0, "tpch-q9", factor, cluster_runs=28, cluster_jobs=2,
+                            instance_type="local[2]") == (
+        f"calibrated to the 28 measured runs of 2 other jobs on local[2] in the store: the "
+        f"model's answer x {factor:.2f} (none of tpch-q9's own)")
+    # another instance type: nothing measured on it, the model's answer
+    elsewhere = history_calibration(store, model, asked("local[1]"))
+    assert (elsewhere["factor"], elsewhere["cluster_runs"]) == (1.0, 0)
+    # a run of Q9's own takes over
+    store.add_runs(q9[:1])
+    own = history_calibration(store, model, asked("local[2]"))
+    assert (own["runs"], own["cluster_runs"]) == (1, 0)
 
 
 def test_a_jobs_own_runs_calibrate_its_predictions(tmp_path):

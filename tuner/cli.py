@@ -284,13 +284,14 @@ def _tune_model(args) -> int:
                              strategy=args.strategy, progress=not args.json)
     answer = None
     if goal.objective != "both" and result.best is not None:
-        from jobgauge.models._default import history_factor
+        from jobgauge.models._default import calibration_line, history_calibration
         from jobgauge.store import open_store
         from jobgauge.tuner._modes import model_evaluator
         from jobgauge.tuner._recommend import recommend, store_trust_region
 
         store = open_store(args.store)
-        factor, calibrated = history_factor(store, model, job)
+        calibration = history_calibration(store, model, job)
+        factor, calibrated = calibration["factor"], calibration["runs"]
         answer = recommend(result, space,
                            model_evaluator(model, job, catalog=catalog, factor=factor),
             metrics=meta.get("metrics"), region=store_trust_region(store, job, space))
@@ -299,6 +300,11 @@ def _tune_model(args) -> int:
                           f"store" if history["runs"] else "")
         if calibrated:
             answer.reason += f" (predictions x{factor:.2f} to match {calibrated} of them)"
+        elif calibration["cluster_runs"]:
+            answer.reason += "; " + calibration_line(
+                0, job.workload, factor, cluster_runs=calibration["cluster_runs"],
+                cluster_jobs=calibration["cluster_jobs"],
+                instance_type=job.cluster.instance_type)
     return _report_open(args, result, "model-guided", space, recommendation=answer)
 
 

@@ -231,7 +231,9 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     where = (f"{history['runs']} runs of {job.workload} in the store" if history["runs"]
              else f"no runs of {job.workload} yet: the shipped runs as the prior")
     said = calibration_line(calibration["runs"], job.workload, factor,
-                            calibration["busy"], calibration["far"], calibration["held"])
+                            calibration["busy"], calibration["far"], calibration["held"],
+                            calibration["cluster_runs"], calibration["cluster_jobs"],
+                            job.cluster.instance_type)
     if said:
         where += f"; {said}"
     answer.reason = f"{answer.reason}; learned from {where}"

@@ -224,7 +224,11 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                              "at this size or these settings"}}}}}}),
             "history": {"type": "object", "required": ["runs", "factor"],
                         "description": "the job's own measured runs in the store: every "
-                                       "answer is the model's times factor (1 without runs)",
+                                       "answer is the model's times factor (1 without runs); "
+                                       "without runs of its own that calibrate it, each "
+                                       "instance type's answers take the factor of other "
+                                       "jobs' runs on that type, factor the recommended "
+                                       "option's",
                         "properties": {"runs": {"type": "integer", "minimum": 0},
                                        "factor": {"type": "number", "exclusiveMinimum": 0},
                                        "busy_left_out": {
@@ -244,7 +248,16 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                            "description": "factor holds the answer at "
                                                           "its (calibrated) answer at a "
                                                           "smaller size, so that more data "
-                                                          "is never faster"}}},
+                                                          "is never faster"},
+                                       "cluster_runs": {
+                                           "type": "integer", "minimum": 0,
+                                           "description": "runs of other jobs on the "
+                                                          "recommended instance type that "
+                                                          "calibrate it (0 where the job's "
+                                                          "own runs do)"},
+                                       "cluster_jobs": {
+                                           "type": "integer", "minimum": 0,
+                                           "description": "how many jobs those runs are"}}},
         },
     }
     tuned = {

@@ -357,10 +357,13 @@ class Service:
         given or ``plan`` is False; a query that cannot be planned is an
         InvalidField of ``sql``; a plan source that is down leaves ``dag`` None
         and says why in ``plan_error``."""
+        import numpy as np
+
         from jobgauge.job import jobs_frame
         from jobgauge.models import predict_frame
         from jobgauge.models._coverage import UnknownSize
-        from jobgauge.models._default import explain_answer, history_calibration, job_runs
+        from jobgauge.models._default import (cluster_calibration, explain_answer,
+                                              history_calibration, job_runs)
 
         model, meta = self.ensure_model()
         options = self.instance_options()
@@ -386,9 +389,23 @@ class Service:
                                              f"or with smaller executors") from None
         own = job_runs(self.store, jobs[0])
         calibration = history_calibration(self.store, model, jobs[0], runs=own)
-        factor, calibrated = calibration["factor"], calibration["runs"]
+        calibrated = calibration["runs"]
+        # Without runs of the job's own that calibrate it, each instance type's answers take
+        # the factor of the other jobs' runs on it (its speed against the machine the
+        # shipped runs came from; models._default.cluster_calibration), each type its own.
+        clusters = {jobs[0].cluster.instance_type: {
+            "factor": calibration["factor"], "runs": calibration["cluster_runs"],
+            "jobs": calibration["cluster_jobs"]}}
+        if not calibrated and not calibration["held"]:
+            for job in jobs:
+                if job.cluster.instance_type not in clusters:
+                    clusters[job.cluster.instance_type] = cluster_calibration(
+                        self.store, model, job)
+        # (the job's own factor, where its runs calibrate it, for every option as before)
+        factors = np.array([clusters.get(job.cluster.instance_type, clusters[
+            jobs[0].cluster.instance_type])["factor"] for job in jobs])
         try:
-            predicted = predict_frame(model, jobs_frame(jobs), factor=factor, own_runs=own)
+            predicted = predict_frame(model, jobs_frame(jobs), factor=factors, own_runs=own)
         except UnknownSize as exc:   # a HiBench size the model has no input size for
             raise InvalidField("size", str(exc)) from None
         except ModelError as exc:
@@ -422,6 +439,9 @@ class Service:
                 "read_floor_s": floor if math.isfinite(floor) and floor > 0 else None,
             })
         recommended, reason = recommend(rows, request)
+        # the recommended option's calibration (a type's own where other jobs' runs gave it)
+        cluster = clusters.get(recommended["instance_type"]) if not calibrated else None
+        factor = cluster["factor"] if cluster else calibration["factor"]
         # asked for (the form always asks): where the recommended answer's time goes,
         # stage by stage (None without stages); a second replay of one option, not paid by
         # every API answer
@@ -451,7 +471,11 @@ class Service:
             "dag": dag, "plan_error": plan_error,
             "history": {"runs": calibrated, "factor": factor,
                         "busy_left_out": calibration["busy"],
-                        "far_left_out": calibration["far"], "held": calibration["held"]},
+                        "far_left_out": calibration["far"], "held": calibration["held"],
+                        # other jobs' runs on the recommended instance type, where they
+                        # calibrate it (0 and 0 where the job's own runs do, or none)
+                        "cluster_runs": cluster["runs"] if cluster else 0,
+                        "cluster_jobs": cluster["jobs"] if cluster else 0},
             "explanation": explanation,
         }
 
