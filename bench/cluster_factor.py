@@ -1,6 +1,6 @@
 """Other jobs' runs on the same cluster as a calibration for a job never run there.
 
-    nice -n 10 .venv/bin/python bench/cluster_factor.py [--tables T ...] [--draws N]
+    nice -n 10 .venv/bin/python bench/cluster_factor.py [--tables T ...] [--draws N] [--shrink S]
 
 A user's store holds runs of some jobs on their cluster; a job it holds no run of is
 answered by the model alone, learned on the shipped runs of this project's machine.
@@ -10,8 +10,9 @@ learn from: its runs answered by the model (the store's default, trained on the
 shipped runs, ``models._default.store_model``) against their measured runtimes,
 uncalibrated and calibrated by the other queries' runs in the same table
 (``models._default.cluster_factor``: per query the mean log ratio of measured to
-answered, their mean, shrunk by J / (J + 1) over the J queries), with 1, 3 or all of
-the other queries (1 and 3 drawn ``--draws`` times, seeded).  The MdAPE of each.
+answered, their mean, shrunk by J / (J + 1) over the J queries; ``--shrink S`` tries
+J / (J + S)), with 1, 3 or all of the other queries (1 and 3 drawn ``--draws`` times,
+seeded).  The MdAPE of each.
 
 Default tables, all measured and none in training: SF 1 on the slower machine of
 session 48 (``tpch-sf1-v5-slower``: its runs 1.6x the shipped ones, the CPU probe 43 %
@@ -83,12 +84,14 @@ def _scored(model, path: Path, draws: int) -> dict:
 def figures(args) -> dict:
     import tempfile
 
-    from jobgauge.models._default import store_model
+    from jobgauge.models import _default
     from jobgauge.store import open_store
 
+    if args.shrink is not None:
+        _default.CLUSTER_SHRINK_JOBS = args.shrink      # this process's only
     with tempfile.TemporaryDirectory() as folder:
-        model, meta = store_model(open_store(Path(folder) / "fresh.db"))
-    return {"model": meta["kind"], "draws": args.draws,
+        model, meta = _default.store_model(open_store(Path(folder) / "fresh.db"))
+    return {"model": meta["kind"], "draws": args.draws, "shrink": _default.CLUSTER_SHRINK_JOBS,
             "tables": [_scored(model, Path(table), args.draws) for table in args.tables]}
 
 
@@ -98,8 +101,9 @@ def markdown(found: dict, seconds: float) -> str:
              f"Each TPC-H query of a table answered by the store's default model "
              f"({found['model']}, trained on the shipped runs), against its measured runs: "
              f"uncalibrated, and calibrated by the other queries' runs in the same table "
-             f"(`models._default.cluster_factor`; 1 and 3 other queries drawn "
-             f"{found['draws']} times each). MdAPE over the table's finished runs.", "",
+             f"(`models._default.cluster_factor`, shrunk by J / (J + {found['shrink']:g}); "
+             f"1 and 3 other queries drawn {found['draws']} times each). MdAPE over the "
+             f"table's finished runs.", "",
              "| table | runs | queries | measured / answered (median) | uncalibrated | "
              "1 other query | 3 other queries | all other queries |",
              "|---|---|---|---|---|---|---|---|"]
@@ -110,7 +114,7 @@ def markdown(found: dict, seconds: float) -> str:
                      f"{100 * row['uncalibrated']:.1f} % | {100 * c['1']:.1f} % | "
                      f"{100 * c['3']:.1f} % | {100 * c['all']:.1f} % |")
     lines += ["", f"Command: `nice -n 10 .venv/bin/python bench/cluster_factor.py` "
-              f"({seconds:.0f} s)", ""]
+              f"({seconds:.0f} s; `--shrink S` for another shrinkage)", ""]
     return "\n".join(lines)
 
 
@@ -119,6 +123,9 @@ def options(parser) -> None:
                         help="run tables of TPC-H queries the model did not learn from")
     parser.add_argument("--draws", type=int, default=5, metavar="N",
                         help="draws of the 1 and 3 other queries per query")
+    parser.add_argument("--shrink", type=float, default=None, metavar="S",
+                        help="shrink by J / (J + S) instead of the product's "
+                             "CLUSTER_SHRINK_JOBS")
 
 
 def main(argv=None) -> int:
