@@ -815,7 +815,8 @@ def test_a_jobs_own_runs_calibrate_the_estimate(client):
             "nodes_min": 2, "nodes_max": 4}
     before = client.post("/api/v1/estimate", json=body).get_json()
     assert before["history"] == {"runs": 0, "factor": 1.0, "busy_left_out": 0,
-                                 "far_left_out": 0, "held": False}
+                                 "far_left_out": 0, "held": False, "cluster_runs": 0,
+                                 "cluster_jobs": 0}
     from jobgauge.runtable import COLUMNS
 
     for row in own:     # the run-table columns; the token sets the source
