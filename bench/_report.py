@@ -20,6 +20,14 @@ import time
 from pathlib import Path
 
 REPORTS = Path(__file__).resolve().parent / "reports"
+REPO = REPORTS.parent.parent
+
+
+def shown(path) -> str:
+    """A path as a report names it: relative to the repository where it lies in it, else
+    as given."""
+    path = Path(path)
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
 def report_main(argv, doc: str, figures, markdown, name: str, options=None) -> int:

@@ -29,17 +29,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _report import report_main  # noqa: E402
+from _report import report_main, shown  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 TABLES = [REPO / "data" / "recollect" / "runs" / f"{name}.csv.gz"
           for name in ("tpch-sf1-v5-slower", "tpch-sf1-v5", "tpch-sf3-v5")]
 OTHERS = (1, 3, None)           # how many other queries calibrate (None: all of them)
-
-
-def _shown(path: Path) -> str:
-    path = Path(path).resolve()
-    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
 def _scored(model, path: Path, draws: int) -> dict:
@@ -61,7 +56,7 @@ def _scored(model, path: Path, draws: int) -> dict:
     def mdape(predicted, truth):
         return round(float(np.median(np.abs(predicted - truth) / truth)), 4)
 
-    out = {"table": _shown(path), "runs": len(rows), "queries": len(queries),
+    out = {"table": shown(path), "runs": len(rows), "queries": len(queries),
            "uncalibrated": mdape(answered, measured),
            "median_log_ratio": round(float(np.median(np.log(measured / answered))), 3),
            "calibrated": {}}

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _report import report_main  # noqa: E402
+from _report import report_main, shown  # noqa: E402
 from noise_sources import thread_shares  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -110,12 +110,6 @@ def _compare(old: dict, new: dict, keys) -> dict:
                 math.log(statistics.median(new[k]) / statistics.median(old[k])) for k in keys), 3)}
 
 
-def _shown(path: Path) -> str:
-    """The path as the report names it: relative to the repository where it is in it."""
-    path = path.resolve()
-    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
-
-
 def _committed(path: Path, commit: str, folder: Path) -> Path:
     """The run table at ``path`` and its profiles as ``commit`` holds them, written under
     ``folder`` at the same relative paths; the table's path there."""
@@ -148,7 +142,7 @@ def figures(args) -> dict:
 
     with tempfile.TemporaryDirectory() as folder:
         found = _figures(args.old, _committed(args.new, args.at, Path(folder)))
-    found["new"], found["at"] = _shown(args.new), args.at
+    found["new"], found["at"] = shown(args.new), args.at
     return found
 
 
@@ -168,7 +162,7 @@ def _figures(old_path: Path, new_path: Path) -> dict:
         if keys:
             name = f"{low:g} s and longer" if high == math.inf else f"{low:g}-{high:g} s"
             lengths[name] = _compare(old, new, keys)
-    return {"new": _shown(new_path), "old": _shown(old_path),
+    return {"new": shown(new_path), "old": shown(old_path),
             "new_runs": sum(len(v) for v in new.values()), "configurations": len(configs),
             "all": _compare(old, new, both),
             "per_configuration": {c: _compare(old, new, k) for c, k in sorted(configs.items())},
