@@ -590,6 +590,19 @@ def test_an_application_dying_while_warming_up_warms_up_on_another(tmp_path, tpc
         not _journal(tmp_path / "other")   # nothing measured, nothing made up: left for later
 
 
+def test_the_machines_speed_is_its_fastest_probe(monkeypatch):
+    """A busy neighbour slows a probe, never speeds it: of a quiet probe and two slowed
+    ones the speed is the quiet one (session 49's suite stopped a collection on a median
+    moved by the previous test's JVM), and the real probe takes CPU time on this machine."""
+    from jobgauge.profiler import speed
+
+    real = speed.probe_once()
+    assert 0.05 < real[1] <= real[0] * 1.05 + 0.01     # one core: CPU time within its wall
+    probes = iter([(0.60, 0.55), (0.40, 0.38), (0.49, 0.48)])
+    monkeypatch.setattr(speed, "probe_once", lambda _=None: next(probes))
+    assert speed.machine_speed(3) == 0.38
+
+
 def _machine_speeds(monkeypatch, speeds):
     """A stand-in for speed.machine_speed that returns ``speeds`` in turn (the last one from
     then on); the list of the speeds it returned."""
