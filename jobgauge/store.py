@@ -498,6 +498,19 @@ class Store:
         with self.reading() as connection:
             return connection.execute(query).scalar_one()
 
+    def runs_mark(self, **filters) -> tuple[int, int | None]:
+        """(count, newest id) of the runs that match ``filters`` (column equality, None
+        ignored): it changes whenever such a run is added or deleted, so a result computed
+        from those runs can be kept until it does."""
+        sa = self._sa
+        query = sa.select(sa.func.count(), sa.func.max(self.runs.c.id)).select_from(self.runs)
+        for key, value in filters.items():
+            if value is not None:
+                query = query.where(self.runs.c[key] == value)
+        with self.reading() as connection:
+            count, newest = connection.execute(query).one()
+        return int(count), newest
+
     def counts_by_source(self) -> dict[str, int]:
         sa = self._sa
         with self.reading() as connection:

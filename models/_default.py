@@ -28,6 +28,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 
 from jobgauge.errors import UsageError
@@ -431,14 +432,36 @@ def cluster_calibration(store, model, job) -> dict:
     from jobgauge.job import Job, jobs_frame
     from jobgauge.models.features import row_configs
 
+    filters = {"instance_type": str(job.cluster.instance_type),
+               "framework": str(job.framework) if job.framework else None}
+    # kept per model until the store's runs on the instance type change: a form that asks
+    # many instance types, and every answer after it, pays the ~35 ms once
+    key = (store.url, *filters.values(), str(job.workload), store.runs_mark(**filters))
+    try:
+        kept = _CLUSTER_KEPT.setdefault(model, {})
+    except TypeError:           # a model that cannot be weakly referenced: not kept
+        kept = {}
+    if key in kept:
+        return dict(kept[key])
     runs = cluster_runs(store, job)
     if not len(runs):
-        return {"factor": 1.0, "runs": 0, "jobs": 0}
-    priced = jobs_frame(replace(Job.from_row(row), settings=config, **_run_size(row))
-                        for row, config in zip(runs.to_dict("records"), row_configs(runs)))
-    factor, jobs = cluster_factor(runs["runtime_s"].to_numpy(dtype=float),
-                                  model.predict(priced), runs["workload"].astype(str))
-    return {"factor": factor, "runs": len(runs) if jobs else 0, "jobs": jobs}
+        answer = {"factor": 1.0, "runs": 0, "jobs": 0}
+    else:
+        priced = jobs_frame(replace(Job.from_row(row), settings=config, **_run_size(row))
+                            for row, config in zip(runs.to_dict("records"), row_configs(runs)))
+        factor, jobs = cluster_factor(runs["runtime_s"].to_numpy(dtype=float),
+                                      model.predict(priced), runs["workload"].astype(str))
+        answer = {"factor": factor, "runs": len(runs) if jobs else 0, "jobs": jobs}
+    if len(kept) >= CLUSTER_KEPT:
+        kept.pop(next(iter(kept)))
+    kept[key] = answer
+    return dict(answer)
+
+
+#: :func:`cluster_calibration`'s answers kept per model (weakly: a model let go takes
+#: its answers with it), at most this many per model, the oldest dropped first.
+CLUSTER_KEPT = 256
+_CLUSTER_KEPT = weakref.WeakKeyDictionary()
 
 
 #: Sizes inside each fade of a run's weight (between :data:`HISTORY_NEAR` and

@@ -67,6 +67,21 @@ def test_a_filtered_run_frame_holds_only_the_chosen_runs_and_their_settings(stor
     assert store.run_frame(workload="tpch-q1", framework="hadoop").empty
 
 
+def test_the_runs_mark_changes_with_the_chosen_runs_only(store):
+    """``runs_mark`` (count, newest id) keeps a cluster's calibration until its runs
+    change: another instance type's run leaves it, one of its own moves it."""
+    assert store.runs_mark(instance_type="local[2]") == (0, None)
+    first = store.add_run(RUN)
+    mark = store.runs_mark(instance_type="local[2]", framework="spark")
+    assert mark == (1, first)
+    store.add_run(dict(RUN, run_id="r-2", instance_type="r5.xlarge"))
+    assert store.runs_mark(instance_type="local[2]", framework="spark") == mark
+    assert store.runs_mark(instance_type="local[2]", framework=None) == mark
+    second = store.add_run(dict(RUN, run_id="r-3"))
+    assert store.runs_mark(instance_type="local[2]", framework="spark") == (2, second)
+    assert store.runs_mark() == (3, second)
+
+
 def test_failed_run_is_kept_with_its_error(store):
     failed = dict(RUN, run_id="r-2", status="failed", runtime_s=None, error="OutOfMemoryError")
     store.add_run(failed, {})
