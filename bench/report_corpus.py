@@ -27,6 +27,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from _report import shown  # noqa: E402
 
 from jobgauge.knobs import is_default_config  # noqa: E402
 from jobgauge.runtable import read_run_tables, repeat_noise  # noqa: E402
@@ -312,14 +315,10 @@ def main(argv=None) -> int:
         quiet = read_run_tables(quiet_files)
         extra = quiet_lines(quiet_summary(quiet),
                             shipped_versus_quiet(read_run_tables(files), quiet),
-                            [_relative(f) for f in quiet_files])
-    path = write_report(table, Path(args.out), [_relative(f) for f in files], drift, extra)
+                            [shown(f) for f in quiet_files])
+    path = write_report(table, Path(args.out), [shown(f) for f in files], drift, extra)
     print(path.read_text())
     return 0
-
-
-def _relative(path) -> str:
-    return str(Path(path).relative_to(REPO)) if Path(path).is_relative_to(REPO) else str(path)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PLANS = REPO / "bench" / "plans"
+sys.path.insert(0, str(REPO / "bench"))
+
+from _report import shown  # noqa: E402
 
 
 def _tables(plans) -> list[Path]:
@@ -96,11 +99,6 @@ def tune_section(frame, trials: int, seeds: int) -> tuple[list[dict], list[str]]
                       f"median tuned/best-of-grid: {_f(statistics.median(ratios_best))} "
                       f"(targets: 0.6 or less, 1.05 or less)."]
     return rows, lines
-
-
-def _rel(path) -> str:
-    path = Path(path)
-    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
 def _f(value) -> str:
@@ -186,12 +184,12 @@ def run_suite(name: str, plans: list[str], argv=None) -> int:
     lines = [f"# {name}: runs, models, tuning", "",
              f"Regenerate: `python bench/{name.lower().replace('-', '')}.py`" + (" (add `--collect` to measure "
                                                               "the runs again)"), "",
-             "Run tables: " + ", ".join(f"`{_rel(t)}`" for t in tables),
+             "Run tables: " + ", ".join(f"`{shown(t)}`" for t in tables),
              f"({len(frame)} runs, {frame.workload.nunique()} workloads). "
-             f"Default model `{DEFAULT_MODEL}` saved to `{_rel(model_path)}`.", "",
+             f"Default model `{DEFAULT_MODEL}` saved to `{shown(model_path)}`.", "",
              "## Model accuracy", "",
              evaluation["markdown_table"], "",
-             f"Full evaluation report: `{_rel(evaluation['report'])}`" if evaluation.get("report")
+             f"Full evaluation report: `{shown(evaluation['report'])}`" if evaluation.get("report")
              else "", "",
              "## Tuning", "", *tune_lines, ""]
     if plot:
