@@ -464,6 +464,26 @@ CLUSTER_KEPT = 256
 _CLUSTER_KEPT = weakref.WeakKeyDictionary()
 
 
+def option_calibrations(store, model, jobs, *, runs=None) -> tuple[dict, list[dict]]:
+    """(calibration, per option): one job asked on several clusters at once (the web
+    form's options, ``jobs``: the same job on each).  ``calibration``:
+    :func:`history_calibration` of the first; per option ``{"factor", "runs", "jobs"}``:
+    where the job's own runs calibrate (or hold) its answers, that factor for every
+    option (0 runs and jobs of other jobs); else each instance type its own, from the
+    other jobs' runs on it (:func:`cluster_calibration`; the first type's is the
+    calibration's own fallback), with how many runs of how many jobs gave it."""
+    calibration = history_calibration(store, model, jobs[0], runs=runs)
+    first = {"factor": calibration["factor"], "runs": calibration["cluster_runs"],
+             "jobs": calibration["cluster_jobs"]}
+    if calibration["runs"] or calibration["held"]:
+        return calibration, [first] * len(jobs)
+    by_type = {jobs[0].cluster.instance_type: first}
+    for job in jobs:
+        if job.cluster.instance_type not in by_type:
+            by_type[job.cluster.instance_type] = cluster_calibration(store, model, job)
+    return calibration, [by_type[job.cluster.instance_type] for job in jobs]
+
+
 #: Sizes inside each fade of a run's weight (between :data:`HISTORY_NEAR` and
 #: :data:`HISTORY_REACH` x its input, either way) at which :func:`_held_factor` also asks.
 HOLD_STEPS = 4

@@ -362,8 +362,7 @@ class Service:
         from jobgauge.job import jobs_frame
         from jobgauge.models import predict_frame
         from jobgauge.models._coverage import UnknownSize
-        from jobgauge.models._default import (cluster_calibration, explain_answer,
-                                              history_calibration, job_runs)
+        from jobgauge.models._default import explain_answer, job_runs, option_calibrations
 
         model, meta = self.ensure_model()
         options = self.instance_options()
@@ -388,22 +387,12 @@ class Service:
                 raise InvalidField("config", f"{exc}; ask without {job.cluster.instance_type} "
                                              f"or with smaller executors") from None
         own = job_runs(self.store, jobs[0])
-        calibration = history_calibration(self.store, model, jobs[0], runs=own)
+        # the job's own runs calibrate every option; without them each instance type's
+        # answers take the factor of the other jobs' runs on it (its speed against the
+        # machine the shipped runs came from), each type its own
+        calibration, per_option = option_calibrations(self.store, model, jobs, runs=own)
         calibrated = calibration["runs"]
-        # Without runs of the job's own that calibrate it, each instance type's answers take
-        # the factor of the other jobs' runs on it (its speed against the machine the
-        # shipped runs came from; models._default.cluster_calibration), each type its own.
-        clusters = {jobs[0].cluster.instance_type: {
-            "factor": calibration["factor"], "runs": calibration["cluster_runs"],
-            "jobs": calibration["cluster_jobs"]}}
-        if not calibrated and not calibration["held"]:
-            for job in jobs:
-                if job.cluster.instance_type not in clusters:
-                    clusters[job.cluster.instance_type] = cluster_calibration(
-                        self.store, model, job)
-        # (the job's own factor, where its runs calibrate it, for every option as before)
-        factors = np.array([clusters.get(job.cluster.instance_type, clusters[
-            jobs[0].cluster.instance_type])["factor"] for job in jobs])
+        factors = np.array([option["factor"] for option in per_option])
         try:
             predicted = predict_frame(model, jobs_frame(jobs), factor=factors, own_runs=own)
         except UnknownSize as exc:   # a HiBench size the model has no input size for
@@ -439,16 +428,16 @@ class Service:
                 "read_floor_s": floor if math.isfinite(floor) and floor > 0 else None,
             })
         recommended, reason = recommend(rows, request)
+        chosen = next(i for i, job in enumerate(jobs)
+                      if (job.cluster.instance_type, job.cluster.instance_count) ==
+                      (recommended["instance_type"], recommended["instance_count"]))
         # the recommended option's calibration (a type's own where other jobs' runs gave it)
-        cluster = clusters.get(recommended["instance_type"]) if not calibrated else None
-        factor = cluster["factor"] if cluster else calibration["factor"]
+        cluster = per_option[chosen]
+        factor = cluster["factor"]
         # asked for (the form always asks): where the recommended answer's time goes,
         # stage by stage (None without stages); a second replay of one option, not paid by
         # every API answer
-        explanation = explain_answer(model, next(
-            job for job in jobs if (job.cluster.instance_type, job.cluster.instance_count) ==
-            (recommended["instance_type"], recommended["instance_count"])), factor) \
-            if request.explain else None
+        explanation = explain_answer(model, jobs[chosen], factor) if request.explain else None
         return {
             "workload": request.workload, "label": request.label,
             "datasize": request.datasize, "input_bytes": request.input_bytes,
@@ -474,8 +463,7 @@ class Service:
                         "far_left_out": calibration["far"], "held": calibration["held"],
                         # other jobs' runs on the recommended instance type, where they
                         # calibrate it (0 and 0 where the job's own runs do, or none)
-                        "cluster_runs": cluster["runs"] if cluster else 0,
-                        "cluster_jobs": cluster["jobs"] if cluster else 0},
+                        "cluster_runs": cluster["runs"], "cluster_jobs": cluster["jobs"]},
             "explanation": explanation,
         }
 
