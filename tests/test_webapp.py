@@ -842,6 +842,47 @@ def test_a_jobs_own_runs_calibrate_the_estimate(client):
         or "Calibrated to this job's 3 measured runs" in page
 
 
+def test_other_jobs_runs_calibrate_only_their_own_instance_type(client):
+    """Q3's runs measured on session 48's machine (``tpch-sf1-v5-slower``, local[2]) come
+    into the store through the API: the API's next answer for Q9, never run there, is
+    asked again, not taken from its answer cache, and is the model's times those runs'
+    factor against the model on local[2] (``models._default.option_calibrations``),
+    while m5.xlarge, where nothing ran, keeps the model's answers; the form says where
+    the factor came from.  (Before session 50 the cache kept the answer from before the
+    runs came.)"""
+    import gzip
+
+    from jobgauge.runtable import COLUMNS
+
+    with gzip.open(REPO / "data" / "recollect" / "runs" / "tpch-sf1-v5-slower.csv.gz", "rt",
+                   newline="") as handle:
+        slower = [r for r in csv.DictReader(handle) if r["workload"] == "tpch-q3"
+                  and r["instance_type"] == "local[2]" and r["completed"] == "true"]
+    assert len(slower) == 14
+    body = {"workload": "tpch-q9", "scale": 1, "instance_types": ["local[2]", "m5.xlarge"],
+            "nodes_min": 1, "nodes_max": 2}
+    before = client.post("/api/v1/estimate", json=body).get_json()
+    for row in slower:
+        response = client.post("/api/v1/runs", json={k: row[k] for k in COLUMNS
+                                                     if k != "source"})
+        assert response.status_code == 201, response.get_json()
+    after = client.post("/api/v1/estimate", json=body).get_json()
+    factors = {(new["instance_type"], round(new["runtime_s"] / old["runtime_s"], 9))
+               for old, new in zip(before["options"], after["options"])}
+    [(_, local)] = [f for f in factors if f[0] == "local[2]"]
+    assert {f for f in factors if f[0] == "m5.xlarge"} == {("m5.xlarge", 1.0)}
+    assert local != pytest.approx(1.0, abs=0.01)   # the API's answer is asked again
+    history = after["history"]
+    if after["recommended"]["instance_type"] == "local[2]":
+        assert (history["cluster_runs"], history["cluster_jobs"]) == (len(slower), 1)
+        assert history["factor"] == pytest.approx(local, rel=1e-6)
+    else:
+        assert (history["cluster_runs"], history["factor"]) == (0, 1.0)
+    page = client.post("/", data={"workload": "tpch-q9", "scale": "1",
+                                  "instance_types": "local[2]"}).get_data(as_text=True)
+    assert "measured runs of 1 other job on local[2]" in page, page[:2000]
+
+
 SHELL_JOB = "Spark shell (org.apache.spark.repl.Main)"
 
 

@@ -110,10 +110,14 @@ def _estimate_body(result: dict) -> dict:
 
 
 class AnswerCache:
-    """Estimate answers (their JSON bytes) per model, validated request and number of
-    the job's runs in the store, least recently used first out.  An answer depends
-    only on the three (the job's own runs calibrate it), so a repeated question costs
-    a dictionary look-up and a count instead of a model prediction."""
+    """Estimate answers (their JSON bytes) per model, validated request and the store's
+    runs (``Store.runs_mark``: their count and newest id), least recently used first
+    out.  An answer depends only on the three: the job's own runs calibrate it, and
+    without them the other jobs' runs on each asked instance type do
+    (``models._default.option_calibrations``), so any run added or deleted asks again.
+    A repeated question costs a dictionary look-up and one query instead of a model
+    prediction.  (Until session 50 the key held the count of the job's own runs only,
+    and an answer calibrated by other jobs' runs stayed as it was when more came in.)"""
 
     def __init__(self, size: int):
         self.size = size
@@ -121,9 +125,9 @@ class AnswerCache:
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(model_id, parsed, job_runs: int = 0) -> str:
-        return json.dumps([model_id, dataclasses.asdict(parsed), job_runs], sort_keys=True,
-                          default=str)
+    def key(model_id, parsed, store_runs=(0, None)) -> str:
+        return json.dumps([model_id, dataclasses.asdict(parsed), list(store_runs)],
+                          sort_keys=True, default=str)
 
     def get(self, key):
         with self._lock:
@@ -156,7 +160,7 @@ def estimate():
     service = _service()
     _, meta = service.ensure_model()
     cache = _answer_cache()
-    key = cache.key(meta["id"], parsed, service.store.count_runs(workload=parsed.workload))
+    key = cache.key(meta["id"], parsed, service.store.runs_mark())
     answer = cache.get(key)
     if answer is None:
         result = service.estimate(parsed)
