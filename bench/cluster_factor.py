@@ -130,6 +130,20 @@ def figures(args) -> dict:
             "slots": [] if args.no_slots else _slots(args.draws)}
 
 
+def _table(first: str, rows) -> list[str]:
+    """The markdown table of :func:`_calibrated`'s figures, one row each."""
+    lines = [f"| {first} | runs | queries | measured / answered (median) | uncalibrated | "
+             "1 other query | 3 other queries | all other queries |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        c = row["calibrated"]
+        lines.append(f"| {row['table']} | {row['runs']} | {row['queries']} | "
+                     f"x{2.718281828 ** row['median_log_ratio']:.2f} | "
+                     f"{100 * row['uncalibrated']:.1f} % | {100 * c['1']:.1f} % | "
+                     f"{100 * c['3']:.1f} % | {100 * c['all']:.1f} % |")
+    return lines
+
+
 def markdown(found: dict, seconds: float) -> str:
     lines = ["# Other jobs' runs on the same cluster as a calibration "
              "(`bench/cluster_factor.py`)", "",
@@ -139,30 +153,14 @@ def markdown(found: dict, seconds: float) -> str:
              f"(`models._default.cluster_factor`, shrunk by J / (J + {found['shrink']:g}); "
              f"1 and 3 other queries drawn {found['draws']} times each). MdAPE over the "
              f"table's finished runs.", "",
-             "| table | runs | queries | measured / answered (median) | uncalibrated | "
-             "1 other query | 3 other queries | all other queries |",
-             "|---|---|---|---|---|---|---|---|"]
-    for row in found["tables"]:
-        c = row["calibrated"]
-        lines.append(f"| `{row['table']}` | {row['runs']} | {row['queries']} | "
-                     f"x{2.718281828 ** row['median_log_ratio']:.2f} | "
-                     f"{100 * row['uncalibrated']:.1f} % | {100 * c['1']:.1f} % | "
-                     f"{100 * c['3']:.1f} % | {100 * c['all']:.1f} % |")
+             *_table("table", [dict(row, table=f"`{row['table']}`")
+                               for row in found["tables"]])]
     if found.get("slots"):
         lines += ["", "Protocol (f) of the quiet corpus (`models.evaluation`, its default-model "
                   "cell): the model trained on one side's masters answers the other's runs, "
                   "uncalibrated and calibrated by the other queries' runs on the asked master "
                   "(every size the test side holds; the product takes the newest 100 quiet "
-                  "ones).", "",
-                  "| protocol | runs | queries | measured / answered (median) | uncalibrated | "
-                  "1 other query | 3 other queries | all other queries |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for row in found["slots"]:
-            c = row["calibrated"]
-            lines.append(f"| {row['table']} | {row['runs']} | {row['queries']} | "
-                         f"x{2.718281828 ** row['median_log_ratio']:.2f} | "
-                         f"{100 * row['uncalibrated']:.1f} % | {100 * c['1']:.1f} % | "
-                         f"{100 * c['3']:.1f} % | {100 * c['all']:.1f} % |")
+                  "ones).", "", *_table("protocol", found["slots"])]
     lines += ["", f"Command: `nice -n 10 .venv/bin/python bench/cluster_factor.py` "
               f"({seconds:.0f} s; `--shrink S` for another shrinkage, `--no-slots` without "
               f"protocol (f))", ""]
