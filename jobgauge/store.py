@@ -491,12 +491,8 @@ class Store:
                 self.runs.c.source == source, self.runs.c.run_id == run_id)).first() is not None
 
     def count_runs(self, **filters) -> int:
-        sa = self._sa
-        query = sa.select(sa.func.count()).select_from(self.runs)
-        for key, value in filters.items():
-            query = query.where(self.runs.c[key] == value)
-        with self.reading() as connection:
-            return connection.execute(query).scalar_one()
+        """How many runs match ``filters`` (:meth:`runs_mark`'s count)."""
+        return self.runs_mark(**filters)[0]
 
     def runs_mark(self, **filters) -> tuple[int, int | None]:
         """(count, newest id) of the runs that match ``filters`` (column equality, None
