@@ -48,12 +48,16 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from jobgauge.errors import ModelError
 from jobgauge.models._coverage import MeasuredRange
 from jobgauge.models._params import Boolean, Interval, Options, RandomState, validate_params
-from jobgauge.models.features import RunFeatures, check_fitted, check_frame
+from jobgauge.models.features import RUN_MODES, RunFeatures, check_fitted, check_frame, \
+    run_modes
 
 MIN_CALIBRATION_GROUPS = 5
 #: The fewest held-out residuals of one kind of question that give that kind intervals
 #: of its own (fewer: the pooled residuals).
 MIN_POOL_RESIDUALS = 30
+#: The fewest finished runs of each run mode (local mode, a cluster) for a model to learn
+#: the two apart (:meth:`RuntimeModel._fit_parts`).
+MIN_MODE_RUNS = 30
 
 
 def targets(X, y=None):
@@ -189,6 +193,14 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         "size_exponent": [None, Options({"auto"}), Interval(float, 0.0, 2.0)],
     }
 
+    #: Whether the model learns local mode and clusters apart (:meth:`_fit_parts`).  Its
+    #: features mean different things in the two: local mode's memory is the driver's heap
+    #: and its executors are the driver, a cluster's memory is a node's.  One tree
+    #: learnt from local TPC-H runs and Scout's EC2 runs answered TPC-H Q3 at SF 1 on
+    #: local[2] with an 8g driver as 541.5 s (measured 3.0-3.5 s): with 8 GiB its
+    #: features looked like an m4.large.
+    learns_modes_apart: ClassVar[bool] = True
+
     # ------------------------------------------------------------ public API
     def fit(self, X, y=None):
         """Learn from a run table; ``y`` defaults to ``X.runtime_s``. Returns self."""
@@ -202,17 +214,18 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
             split = self._calibration_split(X, censored)
             if split is not None:
                 train, calibration = split
-                self._fit_log(X.iloc[train].reset_index(drop=True), log_y[train], censored[train])
+                self._fit_parts(X.iloc[train].reset_index(drop=True), log_y[train],
+                                censored[train])
                 keep = calibration[~censored[calibration]]
                 held_out = X.iloc[keep].reset_index(drop=True)
-                predicted = self._predict_log(held_out)
+                predicted = self._predict_parts(held_out)
                 residuals = log_y[keep] - predicted
                 source = "held-out configurations"
                 groups = self._interval_groups(held_out)
-        self._fit_log(X, log_y, censored)
+        self._fit_parts(X, log_y, censored)
         if residuals is None:
             done = ~censored
-            residuals = log_y[done] - self._predict_log(X.iloc[np.flatnonzero(done)]
+            residuals = log_y[done] - self._predict_parts(X.iloc[np.flatnonzero(done)]
                                                         .reset_index(drop=True))
         self.calibration_residuals_ = np.sort(residuals)
         self.interval_pools_ = {} if groups is None else _kind_pools(residuals, groups)
@@ -228,7 +241,7 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         check_frame(X, owner=type(self).__name__)
         X = X.reset_index(drop=True)
         with self._one_question(X):
-            return np.exp(self._predict_log(X))
+            return np.exp(self._predict_parts(X))
 
     def predict_interval(self, X, coverage=0.8):
         """(low, high) runtime bounds in seconds holding ``coverage`` of outcomes."""
@@ -260,7 +273,7 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         """(log prediction, low offset, high offset) per row of ``X``: the interval of
         its kind of question, widened beyond what was measured."""
         pools = getattr(self, "interval_pools_", None)
-        center = self._predict_log(X)
+        center = self._predict_parts(X)
         groups = self._interval_groups(X) if pools else None
         low, high = conformal_offsets(self.calibration_residuals_, coverage)
         low, high = np.full(len(X), low), np.full(len(X), high)
@@ -412,6 +425,42 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         per_slot, slots = self.slot_columns_
         matrix[:, per_slot] = matrix[:, self.size_columns_[0]] - matrix[:, slots]
         return matrix
+
+    def _fit_parts(self, X, log_y, censored):
+        """:meth:`_fit_log` once, or once per run mode (:func:`run_modes`) where the model
+        learns the modes apart (:attr:`learns_modes_apart`) and each mode has
+        :data:`MIN_MODE_RUNS` finished runs: a copy of the model (``mode_models_``) per
+        mode, each fitted on that mode's runs only."""
+        self.mode_models_ = None
+        if self.learns_modes_apart:
+            from sklearn.base import clone
+
+            modes = run_modes(X)
+            if all(((modes == mode) & ~censored).sum() >= MIN_MODE_RUNS for mode in RUN_MODES):
+                self.mode_models_ = {}
+                for mode in RUN_MODES:
+                    rows = np.flatnonzero(modes == mode)
+                    part = clone(self)
+                    part.mode_models_ = None
+                    part._fit_log(X.iloc[rows].reset_index(drop=True), log_y[rows],
+                                  censored[rows])
+                    self.mode_models_[mode] = part
+                return
+        self._fit_log(X, log_y, censored)
+
+    def _predict_parts(self, X):
+        """Log predictions of ``X`` from :meth:`_predict_log`, each row by its mode's model
+        where the model learnt the modes apart."""
+        parts = getattr(self, "mode_models_", None)
+        if not parts:
+            return self._predict_log(X)
+        modes = run_modes(X)
+        result = np.empty(len(X))
+        for mode, part in parts.items():
+            rows = np.flatnonzero(modes == mode)
+            if len(rows):
+                result[rows] = part._predict_log(X.iloc[rows].reset_index(drop=True))
+        return result
 
     def _fit_log(self, X, log_y, censored):
         """Fit on log runtimes; censored targets are raised to the prediction iteratively."""

@@ -150,6 +150,7 @@ class ErnestModel(RuntimeModel):
         **RuntimeModel._parameter_constraints,
         "min_machine_counts": [Interval(int, 2, None)],
     }
+    learns_modes_apart = False     # the published fit: per instance type already, pooled below
     LEVELS = (("workload", "framework", "instance_type", "config_json"),
               ("workload", "framework", "instance_type"),
               ("workload", "framework"),

@@ -824,6 +824,8 @@ class StagePredictor(RuntimeModel):
     #: Trained with its runs' profile records, it keeps each workload's reference
     #: profile (``models._default.learns_reference_profiles``).
     learns_reference_profiles: ClassVar[bool] = True
+    # one replay for all: the slots and each instance type's speed say where it ran
+    learns_modes_apart: ClassVar[bool] = False
     # job classes and a size exponent are other models' features: the replay has neither
     _parameter_constraints: ClassVar[dict] = {
         **{name: allowed for name, allowed in RuntimeModel._parameter_constraints.items()

@@ -105,6 +105,19 @@ def instance_family(instance_type) -> str:
     return text.split(".", 1)[0] if text else "unknown"
 
 
+#: A run's mode: local mode (Spark's ``local[N]``, Hadoop's local job runner) runs the whole
+#: job in one JVM whose memory is the driver's heap; a cluster (standalone, YARN, a cloud
+#: type) runs executors on nodes whose memory is the node's.
+RUN_MODES = ("local", "cluster")
+
+
+def run_modes(frame) -> np.ndarray:
+    """Each row's mode (:data:`RUN_MODES`): ``"local"`` where its instance family is
+    ``local``, else ``"cluster"``."""
+    return np.array(["local" if instance_family(t) == "local" else "cluster"
+                     for t in frame["instance_type"]], dtype=object)
+
+
 def _as_config(value) -> dict:
     if isinstance(value, dict):
         return value
