@@ -55,8 +55,8 @@ MIN_CALIBRATION_GROUPS = 5
 #: The fewest held-out residuals of one kind of question that give that kind intervals
 #: of its own (fewer: the pooled residuals).
 MIN_POOL_RESIDUALS = 30
-#: The fewest finished runs of each run mode (local mode, a cluster) for a model to learn
-#: the two apart (:meth:`RuntimeModel._fit_parts`).
+#: The fewest finished runs of each run mode (this machine, other machines) for a model to
+#: learn the two apart (:meth:`RuntimeModel._fit_parts`).
 MIN_MODE_RUNS = 30
 
 
@@ -193,12 +193,15 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         "size_exponent": [None, Options({"auto"}), Interval(float, 0.0, 2.0)],
     }
 
-    #: Whether the model learns local mode and clusters apart (:meth:`_fit_parts`).  Its
-    #: features mean different things in the two: local mode's memory is the driver's heap
-    #: and its executors are the driver, a cluster's memory is a node's.  One tree
-    #: learnt from local TPC-H runs and Scout's EC2 runs answered TPC-H Q3 at SF 1 on
-    #: local[2] with an 8g driver as 541.5 s (measured 3.0-3.5 s): with 8 GiB its
-    #: features looked like an m4.large.
+    #: Whether the model learns runs on this machine and on other machines apart
+    #: (:meth:`_fit_parts`, :func:`~jobgauge.models.features.run_modes`).  The machines
+    #: differ in speed, and local mode's memory is the driver's heap where a node's is the
+    #: node's.  One tree learnt from local TPC-H runs and Scout's EC2 runs answered TPC-H
+    #: Q3 at SF 1 on local[2] with an 8g driver as 541.5 s (measured 3.0-3.5 s): with
+    #: 8 GiB its features looked like an m4.large.  Runs in local mode and on the
+    #: project's standalone cluster on 127.0.0.1 stay together: learnt apart, the DAG
+    #: network's error on unseen TPC-H queries grew from 36.5 to 41.4 %
+    #: (``bench/evaluate.py --quiet-corpus``).
     learns_modes_apart: ClassVar[bool] = True
 
     # ------------------------------------------------------------ public API

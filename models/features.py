@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+from urllib.parse import urlsplit
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -105,17 +106,28 @@ def instance_family(instance_type) -> str:
     return text.split(".", 1)[0] if text else "unknown"
 
 
-#: A run's mode: local mode (Spark's ``local[N]``, Hadoop's local job runner) runs the whole
-#: job in one JVM whose memory is the driver's heap; a cluster (standalone, YARN, a cloud
-#: type) runs executors on nodes whose memory is the node's.
-RUN_MODES = ("local", "cluster")
+#: Where a run ran: on one machine (``"local"``: local mode, or a cluster whose master is
+#: on the loopback address, as jobgauge's own standalone cluster) or on other machines
+#: (``"remote"``: a cloud instance type, a YARN or remote cluster).  The machines differ in
+#: speed, and local mode's memory is the driver's heap where a node's is the node's.
+RUN_MODES = ("local", "remote")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def run_modes(frame) -> np.ndarray:
     """Each row's mode (:data:`RUN_MODES`): ``"local"`` where its instance family is
-    ``local``, else ``"cluster"``."""
-    return np.array(["local" if instance_family(t) == "local" else "cluster"
-                     for t in frame["instance_type"]], dtype=object)
+    ``local`` or its ``spark.master`` names a host on the loopback address, else
+    ``"remote"``."""
+    modes = []
+    for instance_type, config in zip(frame["instance_type"], row_configs(frame)):
+        master = str(config.get("spark.master") or "")
+        try:
+            host = urlsplit(master).hostname if "://" in master else None
+        except ValueError:
+            host = None
+        modes.append("local" if instance_family(instance_type) == "local"
+                     or master.startswith("local") or host in LOOPBACK_HOSTS else "remote")
+    return np.array(modes, dtype=object)
 
 
 def _as_config(value) -> dict:

@@ -328,7 +328,7 @@ def test_unseen_workload_and_instance_type_get_predictions(small):
 
 
 @pytest.mark.parametrize("name", ["tree", "gbm", "fc"])
-def test_local_mode_and_clusters_are_learnt_apart(name, web_training_runs):
+def test_this_machine_and_other_machines_are_learnt_apart(name, web_training_runs):
     """Local TPC-H runs (driver heaps 1-3 GiB) and Scout's EC2 runs in one table: a local
     question with an 8g driver is answered from the local runs, not from an m4.large that
     its memory resembles (the tree answered Q3 at SF 1 on local[2] with 8g in 541.5 s
@@ -337,7 +337,7 @@ def test_local_mode_and_clusters_are_learnt_apart(name, web_training_runs):
     local = frame["instance_type"].str.startswith("local").to_numpy()
     assert local.sum() >= 500 and (~local).sum() >= 200
     model = _model(name).fit(frame)
-    assert sorted(model.mode_models_) == ["cluster", "local"]
+    assert sorted(model.mode_models_) == ["local", "remote"]
     q3 = frame[local & (frame["workload"] == "tpch-q3").to_numpy()]
     longest = float(q3["runtime_s"].max())
     for memory in ("1g", "4g", "8g"):
@@ -352,6 +352,20 @@ def test_local_mode_and_clusters_are_learnt_apart(name, web_training_runs):
     # one mode, or too few runs of the other: one model
     few = pd.concat([cloud, frame[local].head(10)], ignore_index=True)
     assert _model(name, calibration_size=0.0).fit(few).mode_models_ is None
+
+
+def test_runs_on_this_machine_are_local_wherever_their_master_is_on_it():
+    from jobgauge.models.features import run_modes
+
+    masters = {"spark://127.0.0.1": "local", "spark://127.0.0.1:7077": "local",
+               "spark://localhost:7077": "local", "spark://[::1]:7077": "local",
+               "spark://10.0.0.5:7077": "remote", "yarn": "remote", "spark://[bad": "remote"}
+    frame = pd.DataFrame({"instance_type": ["standalone"] * len(masters),
+                          "config": [{"spark.master": m} for m in masters]})
+    assert list(run_modes(frame)) == list(masters.values())
+    others = pd.DataFrame({"instance_type": ["local[2]", "local", "m4.large", "cluster"],
+                           "config": [{}, {}, {}, {}]})
+    assert list(run_modes(others)) == ["local", "local", "remote", "remote"]
 
 
 # ------------------------------------------------------------- one-call predictions

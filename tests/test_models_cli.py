@@ -198,10 +198,8 @@ def test_train_with_reference_profiles(tmp_path, capsys):
     printed = capsys.readouterr().out
     queries = read_run_tables(runs)["workload"].nunique()
     assert f"reference profiles for {queries} of {queries} workloads" in printed
-    model = load_model(out)
-    assert sorted(model.mode_models_) == ["cluster", "local"]    # local[N] and standalone runs
-    for part in model.mode_models_.values():
-        assert "profile:log_cpu_ms_per_mb" in list(part.features_.get_feature_names_out())
+    names = list(load_model(out).features_.get_feature_names_out())
+    assert "profile:log_cpu_ms_per_mb" in names
     assert main(["train", "--runs", *map(str, runs), "--profiles", str(tmp_path / "none.jsonl"),
                  "--out", str(out)]) == 1
     assert "cannot read profiles" in capsys.readouterr().err
