@@ -533,12 +533,27 @@ def model_from_spec(spec, **params):
 
 def _model_code(model) -> bytes:
     """The source of the jobgauge modules a model's class is made of (its class hierarchy
-    and the feature module): a cached cell is recomputed when that code changes."""
+    and the feature module) and of every jobgauge module they take a name from, and so on:
+    a cached cell is recomputed when that code changes.  (The hierarchy alone missed
+    ``jobgauge.units`` and ``jobgauge.knobs``, whose sizes and engine defaults the features
+    read: session 51 found fc's cached cells up to 1.1 points off their recomputed
+    figures.)"""
     import inspect
     import sys
+    import types
 
     names = {cls.__module__ for cls in type(model).__mro__}
     names.add("jobgauge.models.features")
+    pending = sorted(names)
+    while pending:
+        module = sys.modules.get(pending.pop())
+        for value in vars(module).values() if module is not None else ():
+            name = value.__name__ if isinstance(value, types.ModuleType) \
+                else getattr(value, "__module__", None)
+            if isinstance(name, str) and name.startswith("jobgauge.") and name not in names \
+                    and name in sys.modules:
+                names.add(name)
+                pending.append(name)
     code = []
     for name in sorted(n for n in names if n.startswith("jobgauge.")):
         module = sys.modules.get(name)

@@ -570,6 +570,20 @@ def local_frame():
     return frames["local"]
 
 
+def test_a_cached_cell_is_keyed_on_the_code_its_features_read():
+    """The evaluation's cache key holds the model's modules and every jobgauge module they
+    take names from: the features' sizes (jobgauge.units) and engine defaults
+    (jobgauge.knobs), not the class hierarchy alone."""
+    from jobgauge.models.evaluation import _model_code
+
+    for name in ("fc", "tree", "stage"):
+        code = _model_code(make_model(name))
+        assert b"def bytes_at_scale" in code and b"def defaults_as_text" in code, name
+        assert b"class RunFeatures" in code and b"class RuntimeModel" in code, name
+    assert b"def busy_starts" in _model_code(make_model("stage"))     # jobgauge.runtable
+    assert b"class StagePredictor" not in _model_code(make_model("fc"))
+
+
 def test_local_workload_folds_keep_frameworks_apart(local_frame):
     from jobgauge.models.evaluation import MAX_LEAVE_ONE_OUT, protocol_folds
 
