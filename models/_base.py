@@ -444,7 +444,6 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
                 for mode in RUN_MODES:
                     rows = np.flatnonzero(modes == mode)
                     part = clone(self)
-                    part.mode_models_ = None
                     part._fit_log(X.iloc[rows].reset_index(drop=True), log_y[rows],
                                   censored[rows])
                     self.mode_models_[mode] = part
