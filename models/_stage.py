@@ -812,6 +812,9 @@ class StagePredictor(RuntimeModel):
     quiet corpus, ``bench/evaluate.py --quiet-corpus``: held-out configurations at
     SF >= 1 18.8 % against 19.6 % without it, at SF 10 22.9 % against 28.4 %; slots
     20.6 % against 21.9 %; unseen queries 34.5 % against 35.4 %);
+    ``corrector_beyond``: how the corrector's factor carries past the largest input it
+    was learned at (:meth:`_applied_correction`): ``"factor"`` (as it is) or
+    ``"seconds"`` (a slower-than-replayed factor adds the seconds it added there);
     ``broadcast_size_factor``: Spark's size estimate of a broadcast side over the bytes
     its scan counted, which decides where a broadcast join becomes a shuffle join
     (:data:`BROADCAST_SIZE_FACTOR`); ``broadcast_file_share``: the same over the bytes
@@ -837,13 +840,14 @@ class StagePredictor(RuntimeModel):
         "learn_work_exponents": [Boolean()],
         "max_iterations": [Interval(int, 1, None)],
         "residual_corrector": [None, Options({"gbm"})],
+        "corrector_beyond": [Options({"factor", "seconds"})],
         "broadcast_size_factor": [Interval(float, 0.0, None, closed="neither")],
         "broadcast_file_share": [Interval(float, 0.0, None, closed="neither")],
     }
 
     def __init__(self, *, overhead_prior_s=0.01, speed_regularization=1.0,
                  work_regularization=1.0, fixed_regularization=1.0, learn_work_exponents=True,
-                 max_iterations=200, residual_corrector="gbm",
+                 max_iterations=200, residual_corrector="gbm", corrector_beyond="seconds",
                  broadcast_size_factor=BROADCAST_SIZE_FACTOR,
                  broadcast_file_share=BROADCAST_FILE_SHARE, random_state=0,
                  calibration_size=0.2):
@@ -857,6 +861,7 @@ class StagePredictor(RuntimeModel):
             raise ModelError("this stage model was saved by an older jobgauge (it learns no "
                              "work exponents); retrain it with 'jobgauge train'")
         state.setdefault("residual_corrector", None)     # saved before the corrector existed
+        state.setdefault("corrector_beyond", "factor")   # saved before it was a parameter
         state.setdefault("fixed_regularization", None)   # saved before per-job fixed shares
         state.setdefault("fixed_shares_", {})
         state.setdefault("sized_profiles_", {})       # saved before a job kept several
@@ -2150,6 +2155,50 @@ class StagePredictor(RuntimeModel):
         # once per question and replayed rows (explain asks it twice)
         return self._once(X, f"correction {staged}", compute)
 
+    def _correction_reach(self, X) -> np.ndarray:
+        """Per row, the largest input at which the corrector's factor was learned for
+        its question: the largest finished training input of its configuration
+        (:meth:`_configurations`), else of its job, else infinite."""
+        spans = getattr(self, "measured_configurations_", {})
+        sizes = getattr(self, "measured_sizes_", {})
+        jobs = join_columns(X, ["workload", "framework"])
+        return np.array([spans[key][1] if key in spans else sizes.get(job, np.inf)
+                         for key, job in zip(self._configurations(X), jobs)], dtype=float)
+
+    def _applied_correction(self, X, rows, replayed, correction) -> np.ndarray:
+        """Per row, the log factor the corrector applies to its replay (``replayed``:
+        :meth:`_replayed_log`; ``correction``: :meth:`_correction`).  Up to the largest
+        input its factor was learned at (:meth:`_correction_reach`) it is the factor;
+        beyond it, with ``corrector_beyond="seconds"``, a slower-than-replayed factor adds
+        the seconds it added there and no more: what a setting costs the replay misses
+        is mostly a cost per task or per stage (AQE off at SF 1 is 3.1x the defaults'
+        time, at SF 3 1.7x: ``tpch-sf1-v5``, ``tpch-sf3-v5``), so carried as a factor to
+        ten times the data it grows tenfold.  The answer stays non-decreasing in the
+        data (the replay grows, the added seconds do not shrink) and non-increasing in
+        the slots (the added seconds are the replay's at the asked slots).  A factor
+        below 1 and a query never measured (its picks' median) keep the factor."""
+        correction = np.array(correction, dtype=float)
+        if self.corrector_beyond != "seconds":
+            return correction
+        reach = self._correction_reach(X)
+        sizes = self._input_sizes(X)
+        with np.errstate(invalid="ignore"):
+            beyond = [i for i, row in enumerate(rows)
+                      if row["stages"] is not None and not row["borrowed"]
+                      and correction[i] > 0 and sizes[i] > reach[i]]
+        if not beyond:
+            return correction
+        asked = X.iloc[beyond].reset_index(drop=True).assign(input_bytes=reach[beyond],
+                                                            datasize="")
+        with self._one_question(asked):
+            there = self._replayed_log(asked, self._rows(asked)[0])
+        here = replayed[beyond]
+        added = there + np.log(np.expm1(correction[beyond]))
+        effective = np.logaddexp(here, added) - here
+        ok = np.isfinite(effective)
+        correction[np.asarray(beyond)[ok]] = np.minimum(effective[ok], correction[beyond][ok])
+        return correction
+
     def _share_shifts(self, job_names) -> np.ndarray:
         """Per job (:meth:`_job_key`), the logit offset of its prior fixed share
         from the shared one (with ``fixed_regularization``): ``-log(b / m)``, for a
@@ -2463,8 +2512,10 @@ class StagePredictor(RuntimeModel):
         staged = [i for i, r in enumerate(rows) if r["stages"] is not None]
         out = np.full(len(rows), np.nan)
         if staged:
+            replayed = self._replayed_log(X, rows)
             correction = self._correction(X, rows)
-            out[staged] = self._replayed_log(X, rows)[staged] + correction[staged]
+            out[staged] = replayed[staged] + self._applied_correction(
+                X, rows, replayed, correction)[staged]
         borrowed = [i for i in staged if rows[i]["borrowed"]]
         if borrowed:        # a query never measured: the median of its alike queries'
             picks = self._borrowed_logs(X, rows, out - correction)[:, borrowed]
@@ -2629,7 +2680,11 @@ class StagePredictor(RuntimeModel):
         seconds = self._stage_seconds(table, self.params_, self._rates(), self._speeds(row)[0],
                                       self._work_exponents(), self._fixed_shares(row)[0])
         # the corrector's factor (and a borrowed replay's to the median of its picks)
-        seconds = seconds * math.exp(self._correction(row, rows)[0] + shift)
+        correction = self._correction(row, rows)
+        if not rows[0]["borrowed"]:
+            correction = self._applied_correction(row, rows, self._replayed_log(row, rows),
+                                                  correction)
+        seconds = seconds * math.exp(correction[0] + shift)
         stages = [{"stage_id": int(sid) if float(sid).is_integer() else float(sid),
                    "kind": kind, "tasks": int(tasks), "waves": int(waves),
                    "seconds": float(s), "shuffle_join": bool(switched)}

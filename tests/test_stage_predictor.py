@@ -375,6 +375,39 @@ def test_the_residual_corrector_keeps_size_and_slots_out(quiet_sf1):
         make_model("stage", residual_corrector="forest").fit(quiet_sf1)
 
 
+def test_the_corrector_adds_seconds_beyond_the_sizes_it_learned_at(quiet_sf1):
+    """Past the largest input a configuration was measured at, a corrector factor above 1
+    adds the seconds it added there (``corrector_beyond="seconds"``, the default) rather
+    than multiplying a grown replay: with the replay ``r`` and the factor ``f = e**c``,
+    the answer at ``k`` times the measured input is ``r(k) + r(1) (f - 1)`` where the
+    factor alone says ``r(k) f``.  So from the factor's answers at 1x and kx and the
+    seconds' answer at kx, ``1 / f = (seconds(k) - factor(1)) / (factor(k) - factor(1))``
+    comes out the same at 10x and 100x for every row, and it is the factor's own.
+    A factor below 1 is kept as a factor; at the measured size both agree."""
+    model = make_model("stage").fit(quiet_sf1)
+    assert model.corrector_beyond == "seconds"
+    rows = quiet_sf1.drop_duplicates(["workload", "config_json"]).reset_index(drop=True)
+    grown = {k: rows.assign(input_bytes=rows["input_bytes"] * k, datasize="")
+             for k in (1, 10, 100)}
+    seconds = {k: model.predict(frame) for k, frame in grown.items()}
+    model.set_params(corrector_beyond="factor")
+    factor = {k: model.predict(frame) for k, frame in grown.items()}
+    model.set_params(corrector_beyond="seconds")
+    assert np.allclose(seconds[1], factor[1], rtol=1e-9)
+    assert (seconds[10] <= seconds[100]).all() and (seconds[1] <= seconds[10] * (1 + 1e-9)).all()
+    inverse = {k: (seconds[k] - factor[1]) / (factor[k] - factor[1]) for k in (10, 100)}
+    slower = factor[100] > seconds[100] * (1 + 1e-9)
+    print(f"{slower.sum()} of {len(rows)} (query, configuration) pairs slower than the "
+          f"replay; at 100x the factor says x{np.median(factor[100][slower] / seconds[100][slower]):.2f}"
+          " of the added seconds' answer (median)")
+    assert slower.sum() >= len(rows) // 10
+    assert np.allclose(inverse[10][slower], inverse[100][slower], rtol=1e-6)
+    assert ((inverse[100][slower] > 0) & (inverse[100][slower] < 1)).all()
+    assert np.allclose(seconds[100][~slower], factor[100][~slower], rtol=1e-9)
+    with pytest.raises(ModelError, match="'corrector_beyond' parameter of StagePredictor"):
+        make_model("stage", corrector_beyond="sum").fit(quiet_sf1)
+
+
 def test_jobgauge_train_gives_the_stage_model_the_profiles_beside_its_runs(tmp_path, capsys):
     """``jobgauge train --runs data/runs/...`` (the default kind) reads the profile records
     beside the run tables; a model that keeps no reference profiles is trained without."""
