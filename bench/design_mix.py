@@ -48,8 +48,6 @@ def _folder(root: Path, sf1, sf3) -> Path:
     """A quiet-corpus folder of links: ``data/runs`` and ``data/profiles`` as shipped,
     with :data:`REPLACED` swapped for the tables ``sf1`` and ``sf3``."""
     out = root / f"{sf1[1]}+{sf3[1]}"
-    if out.exists():        # made for an earlier model
-        return out
     for kind in ("runs", "profiles"):
         (out / kind).mkdir(parents=True)
         for path in sorted((REPO / "data" / kind).iterdir()):
@@ -116,14 +114,17 @@ def figures(args) -> dict:
     from jobgauge.models.evaluation import (model_from_spec, protocol_folds,
                                             quiet_frame_and_records)
 
-    cells, per_configuration, effects = [], {}, {}
+    cells, per_configuration, effects, frames = [], {}, {}, {}
     with tempfile.TemporaryDirectory() as root:
         for spec in args.models:
             for trained, design in DESIGNS.items():
                 model = None
                 for scored, other in DESIGNS.items():
-                    frame = quiet_frame_and_records(_folder(
-                        Path(root), design["sf1"], other["sf3"]))[0].reset_index(drop=True)
+                    pair = (design["sf1"], other["sf3"])
+                    if pair not in frames:      # read once, for every model
+                        frames[pair] = quiet_frame_and_records(
+                            _folder(Path(root), *pair))[0].reset_index(drop=True)
+                    frame = frames[pair]
                     ((train, test),) = protocol_folds(frame, "scaleup")
                     if model is None:
                         model = model_from_spec(spec, random_state=0).fit(

@@ -2159,15 +2159,18 @@ class StagePredictor(RuntimeModel):
         """Per row, the largest input at which the corrector's factor was learned for
         its question: the largest finished training input of its configuration
         (:meth:`_configurations`), else of its job, else infinite."""
-        spans = getattr(self, "measured_configurations_", {})
-        sizes = getattr(self, "measured_sizes_", {})
-        jobs = join_columns(X, ["workload", "framework"])
-        return np.array([spans[key][1] if key in spans else sizes.get(job, np.inf)
-                         for key, job in zip(self._configurations(X), jobs)], dtype=float)
+        reach = self._configuration_spans(X)[0][:, 1].copy()
+        unmeasured = np.isnan(reach)
+        if unmeasured.any():
+            sizes = getattr(self, "measured_sizes_", None) or {}
+            jobs = join_columns(X.iloc[np.flatnonzero(unmeasured)], ["workload", "framework"])
+            reach[unmeasured] = [sizes.get(job, np.inf) for job in jobs]
+        return reach
 
-    def _applied_correction(self, X, rows, replayed, correction) -> np.ndarray:
-        """Per row, the log factor the corrector applies to its replay (``replayed``:
-        :meth:`_replayed_log`; ``correction``: :meth:`_correction`).  Up to the largest
+    def _applied_correction(self, X, rows, correction, replayed=None) -> np.ndarray:
+        """Per row, the log factor the corrector applies to its replay (``correction``:
+        :meth:`_correction`; ``replayed``: :meth:`_replayed_log`, computed where needed
+        if not given).  Up to the largest
         input its factor was learned at (:meth:`_correction_reach`) it is the factor;
         beyond it, with ``corrector_beyond="seconds"``, a slower-than-replayed factor adds
         the seconds it added there and no more: what a setting costs the replay misses
@@ -2192,7 +2195,7 @@ class StagePredictor(RuntimeModel):
                                                             datasize="")
         with self._one_question(asked):
             there = self._replayed_log(asked, self._rows(asked)[0])
-        here = replayed[beyond]
+        here = (self._replayed_log(X, rows) if replayed is None else replayed)[beyond]
         added = there + np.log(np.expm1(correction[beyond]))
         effective = np.logaddexp(here, added) - here
         ok = np.isfinite(effective)
@@ -2515,7 +2518,7 @@ class StagePredictor(RuntimeModel):
             replayed = self._replayed_log(X, rows)
             correction = self._correction(X, rows)
             out[staged] = replayed[staged] + self._applied_correction(
-                X, rows, replayed, correction)[staged]
+                X, rows, correction, replayed)[staged]
         borrowed = [i for i in staged if rows[i]["borrowed"]]
         if borrowed:        # a query never measured: the median of its alike queries'
             picks = self._borrowed_logs(X, rows, out - correction)[:, borrowed]
@@ -2680,10 +2683,7 @@ class StagePredictor(RuntimeModel):
         seconds = self._stage_seconds(table, self.params_, self._rates(), self._speeds(row)[0],
                                       self._work_exponents(), self._fixed_shares(row)[0])
         # the corrector's factor (and a borrowed replay's to the median of its picks)
-        correction = self._correction(row, rows)
-        if not rows[0]["borrowed"]:
-            correction = self._applied_correction(row, rows, self._replayed_log(row, rows),
-                                                  correction)
+        correction = self._applied_correction(row, rows, self._correction(row, rows))
         seconds = seconds * math.exp(correction[0] + shift)
         stages = [{"stage_id": int(sid) if float(sid).is_integer() else float(sid),
                    "kind": kind, "tasks": int(tasks), "waves": int(waves),
