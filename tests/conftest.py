@@ -84,7 +84,7 @@ def spark(spark_eventlog_dir):
     """One local[2] SparkSession for the whole run, UI off, event log on."""
     from pyspark.sql import SparkSession
 
-    session = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("jobgauge-tests")
         .config("spark.ui.enabled", "false")
@@ -92,11 +92,26 @@ def spark(spark_eventlog_dir):
         .config("spark.eventLog.dir", str(spark_eventlog_dir))
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.driver.memory", "2g")
-        .getOrCreate()
     )
+    session = builder.getOrCreate()
+    if not _logs_events_to(session, spark_eventlog_dir):
+        # getOrCreate handed back an application an earlier test started in this process
+        # (the web app's query planner, local[1] without an event log): its static
+        # settings cannot change, so stop it and start this run's own.
+        session.stop()
+        session = builder.getOrCreate()
+        assert _logs_events_to(session, spark_eventlog_dir), "no event log in the tests' session"
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def _logs_events_to(session, folder: Path) -> bool:
+    """Whether ``session``'s application writes its event log into ``folder``."""
+    conf = session.sparkContext.getConf()
+    where = conf.get("spark.eventLog.dir", "") or ""
+    return conf.get("spark.eventLog.enabled", "false") == "true" and \
+        Path(where.removeprefix("file:")).resolve() == Path(folder).resolve()
 
 
 def _free_port() -> int:

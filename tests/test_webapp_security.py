@@ -19,7 +19,7 @@ from jobgauge.errors import StoreError, UsageError
 from jobgauge.store import DuplicateRun, open_store
 from jobgauge.webapp import create_app
 
-from conftest import _free_port
+from conftest import _free_port, run_spark_script
 
 TOKEN = "ci-token-0123456789abcdef0123"
 OTHER_TOKEN = "lab-token-fedcba9876543210fedc"
@@ -401,6 +401,26 @@ def test_the_plan_session_leaves_nothing_in_the_temporary_directory(spark, tpch_
     assert sorted(p.name for p in (tpch_data_root / "plan-views").iterdir()) == sorted(
         ["uservisits", "uservisits_copy", "rankings", "uservisits_aggre",
          "rankings_uservisits_join"])
+
+
+_PLAN_AFTER_STOP = """
+import sys
+from pyspark.sql import SparkSession
+from jobgauge.webapp._plans import LocalSparkPlans
+
+plans = LocalSparkPlans(sys.argv[1])
+print("before", "Scan" in plans.explain("select count(*) from uservisits"))
+SparkSession.getActiveSession().stop()  # the application the planner started ends
+print("after", "Scan" in plans.explain("select count(*) from uservisits"))
+"""
+
+
+@pytest.mark.spark
+def test_the_planner_starts_again_when_its_application_was_stopped(tpch_data_root, tmp_path):
+    # before: the planner kept its stopped session, and every later pasted query failed
+    printed = run_spark_script(_PLAN_AFTER_STOP, tmp_path / "plan_after_stop.py",
+                               tpch_data_root, "planning after a stop failed")
+    assert printed.split() == ["before", "True", "after", "True"]
 
 
 # ------------------------------------------------------------------ settings, probes, metrics

@@ -88,6 +88,12 @@ def spark_error(message: str, sql: str, *, line_offset: int = 0) -> ParseError:
     return ParseError(first[:300], line=line, column=column, snippet=snippet)
 
 
+def _running(session) -> bool:
+    """Whether the Spark application under ``session`` still runs (pyspark drops the
+    context's JVM handle when it stops)."""
+    return getattr(session.sparkContext, "_jsc", None) is not None
+
+
 class LocalSparkPlans:
     """Plans queries in one lazily created local Spark session (see the module docstring)."""
 
@@ -99,8 +105,10 @@ class LocalSparkPlans:
         self._dataset_bytes = None      # the plan data set's bytes, read once
 
     def _spark(self):
-        if self._session is not None:
+        if self._session is not None and _running(self._session):
             return self._session
+        # First use, or the application under the session was stopped (by the code
+        # this process serves beside): plan in a new one.
         from jobgauge.profiler.workloads.tpch import TABLES, ensure_data
         from pyspark.sql import SparkSession
 
