@@ -564,7 +564,8 @@ class Store:
             settings_query = settings_query.where(self.settings.c.run.in_(chosen))
         with self.reading() as connection:
             runs = pd.DataFrame([dict(r._mapping) for r in connection.execute(query)])
-            settings = connection.execute(settings_query).all()
+            # no runs, no settings to read (a question on a job the store has not seen)
+            settings = connection.execute(settings_query).all() if len(runs) else []
         from jobgauge.runtable import COLUMNS
         if runs.empty:
             return pd.DataFrame(columns=list(COLUMNS) + ["config"])
