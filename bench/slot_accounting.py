@@ -21,7 +21,9 @@ alone (protocol (f)'s fold "train local[2], predict local[1]") and from the whol
 corpus, beside the one their CPU accounting implies (``accounted_contention``, the fit's
 prior), with the median ratio of its local[1] answers to the measured runtimes.  Last,
 what each setting changed alone adds to the defaults' runtime on local[1] and on local[2]
-(:func:`setting_costs`): AQE off adds as much on one slot as on two.  Writes
+(:func:`setting_costs`): AQE off adds as much on one slot as on two; and how the
+background, and the contention it implies, falls as the data grows over every local run
+(:func:`background_by_size`).  Writes
 bench/reports/slot_accounting.md; ``--json`` prints the figures as JSON.
 """
 
@@ -158,7 +160,52 @@ def fitted_contention(frame) -> dict:
     return result
 
 
-def _report(found, fitted, seconds, costs=None) -> str:
+def background_by_size(frame) -> dict:
+    """How the JVM's background falls as the data grows, over every finished local Spark
+    run with its CPU accounting (paired or not): per master and scale factor the runs,
+    the median runtime, the median background cores (process CPU less task CPU, per
+    second of runtime) and the contention they imply, ``log2(1 + background / 2)`` on
+    the 2 host cores, as ``accounted_contention`` takes it per run; then, over the
+    local[2] runs, the least-squares slope of that contention on the natural log of the
+    input bytes, and the background CPU seconds as a fixed part plus a share of the
+    tasks' CPU seconds (the share is the part that grows with the data)."""
+    import numpy as np
+
+    local = frame["instance_type"].astype(str).isin(PAIR) & frame["completed"].astype(bool)
+    runs = frame[local]
+    cpu, tasks, runtime, size = (runs[c].astype(float).to_numpy() for c in
+                                 ("cpu_time_s", "task_cpu_s", "runtime_s", "input_bytes"))
+    usable = np.isfinite(cpu) & np.isfinite(tasks) & (runtime > 0) & (size > 0)
+    runs, cpu, tasks, runtime, size = (runs[usable], cpu[usable], tasks[usable],
+                                       runtime[usable], size[usable])
+    background = np.maximum(cpu - tasks, 0.0) / runtime
+    implied = np.log2(1.0 + background / 2.0)
+    masters = runs["instance_type"].astype(str).to_numpy()
+    labels = runs["datasize"].astype(str).to_numpy()
+    table = {}
+    for master in PAIR:
+        for label in sorted(set(labels[masters == master]),
+                            key=lambda value: float(value.removeprefix("sf") or "nan")):
+            rows = (masters == master) & (labels == label)
+            table.setdefault(master, {})[label] = {
+                "runs": int(rows.sum()), "runtime_s": float(np.median(runtime[rows])),
+                "background_cores": float(np.median(background[rows])),
+                "implied_contention": float(np.median(implied[rows]))}
+    two = masters == PAIR[1]
+    slope = float(np.polyfit(np.log(size[two]), implied[two], 1)[0]) if two.sum() > 2 else None
+    fixed_s, share = (float(v) for v in np.polyfit(tasks[two], (cpu - tasks)[two], 1)[::-1]) \
+        if two.sum() > 2 else (None, None)
+    from jobgauge.models._stage import falling_contention_slope
+
+    model_slope = falling_contention_slope(frame[frame["completed"].astype(bool)],
+                                           frame.loc[frame["completed"].astype(bool),
+                                                     "runtime_s"].astype(float))
+    return {"by_size": table, "contention_slope_per_log_bytes": slope,
+            "model_slope_per_log_bytes": model_slope,
+            "background_fixed_s": fixed_s, "background_share_of_task_cpu": share}
+
+
+def _report(found, fitted, seconds, costs=None, falling=None) -> str:
     sizes = list(found)
     lines = ["# What a second slot buys on this machine: CPU accounting of local[1] and local[2]",
              "",
@@ -190,6 +237,30 @@ def _report(found, fitted, seconds, costs=None) -> str:
             lines.append(f"| {name} | {accounted} | {entry['contention']:.2f} | "
                          + " | ".join(f"{ratios[s]:.2f}" if s in ratios else "" for s in sizes)
                          + " |")
+    if falling:
+        lines += ["", "The background falls as the data grows, and with it the contention it "
+                  "implies (every finished local run with its CPU accounting, paired or not; "
+                  "medians):", "",
+                  "| master | scale factor | runs | runtime | background cores | implied "
+                  "contention |", "|---|---|---|---|---|---|"]
+        for master, sizes in falling["by_size"].items():
+            for size, entry in sizes.items():
+                lines.append(f"| {master} | {size} | {entry['runs']} | "
+                             f"{entry['runtime_s']:.2f} s | {entry['background_cores']:.2f} | "
+                             f"{entry['implied_contention']:.2f} |")
+        if falling["contention_slope_per_log_bytes"] is not None:
+            lines += ["", f"On local[2] the implied contention falls by "
+                      f"{-falling['contention_slope_per_log_bytes']:.3f} per e-fold of input "
+                      f"bytes (least squares over the runs); the background CPU is "
+                      f"{falling['background_fixed_s']:.2f} s plus "
+                      f"{falling['background_share_of_task_cpu']:.3f} x the tasks' CPU "
+                      f"seconds."]
+        if falling.get("model_slope_per_log_bytes") is not None:
+            lines += ["", f"The stage model's own accounting (`falling_contention_slope`, "
+                      f"which holds a slot alone to one core's speed, so a background above "
+                      f"one core implies less) gives "
+                      f"{falling['model_slope_per_log_bytes']:.3f} per e-fold: the slope "
+                      f"`StagePredictor(falling_contention=True)` trains with."]
     if costs:
         lines += ["", "What a setting changed alone adds to the defaults' runtime, on one slot "
                   "and on two (median over the queries measured with both; seconds, queries):",
@@ -223,11 +294,12 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     costs = setting_costs(frame)
+    falling = background_by_size(frame)
     (out / "slot_accounting.md").write_text(_report(found, fitted, time.perf_counter() - started,
-                                                    costs))
+                                                    costs, falling))
     if args.json:
         print(json.dumps({"per_scale_factor": found, "fitted": fitted,
-                          "setting_costs": costs}, indent=2))
+                          "setting_costs": costs, "background_by_size": falling}, indent=2))
     else:
         print((out / "slot_accounting.md").read_text())
     print(f"report: {out / 'slot_accounting.md'}", file=sys.stderr)

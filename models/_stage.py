@@ -42,7 +42,9 @@ another data size, with other settings and on other slots:
    protocol, train local[2] and predict that cluster, 21.3 % against 24.5 % with the
    executor's cores; learned per framework, ``contention`` for Spark and
    ``hadoop_contention`` for Hadoop's local runner, whose map tasks share the machine
-   differently); a stage's work takes ``1 + memory_cost x pressure`` longer, the
+   differently; with ``falling_contention`` a stage's data work takes a contention
+   that falls with the MiB one slot processes, :func:`_falling`); a stage's work takes
+   ``1 + memory_cost x pressure`` longer, the
    pressure being a task's data over its share of execution memory (heap x
    ``spark.memory.fraction`` / cores, at most 1): a small heap collects garbage more
    (in local mode the heap is ``spark.driver.memory``); the driver adds a fixed time
@@ -301,6 +303,60 @@ def accounted_contention(X, runtime_s) -> float | None:
     alone = np.minimum(1.0, host / (1.0 + background))
     shared = host / (host + background)
     return float(np.median(np.log(alone / shared) / np.log(host)))
+
+
+def falling_contention_slope(X, runtime_s) -> float | None:
+    """How the contention the CPU accounting implies (:func:`accounted_contention`, per
+    run) changes per e-fold of a local Spark run's input bytes: the least-squares slope
+    over the runs whose slots take every core of the host, never above 0; None without 3 such runs of different sizes.
+    The JVM's background (JIT compilation, planning, collecting the garbage) is partly a
+    fixed cost, so it takes a smaller share of a larger run (quiet corpus, local[2]:
+    background 1.50 cores at SF 0.1, 0.32 at SF 10; implied contention 0.81 and 0.22;
+    ``bench/slot_accounting.py``)."""
+    columns = ("cpu_time_s", "task_cpu_s", "host_cores", "input_bytes")
+    if any(c not in X.columns for c in columns):
+        return None
+    local = (_frameworks(X) == "spark") & \
+        X["instance_type"].astype(str).str.startswith("local[").to_numpy()
+    cpu, tasks, host, size = (X[c].astype(float).to_numpy() for c in columns)
+    runtime = np.asarray(runtime_s, dtype=float)
+    # runs whose slots take every core (local[2] on 2 cores): where the background and
+    # the tasks compete
+    slots = X["instance_type"].astype(str).str.extract(r"^local\[(\d+)\]$")[0] \
+        .astype(float).to_numpy()
+    usable = local & np.isfinite(cpu) & np.isfinite(tasks) & (host >= 2) & (slots >= host) & \
+        np.isfinite(runtime) & (runtime > 0) & np.isfinite(size) & (size > 0)
+    if usable.sum() < 3 or np.ptp(np.log(size[usable])) <= 0:
+        return None
+    background = np.maximum((cpu - tasks)[usable] / runtime[usable], 0.0)
+    host = host[usable]
+    implied = np.log(np.minimum(1.0, host / (1.0 + background))
+                     / (host / (host + background))) / np.log(host)
+    return min(float(np.polyfit(np.log(size[usable]), implied, 1)[0]), 0.0)
+
+
+def _falling(table, params):
+    """Per stage, the factor its data work takes from a contention that falls with the
+    data one slot processes (``falling_contention``): a stage whose slot holds ``m``
+    MiB runs at the contention ``level + slope x (log m - reference)``, within
+    [0, :data:`MAX_CONTENTION`], where the shared ``level`` holds for everything else.
+    The slope is never steeper than ``-0.5 / log cores``, so a slot's data term
+    (its share of the work times ``cores ** contention``) still grows with its share:
+    more data is never faster, more slots never slower.  1 where the slope is 0, for
+    MapReduce and for one core (``log_cores`` 0) and for a stage without data."""
+    slope = params.get("contention_slope", 0.0)
+    log_cores = table.get("log_cores")
+    if not slope or log_cores is None or not len(log_cores):
+        return 1.0
+    level = params.get("contention", 0.0)
+    mib = table["slot_mib"]
+    data = (mib > 0) & (log_cores > 0)
+    steepest = -0.5 / np.where(log_cores > 0, log_cores, 1.0)
+    with np.errstate(divide="ignore"):
+        offset = np.where(data, np.log(np.where(data, mib, 1.0))
+                          - params.get("contention_ref", 0.0), 0.0)
+    contention = np.clip(level + np.maximum(slope, steepest) * offset, 0.0, MAX_CONTENTION)
+    return np.exp(log_cores * np.where(data, contention - level, 0.0))
 
 
 def _host_cores(X, slots, cores):
@@ -815,6 +871,9 @@ class StagePredictor(RuntimeModel):
     ``corrector_beyond``: how the corrector's factor carries past the largest input it
     was learned at (:meth:`_applied_correction`): ``"factor"`` (as it is) or
     ``"seconds"`` (a slower-than-replayed factor adds the seconds it added there);
+    ``falling_contention``: the contention of a slot that shares its cores falls as the
+    data it processes grows, at the slope of the training runs' CPU accounting
+    (:func:`falling_contention_slope`, :func:`_falling`), else one contention for all;
     ``broadcast_size_factor``: Spark's size estimate of a broadcast side over the bytes
     its scan counted, which decides where a broadcast join becomes a shuffle join
     (:data:`BROADCAST_SIZE_FACTOR`); ``broadcast_file_share``: the same over the bytes
@@ -841,6 +900,7 @@ class StagePredictor(RuntimeModel):
         "max_iterations": [Interval(int, 1, None)],
         "residual_corrector": [None, Options({"gbm"})],
         "corrector_beyond": [Options({"factor", "seconds"})],
+        "falling_contention": [Boolean()],
         "broadcast_size_factor": [Interval(float, 0.0, None, closed="neither")],
         "broadcast_file_share": [Interval(float, 0.0, None, closed="neither")],
     }
@@ -848,7 +908,7 @@ class StagePredictor(RuntimeModel):
     def __init__(self, *, overhead_prior_s=0.01, speed_regularization=1.0,
                  work_regularization=1.0, fixed_regularization=1.0, learn_work_exponents=True,
                  max_iterations=200, residual_corrector="gbm", corrector_beyond="seconds",
-                 broadcast_size_factor=BROADCAST_SIZE_FACTOR,
+                 falling_contention=False, broadcast_size_factor=BROADCAST_SIZE_FACTOR,
                  broadcast_file_share=BROADCAST_FILE_SHARE, random_state=0,
                  calibration_size=0.2):
         store_params(self, locals())
@@ -862,6 +922,7 @@ class StagePredictor(RuntimeModel):
                              "work exponents); retrain it with 'jobgauge train'")
         state.setdefault("residual_corrector", None)     # saved before the corrector existed
         state.setdefault("corrector_beyond", "factor")   # saved before it was a parameter
+        state.setdefault("falling_contention", False)
         state.setdefault("fixed_regularization", None)   # saved before per-job fixed shares
         state.setdefault("fixed_shares_", {})
         state.setdefault("sized_profiles_", {})       # saved before a job kept several
@@ -1181,7 +1242,11 @@ class StagePredictor(RuntimeModel):
                              "pressure", "run_s", "profiled_tasks", "fixed_slot",
                              "log_ratio", "work_kind", "tasks", "stage_id", "switched",
                              "probe", "relief_rank")}
-        table.update(row=np.array(owners), kind=[stage["kind"] for stage in stages])
+        table.update(row=np.array(owners), kind=[stage["kind"] for stage in stages],
+                     # the cores one slot shares its machine with (0: MapReduce, one core)
+                     log_cores=np.array([0.0 if rows[i]["framework"] == "hadoop" else
+                                         math.log(max(rows[i]["cores"], 1.0))
+                                         for i in owners], dtype=float))
         return table
 
     def _target_stages(self, row):
@@ -1413,14 +1478,15 @@ class StagePredictor(RuntimeModel):
         share = params["fixed_share"] if fixed is None else fixed
         work_rate = params["work_rate"] * np.where(
             table["switched"] > 0, params.get("join_share", SHUFFLE_JOIN_WORK_SHARE), 1.0)
+        falling = _falling(table, params)
         seconds = (params["task_overhead_s"] * table["waves"]
                    + (work_rate * (
                        share * table["fixed_slot"]
-                       + (1.0 - share) * table["slot_work"]
+                       + (1.0 - share) * table["slot_work"] * falling
                        * np.maximum(table["run_s"] - params["task_overhead_s"]
                                     * table["profiled_tasks"], MIN_DATA_SHARE * table["run_s"])
                        * np.exp(exponents[table["work_kind"]] * table["log_ratio"]))
-                      + rates[table["group"]] * table["slot_mib"]
+                      + rates[table["group"]] * table["slot_mib"] * falling
                       + params.get("block_s", 0.0) * table["slot_blocks"])
                    * (1.0 + params.get("memory_cost", 0.0) * table["pressure"]) / speed)
         return StagePredictor._relieved(table, seconds, params.get("probe_relief", 0.0))
@@ -2286,6 +2352,7 @@ class StagePredictor(RuntimeModel):
             params["fixed_share"] = theta[at_share]
             params["block_s"] = math.exp(theta[at_block])
             params["contention"] = theta[at_contention]
+            params.update(falling)
             params["hadoop_contention"] = theta[at_contention + 1]
             params["memory_cost"] = theta[at_memory]
             params["join_share"] = theta[at_join]
@@ -2303,6 +2370,21 @@ class StagePredictor(RuntimeModel):
             X[done], np.exp(np.asarray(log_y, dtype=float)[done]))
         contention_pull, contention_prior = (0.0, 0.0) if self.contention_prior_ is None \
             else (CONTENTION_PRIOR_WEIGHT, min(self.contention_prior_, MAX_CONTENTION))
+        # a contention that falls with a slot's data (``falling_contention``): its slope
+        # from the CPU accounting, the learned level holding at the typical stage's data
+        # (the median log MiB per slot of the stages sharing cores, by profiled time)
+        falling = {"contention_slope": 0.0, "contention_ref": 0.0}
+        shared = (table["log_cores"] > 0) & (table["slot_mib"] > 0) if len(table["row"]) \
+            else np.zeros(0, dtype=bool)
+        if self.falling_contention and shared.any():
+            slope = falling_contention_slope(X[done],
+                                             np.exp(np.asarray(log_y, dtype=float)[done]))
+            if slope:
+                order = np.argsort(np.log(table["slot_mib"][shared]))
+                weights = np.cumsum(table["run_s"][shared][order])
+                middle = order[min(np.searchsorted(weights, weights[-1] / 2), len(order) - 1)]
+                falling = {"contention_slope": slope,
+                           "contention_ref": float(np.log(table["slot_mib"][shared][middle]))}
 
         def residuals(theta):
             params, rates, offsets, work, exponents, shares = unpack(theta)

@@ -506,6 +506,57 @@ def quiet_two_sizes():
     return attach_reference_profiles(read_run_tables(runs), read_profile_records(profiles))
 
 
+def test_a_contention_falling_with_the_data_keeps_every_answer_plausible(quiet_two_sizes):
+    """With ``falling_contention`` the contention of a slot sharing its cores falls as
+    the data it processes grows, at the slope the runs' CPU accounting shows (the JVM's
+    background is partly a fixed cost): so a second slot buys more at larger sizes, as
+    measured (local[1] / local[2]: 1.18 at SF 1, 1.44 at SF 3, 1.65 at SF 10), where the
+    shared contention kept that ratio nearly flat.  Still more data is never faster,
+    more nodes never slower; a model saved before the parameter loads with it off."""
+    import pickle
+
+    from jobgauge.job import Cluster, Job, jobs_frame
+
+    falling = make_model("stage", falling_contention=True).fit(quiet_two_sizes)
+    shared = make_model("stage").fit(quiet_two_sizes)
+    assert falling.params_["contention_slope"] < 0
+    assert shared.params_.get("contention_slope", 0.0) == 0.0
+    sizes = ("sf1", "sf10", "sf100", "sf1000")
+    queries = sorted(set(quiet_two_sizes["workload"].astype(str)))
+
+    def ratios(model):     # local[1] over local[2], per query, at each size
+        out = []
+        for size in sizes:
+            jobs = [Job(q, size, Cluster.local_mode(master, {}), {}) for q in queries
+                    for master in ("local[1]", "local[2]")]
+            answers = model.predict(jobs_frame(jobs)).reshape(-1, 2)
+            out.append(answers[:, 0] / answers[:, 1])
+        return np.array(out)
+
+    grown, flat = ratios(falling), ratios(shared)
+    print("median local[1] / local[2] at", sizes, np.median(grown, axis=1).round(2),
+          "shared contention", np.median(flat, axis=1).round(2))
+    assert np.median(grown[-1] - grown[0]) > np.median(flat[-1] - flat[0]) + 0.03
+    rows = quiet_two_sizes.drop_duplicates(["workload", "config_json"]).reset_index(drop=True)
+    previous = None
+    for k in (1, 10, 100, 1000):
+        answers = falling.predict(rows.assign(input_bytes=rows["input_bytes"] * k,
+                                              datasize=""))
+        assert np.isfinite(answers).all() and (answers > 0).all()
+        if previous is not None:
+            assert (answers >= previous * (1 - 1e-9)).all()
+        previous = answers
+    for query in queries:
+        answers = falling.predict(jobs_frame([Job(query, "sf100", Cluster.from_catalog(
+            "m5.xlarge", count)) for count in (1, 2, 4, 8, 16)]))
+        assert (np.diff(answers) <= 1e-9 * answers[:-1]).all(), query
+    state = falling.__getstate__()
+    state.pop("falling_contention")
+    old = StagePredictor.__new__(StagePredictor)
+    old.__setstate__(pickle.loads(pickle.dumps(state)))
+    assert old.falling_contention is False
+
+
 def test_intervals_widen_with_the_distance_beyond_the_measured_sizes(quiet_two_sizes):
     """Fit holds out each job's largest size, predicts it from the smaller ones and keeps
     the error per unit of log distance (``scale_residuals_``); an answer asked further
