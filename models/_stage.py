@@ -287,52 +287,55 @@ def accounted_contention(X, runtime_s) -> float | None:
     ``log H``: ``log2(1 + b / 2)`` on 2 cores.  The median over the finished runs in local
     mode (``local[N]``, one JVM) with ``cpu_time_s``, ``task_cpu_s`` and at least 2
     ``host_cores``."""
+    implied, _ = _run_contentions(X, runtime_s)
+    return None if implied is None else float(np.median(implied))
+
+
+def _run_contentions(X, runtime_s, *, every_core=False):
+    """(contentions, usable): the contention each usable run's CPU accounting implies
+    (:func:`accounted_contention`) and which rows of ``X`` those runs are (local
+    Spark runs with ``cpu_time_s``, ``task_cpu_s`` and at least 2
+    ``host_cores``; ``every_core``: only those whose slots take every core, local[2] on
+    2 cores, and with their ``input_bytes``); (None, None) without any."""
     columns = ("cpu_time_s", "task_cpu_s", "host_cores")
-    if any(c not in X.columns for c in columns):
-        return None
+    if any(c not in X.columns for c in columns) or \
+            (every_core and "input_bytes" not in X.columns):
+        return None, None
     local = (_frameworks(X) == "spark") & \
         X["instance_type"].astype(str).str.startswith("local[").to_numpy()
     cpu, tasks, host = (X[c].astype(float).to_numpy() for c in columns)
     runtime = np.asarray(runtime_s, dtype=float)
     usable = local & np.isfinite(cpu) & np.isfinite(tasks) & (host >= 2) & \
         np.isfinite(runtime) & (runtime > 0)
+    if every_core:
+        slots = X["instance_type"].astype(str).str.extract(r"^local\[(\d+)\]$")[0] \
+            .astype(float).to_numpy()
+        size = X["input_bytes"].astype(float).to_numpy()
+        usable &= (slots >= host) & np.isfinite(size) & (size > 0)
     if not usable.any():
-        return None
+        return None, None
     background = np.maximum((cpu - tasks)[usable] / runtime[usable], 0.0)
     host = host[usable]
     alone = np.minimum(1.0, host / (1.0 + background))
     shared = host / (host + background)
-    return float(np.median(np.log(alone / shared) / np.log(host)))
+    return np.log(alone / shared) / np.log(host), usable
 
 
 def falling_contention_slope(X, runtime_s) -> float | None:
     """How the contention the CPU accounting implies (:func:`accounted_contention`, per
     run) changes per e-fold of a local Spark run's input bytes: the least-squares slope
-    over the runs whose slots take every core of the host, never above 0; None without 3 such runs of different sizes.
-    The JVM's background (JIT compilation, planning, collecting the garbage) is partly a
+    over the runs whose slots take every core of the host (where the background and the
+    tasks compete), never above 0; None without 3 such runs of different sizes.  The
+    JVM's background (JIT compilation, planning, collecting the garbage) is partly a
     fixed cost, so it takes a smaller share of a larger run (quiet corpus, local[2]:
-    background 1.50 cores at SF 0.1, 0.32 at SF 10; implied contention 0.81 and 0.22;
-    ``bench/slot_accounting.py``)."""
-    columns = ("cpu_time_s", "task_cpu_s", "host_cores", "input_bytes")
-    if any(c not in X.columns for c in columns):
+    background 1.50 cores at SF 0.1, 0.32 at SF 10; ``bench/slot_accounting.py``)."""
+    implied, usable = _run_contentions(X, runtime_s, every_core=True)
+    if implied is None or len(implied) < 3:
         return None
-    local = (_frameworks(X) == "spark") & \
-        X["instance_type"].astype(str).str.startswith("local[").to_numpy()
-    cpu, tasks, host, size = (X[c].astype(float).to_numpy() for c in columns)
-    runtime = np.asarray(runtime_s, dtype=float)
-    # runs whose slots take every core (local[2] on 2 cores): where the background and
-    # the tasks compete
-    slots = X["instance_type"].astype(str).str.extract(r"^local\[(\d+)\]$")[0] \
-        .astype(float).to_numpy()
-    usable = local & np.isfinite(cpu) & np.isfinite(tasks) & (host >= 2) & (slots >= host) & \
-        np.isfinite(runtime) & (runtime > 0) & np.isfinite(size) & (size > 0)
-    if usable.sum() < 3 or np.ptp(np.log(size[usable])) <= 0:
+    size = np.log(X["input_bytes"].astype(float).to_numpy()[usable])
+    if np.ptp(size) <= 0:
         return None
-    background = np.maximum((cpu - tasks)[usable] / runtime[usable], 0.0)
-    host = host[usable]
-    implied = np.log(np.minimum(1.0, host / (1.0 + background))
-                     / (host / (host + background))) / np.log(host)
-    return min(float(np.polyfit(np.log(size[usable]), implied, 1)[0]), 0.0)
+    return min(float(np.polyfit(size, implied, 1)[0]), 0.0)
 
 
 def _falling(table, params):
@@ -2374,8 +2377,7 @@ class StagePredictor(RuntimeModel):
         # from the CPU accounting, the learned level holding at the typical stage's data
         # (the median log MiB per slot of the stages sharing cores, by profiled time)
         falling = {"contention_slope": 0.0, "contention_ref": 0.0}
-        shared = (table["log_cores"] > 0) & (table["slot_mib"] > 0) if len(table["row"]) \
-            else np.zeros(0, dtype=bool)
+        shared = (table["log_cores"] > 0) & (table["slot_mib"] > 0)
         if self.falling_contention and shared.any():
             slope = falling_contention_slope(X[done],
                                              np.exp(np.asarray(log_y, dtype=float)[done]))
