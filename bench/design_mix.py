@@ -12,13 +12,19 @@ Two designs measured the same TPC-H configurations at SF 1 and SF 3 on this mach
   same design with 8 warm-ups of the query, measured alone (repeat noise 8.9 and 6.8 %
   against 11.9 and 10.6 %).
 
+SF 10 was measured both ways too: ``tpch-sf10`` (``data/runs``) and ``tpch-sf10-v5``
+(``data/recollect/runs``, the same configurations, Spark's defaults first; it may hold
+only part of its plan, ``bench/plans/tpch-sf10-v5.toml``).
+
 For each SF 1 table the model is fitted on protocol (e)'s training
 side (``models.evaluation.protocol_folds(frame, "scaleup")``: the quiet runs at
 SF <= 1 and every workload's reference run), with the other quiet tables of
-``data/runs`` as shipped, and asked every run of both SF 3 tables and of ``tpch-sf10``
-(the old design: 3 warm-ups).  Each cell is the MdAPE over the finished runs and the
-median log bias (log of predicted over measured); per configuration, the bias at SF 3,
-and what the configuration measured against Spark's defaults in each table.  Each model
+``data/runs`` as shipped, and asked every run of both SF 3 tables and of both SF 10
+tables.  Each cell is the MdAPE over the finished runs and the median log bias (log of
+predicted over measured); an SF 10 table is scored on all its runs and on the
+queries and configurations both SF 10 tables hold ("shared"), so that a partly
+measured table is compared on like runs.  Per configuration, the bias at SF 3, and what the configuration
+measured against Spark's defaults in each table.  Each model
 (``--models``: specs as ``bench/evaluate.py`` takes them; by default the stage model as
 shipped and with ``corrector_beyond="factor"``) is fitted twice; about 90 seconds a model
 alone on the machine.  Prints Markdown and
@@ -37,23 +43,28 @@ from _report import report_main  # noqa: E402  (bench/_report.py)
 
 #: SF 1 and SF 3 tables of each design: (folder under the repository, table name).
 DESIGNS = {"one application, 3 warm-ups": {"sf1": ("data", "tpch-sf1"),
-                                           "sf3": ("data", "tpch-sf3")},
+                                           "sf3": ("data", "tpch-sf3"),
+                                           "sf10": ("data", "tpch-sf10")},
            "v5: 8 warm-ups, alone": {"sf1": ("data/recollect", "tpch-sf1-v5"),
-                                     "sf3": ("data/recollect", "tpch-sf3-v5")}}
+                                     "sf3": ("data/recollect", "tpch-sf3-v5"),
+                                     "sf10": ("data/recollect", "tpch-sf10-v5")}}
+#: Both designs' SF 10 tables: in every folder, scored, never learned from.
+SF10 = tuple(design["sf10"] for design in DESIGNS.values())
 #: The shipped TPC-H tables a design's pair replaces.
 REPLACED = ("tpch-sf1", "tpch-sf3")
 
 
 def _folder(root: Path, sf1, sf3) -> Path:
     """A quiet-corpus folder of links: ``data/runs`` and ``data/profiles`` as shipped,
-    with :data:`REPLACED` swapped for the tables ``sf1`` and ``sf3``."""
+    with :data:`REPLACED` swapped for the tables ``sf1`` and ``sf3``, and both SF 10
+    tables (:data:`SF10`)."""
     out = root / f"{sf1[1]}+{sf3[1]}"
     for kind in ("runs", "profiles"):
         (out / kind).mkdir(parents=True)
         for path in sorted((REPO / "data" / kind).iterdir()):
-            if path.name.split(".")[0] not in REPLACED:
+            if path.name.split(".")[0] not in REPLACED + tuple(name for _, name in SF10):
                 (out / kind / path.name).symlink_to(path)
-        for base, name in (sf1, sf3):
+        for base, name in (sf1, sf3) + SF10:
             for path in sorted((REPO / base / kind).glob(f"{name}.*")):
                 (out / kind / path.name).symlink_to(path)
     return out
@@ -82,6 +93,26 @@ def _scores(frame, predicted) -> dict:
     return {"runs": int(done.sum()),
             "mdape": round(metrics(measured, predicted[done])["mdape"], 4),
             "bias": round(float(np.median(np.log(predicted[done] / measured))), 4)}
+
+
+def _sf10_cells(asked, predicted, plans, cell: dict) -> list:
+    """``cell`` scored on each SF 10 table (:data:`SF10`) that holds runs: on all of them,
+    then on the queries and configurations every one of those tables holds
+    (``shared``)."""
+    import numpy as np
+
+    tables = [name for _, name in SF10 if (plans == name).any()]
+    pairs = (asked["workload"].astype(str) + " " + asked["config_json"].astype(str)).to_numpy()
+    shared = set.intersection(*(set(pairs[plans == name]) for name in tables)) \
+        if tables else set()
+    cells = []
+    for name in tables:
+        for label, at in ((name, plans == name),
+                          (f"{name} (shared)", (plans == name) & np.isin(pairs, list(shared)))):
+            if label.endswith("(shared)") and at.sum() == (plans == name).sum():
+                continue            # the same runs as the line above
+            cells.append({**cell, "scored": label, **_scores(asked[at], predicted[at])})
+    return cells
 
 
 def _effects(frame, table: str) -> dict:
@@ -129,18 +160,20 @@ def figures(args) -> dict:
                     if model is None:
                         model = model_from_spec(spec, random_state=0).fit(
                             frame.iloc[train].reset_index(drop=True))
-                    for table in (design["sf1"][1], other["sf3"][1]):
+                    for table in (design["sf1"][1], other["sf3"][1]) + tuple(
+                            name for _, name in SF10):
                         if table not in effects:
                             effects[table] = _effects(frame, table)
                     asked = frame.iloc[test].reset_index(drop=True)
                     predicted = model.predict(asked)
                     plans = asked["run_id"].astype(str).str.split(":").str[0].to_numpy()
-                    for table in (other["sf3"][1], "tpch-sf10"):
-                        if table == "tpch-sf10" and scored != trained:
-                            continue        # the same table on both sides: once
-                        at = plans == table
-                        cells.append({"model": spec, "trained": trained, "scored": table,
-                                      **_scores(asked[at], predicted[at])})
+                    at = plans == other["sf3"][1]
+                    cells.append({"model": spec, "trained": trained,
+                                  "scored": other["sf3"][1],
+                                  **_scores(asked[at], predicted[at])})
+                    if scored == trained:   # the SF 10 tables are in both folders: once
+                        cells += _sf10_cells(asked, predicted, plans,
+                                             {"model": spec, "trained": trained})
                     at = plans == other["sf3"][1]
                     for config in sorted(set(asked["config_json"][at])):
                         pick = at & (asked["config_json"] == config).to_numpy()
@@ -155,7 +188,8 @@ def markdown(found: dict, seconds: float) -> str:
              f"Generated by `bench/design_mix.py` in {seconds:.0f} s. Reproduce with "
              "`nice -n 10 .venv/bin/python bench/design_mix.py`. The stage model fitted on "
              "protocol (e)'s training side with each SF 1 table, scored at SF 3 on each "
-             "design's table and at SF 10 on `tpch-sf10`: MdAPE over the finished runs, "
+             "design's table and at SF 10 on both designs' tables (\"shared\": the "
+             "queries and configurations both SF 10 tables hold): MdAPE over the finished runs, "
              "and the median log bias.", "",
              "| model | SF 1 table learned from | scored on | runs | MdAPE | bias |",
              "|---|---|---|---|---|---|"]

@@ -310,8 +310,28 @@ def test_design_mix_swaps_the_sf1_table_and_reads_what_each_setting_measured(qui
     v5 = bench.DESIGNS["v5: 8 warm-ups, alone"]
     folder = bench._folder(tmp_path, v5["sf1"], v5["sf3"])
     runs = {path.name for path in (folder / "runs").iterdir()}
-    assert {"tpch-sf1-v5.csv.gz", "tpch-sf3-v5.csv.gz", "tpch-sf10.csv.gz"} <= runs
+    assert {"tpch-sf1-v5.csv.gz", "tpch-sf3-v5.csv.gz", "tpch-sf10.csv.gz",
+            "tpch-sf10-v5.csv.gz"} <= runs
     assert not {"tpch-sf1.csv.gz", "tpch-sf3.csv.gz"} & runs
+    # Both SF 10 tables scored on all their runs and on the (query, configuration) pairs
+    # both hold: answers 10 % above the measured times score 10 %.
+    import pandas as pd
+
+    asked = pd.concat([pd.read_csv(folder / "runs" / f"{name}.csv.gz")
+                       for _, name in bench.SF10], ignore_index=True)
+    plans = asked["run_id"].astype(str).str.split(":").str[0].to_numpy()
+    cells = {c["scored"]: c for c in bench._sf10_cells(
+        asked, asked["runtime_s"].to_numpy() * 1.1, plans, {"model": "m"})}
+    assert set(cells) >= {"tpch-sf10", "tpch-sf10-v5"}
+    assert cells["tpch-sf10"]["mdape"] == pytest.approx(0.1)
+    pairs = set(zip(asked["workload"][plans == "tpch-sf10-v5"],
+                    asked["config_json"][plans == "tpch-sf10-v5"]))
+    shared = sum((w, c) in pairs for w, c in zip(asked["workload"][plans == "tpch-sf10"],
+                                                  asked["config_json"][plans == "tpch-sf10"]))
+    if "tpch-sf10 (shared)" in cells:
+        assert cells["tpch-sf10 (shared)"]["runs"] == shared < cells["tpch-sf10"]["runs"]
+    else:       # the v5 table holds every pair of tpch-sf10
+        assert shared == cells["tpch-sf10"]["runs"]
     effects = bench._effects(quiet, "tpch-sf1")
     assert "defaults" not in effects and len(effects) == 18
     assert effects["enabled=false"] == pytest.approx(0.654, abs=1e-3)
