@@ -23,8 +23,8 @@ SF <= 1 and every workload's reference run), with the other quiet tables of
 tables.  Each cell is the MdAPE over the finished runs and the median log bias (log of
 predicted over measured); an SF 10 table is scored on all its runs and on the
 queries and configurations both SF 10 tables hold ("shared"), so that a partly
-measured table is compared on like runs.  Per configuration, the bias at SF 3, and what the configuration
-measured against Spark's defaults in each table.  Each model
+measured table is compared on like runs.  Per configuration, the bias at SF 3, and what
+the configuration measured against Spark's defaults in each table.  Each model
 (``--models``: specs as ``bench/evaluate.py`` takes them; by default the stage model as
 shipped and with ``corrector_beyond="factor"``) is fitted twice; about 90 seconds a model
 alone on the machine.  Prints Markdown and
@@ -174,7 +174,6 @@ def figures(args) -> dict:
                     if scored == trained:   # the SF 10 tables are in both folders: once
                         cells += _sf10_cells(asked, predicted, plans,
                                              {"model": spec, "trained": trained})
-                    at = plans == other["sf3"][1]
                     for config in sorted(set(asked["config_json"][at])):
                         pick = at & (asked["config_json"] == config).to_numpy()
                         per_configuration.setdefault(_label(config), {})[
