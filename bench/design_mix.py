@@ -50,6 +50,7 @@ DESIGNS = {"one application, 3 warm-ups": {"sf1": ("data", "tpch-sf1"),
                                      "sf10": ("data/recollect", "tpch-sf10-v5")}}
 #: Both designs' SF 10 tables: in every folder, scored, never learned from.
 SF10 = tuple(design["sf10"] for design in DESIGNS.values())
+SF10_NAMES = tuple(name for _, name in SF10)
 #: The shipped TPC-H tables a design's pair replaces.
 REPLACED = ("tpch-sf1", "tpch-sf3")
 
@@ -62,7 +63,7 @@ def _folder(root: Path, sf1, sf3) -> Path:
     for kind in ("runs", "profiles"):
         (out / kind).mkdir(parents=True)
         for path in sorted((REPO / "data" / kind).iterdir()):
-            if path.name.split(".")[0] not in REPLACED + tuple(name for _, name in SF10):
+            if path.name.split(".")[0] not in REPLACED + SF10_NAMES:
                 (out / kind / path.name).symlink_to(path)
         for base, name in (sf1, sf3) + SF10:
             for path in sorted((REPO / base / kind).glob(f"{name}.*")):
@@ -101,7 +102,7 @@ def _sf10_cells(asked, predicted, plans, cell: dict) -> list:
     (``shared``)."""
     import numpy as np
 
-    tables = [name for _, name in SF10 if (plans == name).any()]
+    tables = [name for name in SF10_NAMES if (plans == name).any()]
     pairs = (asked["workload"].astype(str) + " " + asked["config_json"].astype(str)).to_numpy()
     shared = set.intersection(*(set(pairs[plans == name]) for name in tables)) \
         if tables else set()
@@ -160,8 +161,7 @@ def figures(args) -> dict:
                     if model is None:
                         model = model_from_spec(spec, random_state=0).fit(
                             frame.iloc[train].reset_index(drop=True))
-                    for table in (design["sf1"][1], other["sf3"][1]) + tuple(
-                            name for _, name in SF10):
+                    for table in (design["sf1"][1], other["sf3"][1]) + SF10_NAMES:
                         if table not in effects:
                             effects[table] = _effects(frame, table)
                     asked = frame.iloc[test].reset_index(drop=True)

@@ -318,7 +318,7 @@ def test_design_mix_swaps_the_sf1_table_and_reads_what_each_setting_measured(qui
     import pandas as pd
 
     asked = pd.concat([pd.read_csv(folder / "runs" / f"{name}.csv.gz")
-                       for _, name in bench.SF10], ignore_index=True)
+                       for name in bench.SF10_NAMES], ignore_index=True)
     plans = asked["run_id"].astype(str).str.split(":").str[0].to_numpy()
     cells = {c["scored"]: c for c in bench._sf10_cells(
         asked, asked["runtime_s"].to_numpy() * 1.1, plans, {"model": "m"})}
