@@ -401,6 +401,23 @@ def test_instance_types_may_be_a_comma_list_in_the_form():
     assert request.instance_types == ["local[1]", "m5.xlarge"]
 
 
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_json_boolean_sets_the_adaptive_knob_as_its_text_does(flag):
+    as_bool = parse_estimate({"workload": "tpch-q1", "adaptive": flag}, strict=True,
+                             known_workloads=WORKLOADS, catalog_names=CATALOG)
+    as_text = parse_estimate({"workload": "tpch-q1", "adaptive": str(flag).lower()},
+                             strict=True, known_workloads=WORKLOADS, catalog_names=CATALOG)
+    assert as_bool.config == as_text.config == {
+        "spark.sql.adaptive.enabled": str(flag).lower()}
+
+
+def test_a_json_boolean_for_a_number_knob_is_refused_by_its_field(client):
+    response = client.post("/api/v1/estimate",
+                           json={"workload": "tpch-q1", "shuffle_partitions": True})
+    assert response.status_code == 400, response.get_json()
+    assert response.get_json()["detail"] == {"field": "shuffle_partitions"}
+
+
 # ------------------------------------------------------------------ running applications
 
 def test_remaining_from_a_real_event_log(client, corpus_dir):

@@ -110,6 +110,15 @@ def _text(data, name) -> str:
     return str(value).strip()
 
 
+def _knob_text(data, name) -> str:
+    """A form field that sets a knob, as text: a JSON boolean is that knob value
+    ("true"/"false"), as in ``config`` and in a run record; anything else as ``_text``."""
+    value = data.get(name)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return _text(data, name)
+
+
 def _number(data, name, *, minimum=None, strictly=False, maximum=None, integer=False,
             unit="", default=None):
     text = _text(data, name)
@@ -226,18 +235,18 @@ def _config(data: dict) -> dict:
                 except UsageError as exc:
                     raise InvalidField("config", str(exc)) from None
             config[str(key)] = text
-    partitions = _text(data, "shuffle_partitions")
+    partitions = _knob_text(data, "shuffle_partitions")
     if partitions:
         config[KNOB_FIELDS["shuffle_partitions"]] = str(_knob_field("shuffle_partitions",
                                                                     partitions))
-    adaptive = (_text(data, "adaptive") or "default").lower()
+    adaptive = (_knob_text(data, "adaptive") or "default").lower()
     if adaptive not in AQE_CHOICES:
         raise InvalidField("adaptive", f"must be one of {', '.join(AQE_CHOICES)}; "
                                        f"got {adaptive[:40]!r}")
     if adaptive != "default":
         config[KNOB_FIELDS["adaptive"]] = knobs.format_value(
             KNOB_FIELDS["adaptive"], _knob_field("adaptive", adaptive))
-    threshold = _text(data, "broadcast_threshold")
+    threshold = _knob_text(data, "broadcast_threshold")
     if threshold:
         config[KNOB_FIELDS["broadcast_threshold"]] = str(_knob_field("broadcast_threshold",
                                                                      threshold))
@@ -297,7 +306,8 @@ def parse_estimate(data, *, known_workloads, catalog_names, max_query_chars=100_
     ``instance_types`` (list, default ``local[2]``), ``nodes_min``/``nodes_max``
     (node counts of cloud types, default 1..8), ``deadline_s``,
     ``budget_usd``, the knobs ``shuffle_partitions``, ``adaptive``
-    (default/true/false), ``broadcast_threshold`` (bytes, ``10m``, or -1),
+    (default/true/false, or a JSON boolean), ``broadcast_threshold`` (bytes, ``10m``,
+    or -1),
     and ``config`` (an object of any other ``spark.*`` settings).
     ``strict`` (the JSON API) rejects fields it does not know.
     """
