@@ -306,9 +306,8 @@ def parse_estimate(data, *, known_workloads, catalog_names, max_query_chars=100_
     ``instance_types`` (list, default ``local[2]``), ``nodes_min``/``nodes_max``
     (node counts of cloud types, default 1..8), ``deadline_s``,
     ``budget_usd``, the knobs ``shuffle_partitions``, ``adaptive``
-    (default/true/false, or a JSON boolean), ``broadcast_threshold`` (bytes, ``10m``,
-    or -1),
-    and ``config`` (an object of any other ``spark.*`` settings).
+    (default/true/false, or a JSON boolean), ``broadcast_threshold`` (bytes,
+    ``10m``, or -1), and ``config`` (an object of any other ``spark.*`` settings).
     ``strict`` (the JSON API) rejects fields it does not know.
     """
     if not isinstance(data, dict):
