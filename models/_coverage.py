@@ -230,13 +230,15 @@ class MeasuredRange:
     the range of all runs (for a workload never measured); ``instance_types``:
     instance type -> (fewest, most) nodes measured on it; ``failures``: configuration
     at a size (:func:`_sized_configurations`) -> (failed runs, runs) of those with a
-    failed run.
+    failed run; ``configuration_runs``: the same key -> runs, for every configuration
+    (how many runs a failure in the store is one more of: :meth:`with_runs`).
     """
 
     workloads: dict = field(default_factory=dict)
     everything: WorkloadRange = field(default_factory=WorkloadRange)
     instance_types: dict = field(default_factory=dict)
     failures: dict = field(default_factory=dict)
+    configuration_runs: dict = field(default_factory=dict)
 
     @classmethod
     def from_frame(cls, frame) -> "MeasuredRange":
@@ -259,12 +261,22 @@ class MeasuredRange:
         return cls(workloads=workloads, everything=WorkloadRange.from_frame(frame),
                    instance_types={str(t): (float(r["min"]), float(r["max"]))
                                    for t, r in nodes.iterrows()},
-                   failures={key: counts for key, counts in tally.items() if counts[0]})
+                   failures={key: counts for key, counts in tally.items() if counts[0]},
+                   configuration_runs={key: counts[1] for key, counts in tally.items()})
 
-    def with_runs(self, frame) -> "MeasuredRange":
+    def with_runs(self, frame, failed=None) -> "MeasuredRange":
         """This record with the runs of ``frame`` measured too (a job's own runs in the
         store that the model has not learned from yet, but that its answers are
-        calibrated to: ``models._default.job_runs``)."""
+        calibrated to: ``models._default.job_runs``), and the runs of ``failed`` (its
+        runs in the store that failed with an error, which no model learns from:
+        ``models._default.job_failures``) counted in :meth:`failure_notes`.  A failed
+        configuration's runs are then the larger of the training runs and ``frame``'s
+        runs of it (the store's runs may be among the training runs), plus the failed."""
+        if failed is not None and len(failed):   # (an older pickle lacks the tallies)
+            self = MeasuredRange(workloads=self.workloads, everything=self.everything,
+                                 instance_types=self.instance_types,
+                                 failures=self._failures_with(frame, failed),
+                                 configuration_runs=getattr(self, "configuration_runs", {}))
         if frame is None or not len(frame):
             return self
         more = MeasuredRange.from_frame(frame)
@@ -277,7 +289,27 @@ class MeasuredRange:
             types[name] = (min(known[0], fewest), max(known[1], most))
         return MeasuredRange(workloads=workloads,
                              everything=self.everything.combined(more.everything),
-                             instance_types=types, failures=self.failures)
+                             instance_types=types, failures=getattr(self, "failures", {}),
+                             configuration_runs=getattr(self, "configuration_runs", {}))
+
+    def _failures_with(self, frame, failed) -> dict:
+        """:attr:`failures` with the configurations of ``failed`` tallied as failed runs
+        (see :meth:`with_runs`)."""
+        failures = dict(getattr(self, "failures", None) or {})   # none in older pickles
+        finished: dict = {}
+        if frame is not None and len(frame):
+            for key in _sized_configurations(frame):
+                finished[key] = finished.get(key, 0) + 1
+        extra: dict = {}
+        for key in _sized_configurations(failed):
+            if key is not None:
+                extra[key] = extra.get(key, 0) + 1
+        trained = getattr(self, "configuration_runs", None) or {}   # none in older pickles
+        for key, count in extra.items():
+            known_failed, known_runs = failures.get(key, (0, trained.get(key, 0)))
+            runs = max(known_runs, known_failed + finished.get(key, 0))
+            failures[key] = (known_failed + count, runs + count)
+        return failures
 
     def workload_names(self) -> list[str]:
         """The measured workloads, sorted."""

@@ -315,6 +315,22 @@ def job_runs(store, job):
     return own.reset_index(drop=True)
 
 
+def job_failures(store, job):
+    """The job key's runs in the store that failed with an error (status ``failed``:
+    out of memory, a lost executor), newest :data:`HISTORY_RUNS`: no model learns from
+    them (:func:`store_run_frame` leaves them out), so ``models.predict_frame`` counts
+    them in its failure notes (``own_failures``): a configuration that failed on the
+    user's cluster is said to have failed, and the tuner never recommends it as the best."""
+    frame = store.run_frame(workload=str(job.workload),
+                            framework=str(job.framework) if job.framework else None)
+    if not len(frame) or "status" not in frame.columns:
+        return frame.iloc[:0]
+    failed = frame[frame["status"].astype(str) == "failed"]
+    if "id" in failed.columns:
+        failed = failed.sort_values("id").tail(HISTORY_RUNS)
+    return failed.reset_index(drop=True)
+
+
 def history_factor(store, model, job, *, runs=None) -> tuple:
     """(factor, runs) of :func:`history_calibration`."""
     calibration = history_calibration(store, model, job, runs=runs)
@@ -634,7 +650,8 @@ def predict_with_history(store, model, job, *, coverage: float = 0.8) -> dict:
     own = job_runs(store, job)
     calibration = history_calibration(store, model, job, runs=own)
     factor = calibration["factor"]
-    return {**predict_job(model, job, coverage=coverage, factor=factor, own_runs=own),
+    return {**predict_job(model, job, coverage=coverage, factor=factor, own_runs=own,
+                          own_failures=job_failures(store, job)),
             "calibrated_runs": calibration["runs"], "history_factor": factor,
             "history_held": calibration["held"],
             "busy_runs_left_out": calibration["busy"],

@@ -183,7 +183,7 @@ def load_model(path) -> RuntimeModel:
         raise ModelError(f"{path}: {exc}") from None
 
 
-def predict_frame(model, X, *, coverage=0.8, factor=1.0, own_runs=None):
+def predict_frame(model, X, *, coverage=0.8, factor=1.0, own_runs=None, own_failures=None):
     """Predictions for every row of a run table, as a DataFrame aligned with ``X``:
     ``predicted_runtime_s``, ``predicted_low_s``, ``predicted_high_s`` (seconds), and
     ``outside_measured`` (bool) with ``measured_note`` (why, naming the nearest measured
@@ -191,7 +191,8 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0, own_runs=None):
     (:mod:`jobgauge.models._coverage`).  ``factor``: every answer times it (a job's
     own measured runs calibrate the model's answers by it); ``own_runs``: those runs
     (``models._default.job_runs``), measured for the notes too, whether or not the
-    model has learned from them yet.  ``read_floor_s``: the least
+    model has learned from them yet; ``own_failures``: its runs that failed with an
+    error (``models._default.job_failures``), counted in ``failure_note``.  ``read_floor_s``: the least
     time the row's nodes take to read its input (:func:`read_floors`; NaN where
     unknown); no prediction or bound is below it.  ``answered_from``: for a query never
     measured, the measured workloads whose profiles answer it (the model's
@@ -212,7 +213,7 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0, own_runs=None):
     measured = getattr(model, "measured_range_", None)
     known = isinstance(measured, MeasuredRange)
     if known:
-        measured = measured.with_runs(own_runs)
+        measured = measured.with_runs(own_runs, own_failures)
     sizes = measured.input_bytes(X) if known else None   # refusals and floors read them
     refusals = measured.size_refusals(X, sizes) if known else []
     if refusals:
@@ -298,18 +299,19 @@ def configuration_frame(configurations):
     return jobs_frame([_job(index, raw) for index, raw in enumerate(configurations)])
 
 
-def predict_job(model, job, *, coverage=0.8, factor=1.0, own_runs=None) -> dict:
+def predict_job(model, job, *, coverage=0.8, factor=1.0, own_runs=None,
+                own_failures=None) -> dict:
     """Predicted runtime of a :class:`jobgauge.job.Job`: ``{"runtime_s", "low_s",
     "high_s", "outside_measured", "note", "failures", "read_floor_s"}``; seconds,
     low/high bound the ``coverage`` interval; ``note`` says why the job is far outside
     what the model was trained on (None when it is not); ``failures``, that its
     configuration failed in measured runs (None when it did not); ``read_floor_s``: the
     least time its nodes take to read its input (None where unknown or 0;
-    :func:`predict_frame`, as ``factor`` and ``own_runs``);
+    :func:`predict_frame`, as ``factor``, ``own_runs`` and ``own_failures``);
     ``answered_from``: for a query never measured, the measured queries whose profiles
     answer it (None otherwise)."""
     result = predict_frame(model, job.frame(), coverage=coverage, factor=factor,
-                           own_runs=own_runs).iloc[0]
+                           own_runs=own_runs, own_failures=own_failures).iloc[0]
     floor = float(result["read_floor_s"])
     return {"runtime_s": float(result["predicted_runtime_s"]),
             "low_s": float(result["predicted_low_s"]),

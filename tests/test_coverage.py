@@ -248,6 +248,45 @@ def test_a_configuration_that_failed_in_measured_runs_says_so(tree, runs, client
             "measured_failures"] is None
 
 
+def test_a_configuration_that_failed_in_the_store_says_so_and_is_never_the_best(tmp_path,
+                                                                                 client):
+    """A run that failed with an error in the user's store (the wrapper's spark-submit
+    that ran out of memory: status ``failed``) is left out of training, so its settings
+    were answered as if they had never failed, and the tuner could recommend them again.
+    Q3 at SF 1 with 8 shuffle partitions finished in both shipped runs; one failure of
+    it in the store is counted beside them."""
+    from jobgauge.job import Cluster, Job
+    from jobgauge.models._default import job_failures
+    from jobgauge.store import open_store
+    from jobgauge.tuner._modes import model_evaluator
+
+    ask = {"workload": "tpch-q3", "scale": 1, "instance_types": ["local[2]"],
+           "shuffle_partitions": 8}
+    assert client.post("/api/v1/estimate", json=ask).get_json()["measured_failures"] is None
+    store = open_store(str(tmp_path / "store.db"))
+    settings = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "8"}
+    store.add_run({"source": "submit", "run_id": "submit-oom", "workload": "tpch-q3",
+                   "framework": "spark", "datasize": "sf1", "instance_type": "local[2]",
+                   "instance_count": 1, "vcpus": 2, "memory_gib": 24.0, "runtime_s": 4.2,
+                   "status": "failed",
+                   "error": "spark-submit exited with code 1"}, settings)
+    body = client.post("/api/v1/estimate", json=ask).get_json()
+    assert body["measured_failures"] == ("1 of the 3 measured runs of tpch-q3 at sf1 with "
+                                         "these settings on local[2] failed: this is how "
+                                         "long it would take if it finished")
+    # the other settings of the same job did not fail
+    assert client.post("/api/v1/estimate", json={**ask, "shuffle_partitions": 16}).get_json()[
+        "measured_failures"] is None
+    job = Job("tpch-q3", "sf1", Cluster.local_mode("local[2]"), {"spark.master": "local[2]"})
+    failed = job_failures(store, job)
+    assert list(failed["run_id"]) == ["submit-oom"]
+    model = make_model("tree", random_state=0).fit(read_run_tables(run_tables()))
+    for evaluate, completed in ((model_evaluator(model, job), True),
+                                (model_evaluator(model, job, own_failures=failed), False)):
+        assert evaluate({"spark.sql.shuffle.partitions": 8}).completed is completed
+        assert evaluate({"spark.sql.shuffle.partitions": 16}).completed
+
+
 def test_the_form_shows_a_warning_line(client):
     # a HiBench job: no query plan to draw, so no Spark session starts
     page = client.post("/", data={"workload": "wordcount", "size": "huge", "input_gb": "3.2",

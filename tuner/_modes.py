@@ -146,13 +146,16 @@ def _first(values) -> float:
     return value
 
 
-def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8, factor: float = 1.0):
+def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8, factor: float = 1.0,
+                    own_failures=None):
     """``evaluate(config) -> Measurement`` from a model's prediction and interval
     for ``config`` on ``job`` (a Job, or a run-table row describing it), times
     ``factor`` (a job's own runs against the model, ``models._default.history_factor``)
     and never below the nodes' read floor (``models.predict_frame``).  A configuration
     that failed in measured runs, or that the model says is at risk of failing (its
-    ``failure_note``), is not completed: its time is a lower bound, never the best."""
+    ``failure_note``; ``own_failures``: the job's runs that failed in the store,
+    ``models._default.job_failures``), is not completed: its time is a lower bound,
+    never the best."""
     from jobgauge.models import predict_frame
 
     if not callable(getattr(model, "predict", None)):
@@ -164,7 +167,8 @@ def model_evaluator(model, job, *, catalog=None, coverage: float = 0.8, factor: 
         frame = model_frame(job, config, catalog)
         failure = outside = None
         if bounded:      # one pass, never below the nodes' read floor (predict_frame)
-            answer = predict_frame(model, frame, coverage=coverage, factor=factor)
+            answer = predict_frame(model, frame, coverage=coverage, factor=factor,
+                                   own_failures=own_failures)
             runtime = max(_first(answer["predicted_runtime_s"].to_numpy()), 0.0)
             bounds = tuple(max(_first(answer[column].to_numpy()), 0.0)
                            for column in ("predicted_low_s", "predicted_high_s"))
@@ -207,12 +211,15 @@ def config_check(base_row: Mapping, catalog=None):
 def tune_with_model(model, space: SearchSpace, job, *, goal: Goal | None = None,
                     n_trials: int = 50, seed: int | None = 0, sampler: str = "auto",
                     catalog=None, storage=None, study_name=None, strategy: str = "joint",
-                    coverage: float = 0.8, importance: bool = True, progress: bool = False):
+                    coverage: float = 0.8, importance: bool = True, progress: bool = False,
+                    own_failures=None):
     """Search ``space`` for ``job`` (a Job, or a run-table row describing it) with
     the model's predicted runtime (or cost) as the objective.  ``importance=False``
-    skips the closing fANOVA importance (a forest fit)."""
+    skips the closing fANOVA importance (a forest fit); ``own_failures``: as
+    :func:`model_evaluator` takes them."""
     job = as_job(job)
-    evaluate = model_evaluator(model, job, catalog=catalog, coverage=coverage)
+    evaluate = model_evaluator(model, job, catalog=catalog, coverage=coverage,
+                               own_failures=own_failures)
     return tune_space(space, evaluate, goal or Goal(), n_trials=n_trials, seed=seed,
                       sampler=sampler, storage=storage, study_name=study_name,
                       strategy=strategy, check=config_check(job.row(), catalog),

@@ -277,11 +277,16 @@ def _tune_model(args) -> int:
 
     model, meta = chosen_model(args, progress=sys.stderr)
     job, history = _with_history(args, job)
+    from jobgauge.models._default import job_failures
+    from jobgauge.store import open_store
+
+    failed = job_failures(open_store(args.store), job)   # never the best (tuner._modes)
     result = tune_with_model(model, space, job, goal=goal, n_trials=args.trials or 50,
                              seed=args.seed, sampler=args.sampler, catalog=catalog,
                              storage=_storage(args, "project"),
                              study_name=_study_name(args, "model"),
-                             strategy=args.strategy, progress=not args.json)
+                             strategy=args.strategy, progress=not args.json,
+                             own_failures=failed)
     answer = None
     if goal.objective != "both" and result.best is not None:
         from jobgauge.models._default import calibration_line, history_calibration
@@ -293,7 +298,8 @@ def _tune_model(args) -> int:
         calibration = history_calibration(store, model, job)
         factor, calibrated = calibration["factor"], calibration["runs"]
         answer = recommend(result, space,
-                           model_evaluator(model, job, catalog=catalog, factor=factor),
+                           model_evaluator(model, job, catalog=catalog, factor=factor,
+                                           own_failures=failed),
             metrics=meta.get("metrics"), region=store_trust_region(store, job, space))
         answer.history_runs = history["runs"]
         answer.reason += (f"; learned from {history['runs']} runs of {job.workload} in the "

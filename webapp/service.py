@@ -362,7 +362,8 @@ class Service:
         from jobgauge.job import jobs_frame
         from jobgauge.models import predict_frame
         from jobgauge.models._coverage import UnknownSize
-        from jobgauge.models._default import explain_answer, job_runs, option_calibrations
+        from jobgauge.models._default import (explain_answer, job_failures, job_runs,
+                                              option_calibrations)
 
         model, meta = self.ensure_model()
         options = self.instance_options()
@@ -394,7 +395,8 @@ class Service:
         calibrated = calibration["runs"]
         factors = np.array([option["factor"] for option in per_option])
         try:
-            predicted = predict_frame(model, jobs_frame(jobs), factor=factors, own_runs=own)
+            predicted = predict_frame(model, jobs_frame(jobs), factor=factors, own_runs=own,
+                                      own_failures=job_failures(self.store, jobs[0]))
         except UnknownSize as exc:   # a HiBench size the model has no input size for
             raise InvalidField("size", str(exc)) from None
         except ModelError as exc:
@@ -493,6 +495,7 @@ class Service:
         tables of ``runs_dir`` plus the store's runs), else Spark's defaults, with the
         reason.  The tuner's closing fANOVA importance is skipped: the page does not
         show it and it costs a forest fit per request."""
+        from jobgauge.models._default import job_failures
         from jobgauge.tuner import Goal, job_space, tune_with_model
         from jobgauge.tuner._modes import model_evaluator
         from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
@@ -511,10 +514,12 @@ class Service:
             # the estimate's plan too: a pasted query without it was priced from the data
             # set's size alone (30.9 s beside the estimate's 2.2 s on the same page)
             job = self.job(request, option, count, settings=fixed, dag=estimate.get("dag"))
+            failed = job_failures(self.store, job)     # never the best (tuner._modes)
             result = tune_with_model(model, space, job, goal=Goal("time"), n_trials=n_trials,
-                                     seed=seed, sampler="tpe", importance=False)
+                                     seed=seed, sampler="tpe", importance=False,
+                                     own_failures=failed)
             factor = (estimate.get("history") or {}).get("factor", 1.0)
-            evaluate = model_evaluator(model, job, factor=factor)
+            evaluate = model_evaluator(model, job, factor=factor, own_failures=failed)
             region = store_trust_region(self.store, job, space,
                                         prior=self.training_frame().drop(columns=["profile"]))
             answer = recommend(result, space, evaluate, metrics=meta.get("metrics"),
