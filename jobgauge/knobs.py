@@ -635,6 +635,28 @@ def read_setting(name: str, value, unreadable=_AS_GIVEN):
     return value if unreadable is _AS_GIVEN else unreadable(value)
 
 
+def changed_settings(config: Mapping, defaults: Mapping | None = None) -> tuple:
+    """The settings of ``config`` that differ from ``defaults`` (default: each knob's
+    engine default in the table), as a sorted tuple of (name, value as spark-submit
+    writes it): one key per configuration, whatever the types its values came in
+    (``100m`` and ``104857600`` are one; ``200`` shuffle partitions is no change).
+    Only knobs of the table count, the master aside: what a wrapped run also carries
+    (``spark.eventLog.dir``, ``spark.app.name``) is no change of how it runs."""
+    defaults = defaults or {}
+
+    def typed(name, value):
+        return read_setting(name, value, unreadable=str)
+
+    def same(name, value, default):
+        return default is not None and format_value(name, value) == format_value(name, default)
+
+    return tuple(sorted(
+        (name, format_value(name, typed(name, value))) for name, value in config.items()
+        if name != "spark.master" and value is not None
+        and find(name) is not None       # a knob outside the space: its engine default
+        and not same(name, typed(name, value), defaults.get(name, find(name).default))))
+
+
 def _to_spark(config: Mapping) -> dict:
     out = {}
     switch = config.get("hive.auto.convert.join")
@@ -681,6 +703,7 @@ def _to_hive(config: Mapping) -> dict:
 
 
 __all__ = ["DEFAULT_MASTER", "ENGINES", "EQUIVALENTS", "KINDS", "Knob", "RESTART_LEVELS",
-           "SPARK_TO_HIVE", "TABLE", "default_config", "defaults_as_text", "find",
+           "SPARK_TO_HIVE", "TABLE", "changed_settings", "default_config", "defaults_as_text",
+           "find",
            "format_value", "is_default_config", "knob", "knobs", "needs_restart", "parse_value",
            "read_setting", "restart_level", "translate", "validate"]

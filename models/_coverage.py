@@ -298,12 +298,11 @@ class MeasuredRange:
         failures = dict(getattr(self, "failures", None) or {})   # none in older pickles
         finished: dict = {}
         if frame is not None and len(frame):
-            for key in _sized_configurations(frame):
+            for key in _sized_configurations(frame, unsized=True):
                 finished[key] = finished.get(key, 0) + 1
         extra: dict = {}
-        for key in _sized_configurations(failed):
-            if key is not None:
-                extra[key] = extra.get(key, 0) + 1
+        for key in _sized_configurations(failed, unsized=True):
+            extra[key] = extra.get(key, 0) + 1
         trained = getattr(self, "configuration_runs", None) or {}   # none in older pickles
         for key, count in extra.items():
             known_failed, known_runs = failures.get(key, (0, trained.get(key, 0)))
@@ -346,14 +345,19 @@ class MeasuredRange:
         broadcast threshold failed in both its runs and was answered 1.73 s, unmarked."""
         failures = getattr(self, "failures", None) or {}   # none in older pickles
         out = []
-        for key in _sized_configurations(X) if failures else [None] * len(X):
-            if key not in failures:
+        for key in _sized_configurations(X, unsized=True) if failures else [None] * len(X):
+            # a run of the user's own without a size name (a jobgauge-submit run not
+            # given --jobgauge-datasize) failed with these settings at some size
+            unsized = None if key is None else key[:2] + ("",) + key[3:]
+            key = key if key in failures else unsized if unsized in failures else None
+            if key is None:
                 out.append(None)
                 continue
             failed, runs = failures[key]
             workload, _, label, instance_type, count, _ = key
             where = instance_type if count == "1" else f"{count} x {instance_type}"
-            out.append(f"{failed} of the {runs} measured runs of {workload} at {label} with "
+            at = f" at {label}" if label else ""
+            out.append(f"{failed} of the {runs} measured runs of {workload}{at} with "
                        f"these settings on {where} failed: this is how long it would take "
                        f"if it finished")
         return out
@@ -446,13 +450,16 @@ class MeasuredRange:
         return PREFIX + "; ".join(reasons) if reasons else None
 
 
-def _sized_configurations(X) -> list:
+def _sized_configurations(X, *, unsized: bool = False) -> list:
     """Per row of ``X``: its configuration as a key, (workload, framework, size label,
-    instance type, node count, settings), each setting as the knob table reads it
-    (``100m`` and ``104857600`` are one) and a standalone master without its port
-    (:func:`jobgauge.runtable.config_json`); None for a row without a size label,
-    whose size the key cannot name."""
-    from jobgauge.knobs import read_setting
+    instance type, node count, settings): the settings that differ from the engine's
+    defaults as the knob table reads them (:func:`jobgauge.knobs.changed_settings`:
+    ``100m`` and ``104857600`` are one, 200 shuffle partitions set is none set, and a
+    wrapped run's ``spark.eventLog.dir`` is no setting), with the master, a standalone
+    one without its port (:func:`jobgauge.runtable.config_json`); None for a row
+    without a size label, whose size the key cannot name, unless ``unsized`` (its label
+    is then "")."""
+    from jobgauge.knobs import changed_settings
     from jobgauge.runtable import config_json
 
     out = []
@@ -461,10 +468,13 @@ def _sized_configurations(X) -> list:
             _column(X, "datasize", ""), _column(X, "instance_type", ""),
             _column(X, "instance_count", 1), _column(X, "config", None)):
         label = label.strip() if isinstance(label, str) else ""
-        if not label:
+        if not label and not unsized:
             out.append(None)
             continue
-        settings = {str(k): read_setting(str(k), v) for k, v in (config or {}).items()}
+        config = {str(k): v for k, v in (config or {}).items()}
+        settings = dict(changed_settings(config))
+        if config.get("spark.master") is not None:
+            settings["spark.master"] = config["spark.master"]
         nodes = f"{float(count):g}" if count is not None else "1"
         out.append((str(workload), str(framework), label, str(instance_type), nodes,
                     config_json(settings)))

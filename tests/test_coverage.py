@@ -264,7 +264,10 @@ def test_a_configuration_that_failed_in_the_store_says_so_and_is_never_the_best(
            "shuffle_partitions": 8}
     assert client.post("/api/v1/estimate", json=ask).get_json()["measured_failures"] is None
     store = open_store(str(tmp_path / "store.db"))
-    settings = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "8"}
+    # as the wrapper records a run: with its event log's settings beside the user's
+    settings = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "8",
+                "spark.eventLog.enabled": "true", "spark.eventLog.dir": "/tmp/events",
+                "spark.app.name": "q3"}
     store.add_run({"source": "submit", "run_id": "submit-oom", "workload": "tpch-q3",
                    "framework": "spark", "datasize": "sf1", "instance_type": "local[2]",
                    "instance_count": 1, "vcpus": 2, "memory_gib": 24.0, "runtime_s": 4.2,
@@ -281,10 +284,13 @@ def test_a_configuration_that_failed_in_the_store_says_so_and_is_never_the_best(
     failed = job_failures(store, job)
     assert list(failed["run_id"]) == ["submit-oom"]
     model = make_model("tree", random_state=0).fit(read_run_tables(run_tables()))
+    # the tuner prices every knob of its space, those at Spark's defaults too
+    defaults = {"spark.sql.adaptive.enabled": True, "spark.sql.autoBroadcastJoinThreshold":
+                10485760, "spark.sql.files.maxPartitionBytes": 134217728}
     for evaluate, completed in ((model_evaluator(model, job), True),
                                 (model_evaluator(model, job, own_failures=failed), False)):
-        assert evaluate({"spark.sql.shuffle.partitions": 8}).completed is completed
-        assert evaluate({"spark.sql.shuffle.partitions": 16}).completed
+        assert evaluate({**defaults, "spark.sql.shuffle.partitions": 8}).completed is completed
+        assert evaluate({**defaults, "spark.sql.shuffle.partitions": 16}).completed
 
 
 def test_the_form_shows_a_warning_line(client):

@@ -66,6 +66,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from jobgauge import knobs as _table
 from jobgauge.tuner._space import format_setting
 
 __all__ = ["KEPT_DEFAULTS", "MIN_GAIN", "NOISE_FLOOR", "SLOWER_SHARE", "MeasuredRange",
@@ -333,19 +334,7 @@ class TrustRegion:
                 f"measured in {measured.source})")
 
 
-def changed_settings(config: Mapping, defaults: Mapping) -> tuple:
-    """The settings of ``config`` that differ from ``defaults``, as a sorted tuple of
-    (name, value as spark-submit writes it): one key per configuration, whatever the
-    types its values came in.  Only knobs of the knob table count, the master aside:
-    what a wrapped run also carries (``spark.eventLog.dir``, ``spark.app.name``) is
-    no change of how it runs."""
-    from jobgauge.knobs import find
-
-    return tuple(sorted(
-        (name, format_setting(name, _typed(name, value))) for name, value in config.items()
-        if name != "spark.master" and name not in CLUSTER_CHOICES and value is not None
-        and find(name) is not None       # a knob outside the space: its engine default
-        and not _same(name, _typed(name, value), defaults.get(name, find(name).default))))
+changed_settings = _table.changed_settings     # its home is the knob table
 
 
 def _farther(item, items, defaults: Mapping) -> list:
