@@ -874,9 +874,11 @@ class StagePredictor(RuntimeModel):
     ``corrector_beyond``: how the corrector's factor carries past the largest input it
     was learned at (:meth:`_applied_correction`): ``"factor"`` (as it is) or
     ``"seconds"`` (a slower-than-replayed factor adds the seconds it added there);
-    ``falling_contention``: the contention of a slot that shares its cores falls as the
-    data it processes grows, at the slope of the training runs' CPU accounting
-    (:func:`falling_contention_slope`, :func:`_falling`), else one contention for all;
+    ``falling_contention`` (on by default): the contention of a slot that shares its
+    cores falls as the data it processes grows, at the slope of the training runs' CPU
+    accounting (:func:`falling_contention_slope`, :func:`_falling`), else one contention
+    for all (quiet corpus, unseen queries at SF >= 1 24.4 % without it, 24.0 % with it;
+    scale-up 17.0 / 16.7 %, 16.7 / 16.3 %; slots 16.1 %, 16.2 %);
     ``broadcast_size_factor``: Spark's size estimate of a broadcast side over the bytes
     its scan counted, which decides where a broadcast join becomes a shuffle join
     (:data:`BROADCAST_SIZE_FACTOR`); ``broadcast_file_share``: the same over the bytes
@@ -911,7 +913,7 @@ class StagePredictor(RuntimeModel):
     def __init__(self, *, overhead_prior_s=0.01, speed_regularization=1.0,
                  work_regularization=1.0, fixed_regularization=1.0, learn_work_exponents=True,
                  max_iterations=200, residual_corrector="gbm", corrector_beyond="seconds",
-                 falling_contention=False, broadcast_size_factor=BROADCAST_SIZE_FACTOR,
+                 falling_contention=True, broadcast_size_factor=BROADCAST_SIZE_FACTOR,
                  broadcast_file_share=BROADCAST_FILE_SHARE, random_state=0,
                  calibration_size=0.2):
         store_params(self, locals())
@@ -925,7 +927,7 @@ class StagePredictor(RuntimeModel):
                              "work exponents); retrain it with 'jobgauge train'")
         state.setdefault("residual_corrector", None)     # saved before the corrector existed
         state.setdefault("corrector_beyond", "factor")   # saved before it was a parameter
-        state.setdefault("falling_contention", False)
+        state.setdefault("falling_contention", False)  # saved before it was the default
         state.setdefault("fixed_regularization", None)   # saved before per-job fixed shares
         state.setdefault("fixed_shares_", {})
         state.setdefault("sized_profiles_", {})       # saved before a job kept several

@@ -517,8 +517,9 @@ def test_a_contention_falling_with_the_data_keeps_every_answer_plausible(quiet_t
 
     from jobgauge.job import Cluster, Job, jobs_frame
 
-    falling = make_model("stage", falling_contention=True).fit(quiet_two_sizes)
-    shared = make_model("stage").fit(quiet_two_sizes)
+    falling = make_model("stage").fit(quiet_two_sizes)     # the default
+    assert falling.falling_contention is True
+    shared = make_model("stage", falling_contention=False).fit(quiet_two_sizes)
     assert falling.params_["contention_slope"] < 0
     assert shared.params_.get("contention_slope", 0.0) == 0.0
     sizes = ("sf1", "sf10", "sf100", "sf1000")
