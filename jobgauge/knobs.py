@@ -704,6 +704,5 @@ def _to_hive(config: Mapping) -> dict:
 
 __all__ = ["DEFAULT_MASTER", "ENGINES", "EQUIVALENTS", "KINDS", "Knob", "RESTART_LEVELS",
            "SPARK_TO_HIVE", "TABLE", "changed_settings", "default_config", "defaults_as_text",
-           "find",
-           "format_value", "is_default_config", "knob", "knobs", "needs_restart", "parse_value",
-           "read_setting", "restart_level", "translate", "validate"]
+           "find", "format_value", "is_default_config", "knob", "knobs", "needs_restart",
+           "parse_value", "read_setting", "restart_level", "translate", "validate"]

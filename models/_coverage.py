@@ -240,6 +240,15 @@ class MeasuredRange:
     failures: dict = field(default_factory=dict)
     configuration_runs: dict = field(default_factory=dict)
 
+    def __setstate__(self, state):
+        # a record pickled before the tallies were kept keyed its failures by every
+        # setting as given: keyed again as :func:`_sized_configurations` keys them now
+        if "configuration_runs" not in state:
+            state = {**state, "configuration_runs": {},
+                     "failures": {_rekeyed(key): counts
+                                  for key, counts in (state.get("failures") or {}).items()}}
+        self.__dict__.update(state)
+
     @classmethod
     def from_frame(cls, frame) -> "MeasuredRange":
         """The record of a training frame (a run table: ``workload``, ``framework``,
@@ -459,9 +468,6 @@ def _sized_configurations(X, *, unsized: bool = False) -> list:
     one without its port (:func:`jobgauge.runtable.config_json`); None for a row
     without a size label, whose size the key cannot name, unless ``unsized`` (its label
     is then "")."""
-    from jobgauge.knobs import changed_settings
-    from jobgauge.runtable import config_json
-
     out = []
     for workload, framework, label, instance_type, count, config in zip(
             _column(X, "workload", ""), _column(X, "framework", "spark"),
@@ -471,14 +477,33 @@ def _sized_configurations(X, *, unsized: bool = False) -> list:
         if not label and not unsized:
             out.append(None)
             continue
-        config = {str(k): v for k, v in (config or {}).items()}
-        settings = dict(changed_settings(config))
-        if config.get("spark.master") is not None:
-            settings["spark.master"] = config["spark.master"]
         nodes = f"{float(count):g}" if count is not None else "1"
         out.append((str(workload), str(framework), label, str(instance_type), nodes,
-                    config_json(settings)))
+                    _settings_key(config)))
     return out
+
+
+def _rekeyed(key: tuple) -> tuple:
+    """A failure key of an older record (every setting as given, as JSON) in
+    :func:`_sized_configurations`'s form."""
+    import json
+
+    *job, settings = key
+    return (*job, _settings_key(json.loads(settings)))
+
+
+def _settings_key(config) -> str:
+    """The settings part of a configuration's key: those that differ from the engine's
+    defaults (:func:`jobgauge.knobs.changed_settings`) and the master, as
+    :func:`jobgauge.runtable.config_json` writes them."""
+    from jobgauge.knobs import changed_settings
+    from jobgauge.runtable import config_json
+
+    config = {str(k): v for k, v in (config or {}).items()}
+    kept = dict(changed_settings(config))
+    if config.get("spark.master") is not None:
+        kept["spark.master"] = config["spark.master"]
+    return config_json(kept)
 
 
 def _column(X, name, default) -> list:

@@ -192,9 +192,9 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0, own_runs=None, own_fail
     own measured runs calibrate the model's answers by it); ``own_runs``: those runs
     (``models._default.job_runs``), measured for the notes too, whether or not the
     model has learned from them yet; ``own_failures``: its runs that failed with an
-    error (``models._default.job_failures``), counted in ``failure_note``.  ``read_floor_s``: the least
-    time the row's nodes take to read its input (:func:`read_floors`; NaN where
-    unknown); no prediction or bound is below it.  ``answered_from``: for a query never
+    error (``models._default.job_failures``), counted in ``failure_note``.
+    ``read_floor_s``: the least time the row's nodes take to read its input
+    (:func:`read_floors`; NaN where unknown); no prediction or bound is below it.  ``answered_from``: for a query never
     measured, the measured workloads whose profiles answer it (the model's
     ``predict_answer``; None for any other row or model).  ``failure_note``: that the row's
     configuration failed in measured runs, how often

@@ -877,8 +877,9 @@ class StagePredictor(RuntimeModel):
     ``falling_contention`` (on by default): the contention of a slot that shares its
     cores falls as the data it processes grows, at the slope of the training runs' CPU
     accounting (:func:`falling_contention_slope`, :func:`_falling`), else one contention
-    for all (quiet corpus, unseen queries at SF >= 1 24.4 % without it, 24.0 % with it;
-    scale-up 17.0 / 16.7 %, 16.7 / 16.3 %; slots 16.1 %, 16.2 %);
+    for all (quiet corpus, ``bench/evaluate.py --quiet-corpus``, without it and with
+    it: unseen queries at SF >= 1 24.0 % and 24.0 %, at SF 10 26.1 % and 24.1 %;
+    scale-up to SF 3 and SF 10 17.0 / 16.7 % and 16.8 / 16.8 %; slots 16.1 % and 16.2 %);
     ``broadcast_size_factor``: Spark's size estimate of a broadcast side over the bytes
     its scan counted, which decides where a broadcast join becomes a shuffle join
     (:data:`BROADCAST_SIZE_FACTOR`); ``broadcast_file_share``: the same over the bytes

@@ -293,6 +293,32 @@ def test_a_configuration_that_failed_in_the_store_says_so_and_is_never_the_best(
         assert evaluate({**defaults, "spark.sql.shuffle.partitions": 16}).completed
 
 
+def test_a_record_pickled_before_the_keys_changed_keeps_its_failures(runs):
+    """Failure keys were every setting as given; they are the changed settings now.  A
+    record pickled with the old keys is keyed again as it loads, so a stored model
+    keeps saying that Q3 at SF 1 with a 100 MiB threshold failed."""
+    import json
+    import pickle
+
+    from jobgauge.knobs import read_setting
+
+    record = MeasuredRange.from_frame(runs)
+    state = dict(vars(record))
+    state.pop("configuration_runs")
+    state["failures"] = {(*key[:5], json.dumps({k: read_setting(k, v) for k, v in
+                                                json.loads(key[5]).items()},
+                                               sort_keys=True, default=str)): counts
+                         for key, counts in record.failures.items()}
+    old = MeasuredRange.__new__(MeasuredRange)
+    old.__setstate__(pickle.loads(pickle.dumps(state)))
+    asked = configuration_frame([{"workload": "tpch-q3", "datasize": "sf1",
+                                  "instance_type": "local[2]", "vcpus": 2, "config": {
+                                      "spark.master": "local[2]",
+                                      "spark.sql.autoBroadcastJoinThreshold": "100m"}}])
+    assert old.failure_notes(asked)[0].startswith("2 of the 2 measured runs of tpch-q3")
+    assert old.failure_notes(asked) == record.failure_notes(asked)
+
+
 def test_the_form_shows_a_warning_line(client):
     # a HiBench job: no query plan to draw, so no Spark session starts
     page = client.post("/", data={"workload": "wordcount", "size": "huge", "input_gb": "3.2",
