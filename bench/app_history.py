@@ -135,23 +135,23 @@ def _application(order, scale, heap, settings) -> int:
 
 
 def _table(runs, args) -> str:
+    """A Markdown table: the query's runs in each application, in order."""
     lines = [f"| TPC-H Q{args.query} at SF {args.scale:g}, local[2], {args.heap} driver | "
              "runs of the query, in order | finished | median of the warm ones | "
              "heap OOM lines logged |", "|---|---|---|---|---|"]
-    for name in ("fresh", "used"):
-        mine = [r for r in runs if r["application"] == name and r["query"] == args.query]
-        if name == "used":
-            mine = mine[-args.runs:]
-        warm = [r["wall_s"] for r in mine[1:] if r["status"] == "succeeded"]
-        shown = ", ".join(f"{r['wall_s']:.1f}" + ("" if r["status"] == "succeeded" else " failed")
+    used = (f"after Q{', Q'.join(map(str, args.before))}" if args.before
+            else "fresh, a second application")
+    for name, where in (("fresh", "fresh"), ("used", used)):
+        mine = [r for r in runs if r["application"] == name
+                and r["query"] == args.query][-args.runs:]
+        finished = [r for r in mine if r["status"] == "succeeded"]
+        warm = [r["wall_s"] for r in finished if r is not mine[0]]
+        shown = ", ".join(f"{r['wall_s']:.1f}" + ("" if r in finished else " failed")
                           for r in mine)
-        where = "fresh" if name == "fresh" else f"after Q{', Q'.join(map(str, args.before))}" \
-            if args.before else "fresh, a second application"
-        lines.append(f"| {where} | {shown} s | {sum(r['status'] == 'succeeded' for r in mine)} "
-                     f"of {len(mine)} | {statistics.median(warm):.2f} s |" if warm else
-                     f"| {where} | {shown} s | {sum(r['status'] == 'succeeded' for r in mine)} "
-                     f"of {len(mine)} | — |")
-        lines[-1] += f" {mine[0]['heap_oom_lines_in_application'] if mine else 0} |"
+        median = f"{statistics.median(warm):.2f} s" if warm else "—"
+        ooms = mine[0]["heap_oom_lines_in_application"] if mine else 0
+        lines.append(f"| {where} | {shown} s | {len(finished)} of {len(mine)} | {median} | "
+                     f"{ooms} |")
     return "\n".join(lines)
 
 

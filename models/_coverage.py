@@ -243,7 +243,7 @@ class MeasuredRange:
     def __setstate__(self, state):
         # a record pickled before the tallies were kept keyed its failures by every
         # setting as given: keyed again as :func:`_sized_configurations` keys them now
-        if "configuration_runs" not in state:
+        if "configuration_runs" not in state:   # (and one older still, no failures)
             state = {**state, "configuration_runs": {},
                      "failures": {_rekeyed(key): counts
                                   for key, counts in (state.get("failures") or {}).items()}}
@@ -281,11 +281,11 @@ class MeasuredRange:
         ``models._default.job_failures``) counted in :meth:`failure_notes`.  A failed
         configuration's runs are then the larger of the training runs and ``frame``'s
         runs of it (the store's runs may be among the training runs), plus the failed."""
-        if failed is not None and len(failed):   # (an older pickle lacks the tallies)
+        if failed is not None and len(failed):
             self = MeasuredRange(workloads=self.workloads, everything=self.everything,
                                  instance_types=self.instance_types,
                                  failures=self._failures_with(frame, failed),
-                                 configuration_runs=getattr(self, "configuration_runs", {}))
+                                 configuration_runs=self.configuration_runs)
         if frame is None or not len(frame):
             return self
         more = MeasuredRange.from_frame(frame)
@@ -298,13 +298,13 @@ class MeasuredRange:
             types[name] = (min(known[0], fewest), max(known[1], most))
         return MeasuredRange(workloads=workloads,
                              everything=self.everything.combined(more.everything),
-                             instance_types=types, failures=getattr(self, "failures", {}),
-                             configuration_runs=getattr(self, "configuration_runs", {}))
+                             instance_types=types, failures=self.failures,
+                             configuration_runs=self.configuration_runs)
 
     def _failures_with(self, frame, failed) -> dict:
         """:attr:`failures` with the configurations of ``failed`` tallied as failed runs
         (see :meth:`with_runs`)."""
-        failures = dict(getattr(self, "failures", None) or {})   # none in older pickles
+        failures = dict(self.failures)
         finished: dict = {}
         if frame is not None and len(frame):
             for key in _sized_configurations(frame, unsized=True):
@@ -312,9 +312,8 @@ class MeasuredRange:
         extra: dict = {}
         for key in _sized_configurations(failed, unsized=True):
             extra[key] = extra.get(key, 0) + 1
-        trained = getattr(self, "configuration_runs", None) or {}   # none in older pickles
         for key, count in extra.items():
-            known_failed, known_runs = failures.get(key, (0, trained.get(key, 0)))
+            known_failed, known_runs = failures.get(key, (0, self.configuration_runs.get(key, 0)))
             runs = max(known_runs, known_failed + finished.get(key, 0))
             failures[key] = (known_failed + count, runs + count)
         return failures
@@ -352,7 +351,7 @@ class MeasuredRange:
         cluster, with its settings) failed in measured runs, how often (``"2 of the 2
         measured runs ... failed"``), or None.  TPC-H Q3 at SF 1 with a 100 MiB
         broadcast threshold failed in both its runs and was answered 1.73 s, unmarked."""
-        failures = getattr(self, "failures", None) or {}   # none in older pickles
+        failures = self.failures
         out = []
         for key in _sized_configurations(X, unsized=True) if failures else [None] * len(X):
             # a run of the user's own without a size name (a jobgauge-submit run not

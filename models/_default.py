@@ -173,7 +173,12 @@ def store_run_frame(store, **filters) -> tuple:
     failed runs (an error, not a time limit), runs timed only by spark-submit's wall
     time and runs without a runtime are left out, and ``notes`` say how many.
     ``filters``: column equality, as ``Store.run_frame`` takes it."""
-    frame = store.run_frame(**filters)
+    return learnable_runs(store.run_frame(**filters))
+
+
+def learnable_runs(frame) -> tuple:
+    """(frame, notes): the runs of a store's run frame a model may learn from
+    (:func:`store_run_frame`)."""
     notes = []
     if len(frame) and "status" in frame.columns:
         failed = frame["status"].astype(str) == "failed"
@@ -305,14 +310,7 @@ def job_runs(store, job):
     (:func:`history_factor`) and count as measured in its notes
     (``models.predict_frame``'s ``own_runs``): failed runs, wall-time-only runs and
     runs without a runtime left out, as in training; the newest :data:`HISTORY_RUNS`."""
-    frame, _ = store_run_frame(store, workload=str(job.workload),
-                               framework=str(job.framework) if job.framework else None)
-    if not len(frame):
-        return frame
-    own = frame[frame["completed"].astype(bool)]
-    if "id" in own.columns:       # the newest runs: the cost stays bounded as history grows
-        own = own.sort_values("id").tail(HISTORY_RUNS)
-    return own.reset_index(drop=True)
+    return job_run_frames(store, job)[0]
 
 
 def job_failures(store, job):
@@ -321,14 +319,29 @@ def job_failures(store, job):
     them (:func:`store_run_frame` leaves them out), so ``models.predict_frame`` counts
     them in its failure notes (``own_failures``): a configuration that failed on the
     user's cluster is said to have failed, and the tuner never recommends it as the best."""
+    return job_run_frames(store, job)[1]
+
+
+def job_run_frames(store, job) -> tuple:
+    """(:func:`job_runs`, :func:`job_failures`) from one read of the store."""
     frame = store.run_frame(workload=str(job.workload),
                             framework=str(job.framework) if job.framework else None)
-    if not len(frame) or "status" not in frame.columns:
-        return frame.iloc[:0]
-    failed = frame[frame["status"].astype(str) == "failed"]
-    if "id" in failed.columns:
-        failed = failed.sort_values("id").tail(HISTORY_RUNS)
-    return failed.reset_index(drop=True)
+    if not len(frame):
+        return frame, frame
+    failed = frame[frame["status"].astype(str) == "failed"] if "status" in frame.columns \
+        else frame.iloc[:0]
+    own, _ = learnable_runs(frame)
+    if len(own):
+        own = own[own["completed"].astype(bool)]
+    return _newest(own), _newest(failed)
+
+
+def _newest(frame):
+    """The newest :data:`HISTORY_RUNS` runs of ``frame``: the cost stays bounded as
+    history grows."""
+    if "id" in frame.columns:
+        frame = frame.sort_values("id").tail(HISTORY_RUNS)
+    return frame.reset_index(drop=True)
 
 
 def history_factor(store, model, job, *, runs=None) -> tuple:
@@ -647,11 +660,11 @@ def predict_with_history(store, model, job, *, coverage: float = 0.8) -> dict:
     form, ``jobgauge predict`` and ``jobgauge hive explain --predict`` answer."""
     from jobgauge.models import predict_job
 
-    own = job_runs(store, job)
+    own, failed = job_run_frames(store, job)
     calibration = history_calibration(store, model, job, runs=own)
     factor = calibration["factor"]
     return {**predict_job(model, job, coverage=coverage, factor=factor, own_runs=own,
-                          own_failures=job_failures(store, job)),
+                          own_failures=failed),
             "calibrated_runs": calibration["runs"], "history_factor": factor,
             "history_held": calibration["held"],
             "busy_runs_left_out": calibration["busy"],

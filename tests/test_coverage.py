@@ -249,7 +249,7 @@ def test_a_configuration_that_failed_in_measured_runs_says_so(tree, runs, client
 
 
 def test_a_configuration_that_failed_in_the_store_says_so_and_is_never_the_best(tmp_path,
-                                                                                 client):
+                                                                                 client, tree):
     """A run that failed with an error in the user's store (the wrapper's spark-submit
     that ran out of memory: status ``failed``) is left out of training, so its settings
     were answered as if they had never failed, and the tuner could recommend them again.
@@ -283,12 +283,11 @@ def test_a_configuration_that_failed_in_the_store_says_so_and_is_never_the_best(
     job = Job("tpch-q3", "sf1", Cluster.local_mode("local[2]"), {"spark.master": "local[2]"})
     failed = job_failures(store, job)
     assert list(failed["run_id"]) == ["submit-oom"]
-    model = make_model("tree", random_state=0).fit(read_run_tables(run_tables()))
     # the tuner prices every knob of its space, those at Spark's defaults too
     defaults = {"spark.sql.adaptive.enabled": True, "spark.sql.autoBroadcastJoinThreshold":
                 10485760, "spark.sql.files.maxPartitionBytes": 134217728}
-    for evaluate, completed in ((model_evaluator(model, job), True),
-                                (model_evaluator(model, job, own_failures=failed), False)):
+    for evaluate, completed in ((model_evaluator(tree, job), True),
+                                (model_evaluator(tree, job, own_failures=failed), False)):
         assert evaluate({**defaults, "spark.sql.shuffle.partitions": 8}).completed is completed
         assert evaluate({**defaults, "spark.sql.shuffle.partitions": 16}).completed
 

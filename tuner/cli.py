@@ -277,10 +277,11 @@ def _tune_model(args) -> int:
 
     model, meta = chosen_model(args, progress=sys.stderr)
     job, history = _with_history(args, job)
-    from jobgauge.models._default import job_failures
+    from jobgauge.models._default import job_run_frames
     from jobgauge.store import open_store
 
-    failed = job_failures(open_store(args.store), job)   # never the best (tuner._modes)
+    store = open_store(args.store)
+    own, failed = job_run_frames(store, job)   # failed settings: never the best (tuner._modes)
     result = tune_with_model(model, space, job, goal=goal, n_trials=args.trials or 50,
                              seed=args.seed, sampler=args.sampler, catalog=catalog,
                              storage=_storage(args, "project"),
@@ -290,12 +291,10 @@ def _tune_model(args) -> int:
     answer = None
     if goal.objective != "both" and result.best is not None:
         from jobgauge.models._default import calibration_line, history_calibration
-        from jobgauge.store import open_store
         from jobgauge.tuner._modes import model_evaluator
         from jobgauge.tuner._recommend import recommend, store_trust_region
 
-        store = open_store(args.store)
-        calibration = history_calibration(store, model, job)
+        calibration = history_calibration(store, model, job, runs=own)
         factor, calibrated = calibration["factor"], calibration["runs"]
         answer = recommend(result, space,
                            model_evaluator(model, job, catalog=catalog, factor=factor,

@@ -207,7 +207,7 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
     on first need from the shipped runs plus the store's own, ``store_model``).  Its
     ``history_runs`` says how many runs of the job key the store holds."""
     from jobgauge.models._default import (calibration_line, history_calibration,
-                                          job_failures, job_runs, store_model)
+                                          job_run_frames, store_model)
     from jobgauge.tuner import Goal, job_space, tune_with_model
     from jobgauge.tuner._modes import model_evaluator
     from jobgauge.tuner._recommend import Recommendation, recommend, store_trust_region
@@ -221,10 +221,9 @@ def recommendation(own: dict, args: list[str], store, *, trials: int = 40, progr
                               history_runs=history["runs"])
     # settings that failed for this job in the store are never the best (a wrapper run
     # that ran out of memory is not recommended again)
-    failed = job_failures(store, job)
+    own_runs, failed = job_run_frames(store, job)
     result = tune_with_model(model, space, job, goal=Goal(own["objective"]),
                              n_trials=trials, seed=0, importance=False, own_failures=failed)
-    own_runs = job_runs(store, job)
     calibration = history_calibration(store, model, job, runs=own_runs)
     factor = calibration["factor"]
     answer = recommend(result, space,

@@ -362,7 +362,7 @@ class Service:
         from jobgauge.job import jobs_frame
         from jobgauge.models import predict_frame
         from jobgauge.models._coverage import UnknownSize
-        from jobgauge.models._default import (explain_answer, job_failures, job_runs,
+        from jobgauge.models._default import (explain_answer, job_run_frames,
                                               option_calibrations)
 
         model, meta = self.ensure_model()
@@ -387,7 +387,7 @@ class Service:
             except UsageError as exc:
                 raise InvalidField("config", f"{exc}; ask without {job.cluster.instance_type} "
                                              f"or with smaller executors") from None
-        own = job_runs(self.store, jobs[0])
+        own, failed = job_run_frames(self.store, jobs[0])
         # the job's own runs calibrate every option; without them each instance type's
         # answers take the factor of the other jobs' runs on it (its speed against the
         # machine the shipped runs came from), each type its own
@@ -396,7 +396,7 @@ class Service:
         factors = np.array([option["factor"] for option in per_option])
         try:
             predicted = predict_frame(model, jobs_frame(jobs), factor=factors, own_runs=own,
-                                      own_failures=job_failures(self.store, jobs[0]))
+                                      own_failures=failed)
         except UnknownSize as exc:   # a HiBench size the model has no input size for
             raise InvalidField("size", str(exc)) from None
         except ModelError as exc:
