@@ -12,8 +12,8 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["profile_files", "profiles_dir", "run_tables", "runs_dir", "scan_files",
-           "scan_row_bytes"]
+__all__ = ["profile_files", "profiles_dir", "recollected_runs_dir", "run_tables", "runs_dir",
+           "scan_files", "scan_row_bytes"]
 
 
 def _folder(name: str) -> Path:
@@ -23,6 +23,13 @@ def _folder(name: str) -> Path:
 def runs_dir() -> Path:
     """The folder of the shipped run tables."""
     return _folder("runs")
+
+
+def recollected_runs_dir() -> Path:
+    """The folder of the shipped re-measurements (``recollect/runs``: the same
+    configurations measured again with other designs or on another machine), which no
+    model learns runtimes from; their failed runs count as failures (README.md)."""
+    return _folder("recollect") / "runs"
 
 
 def profiles_dir() -> Path:

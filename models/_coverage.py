@@ -301,6 +301,31 @@ class MeasuredRange:
                              instance_types=types, failures=self.failures,
                              configuration_runs=self.configuration_runs)
 
+    def with_failures_of(self, frame) -> "MeasuredRange":
+        """This record with the configurations of ``frame`` counted in
+        :meth:`failure_notes` too: runs the model does not learn from, measured apart
+        from its training runs (the shipped re-measurements, ``data/recollect``), whose
+        failures are evidence all the same.  Each of its configurations adds its runs,
+        and its failed runs where it has any; its sizes and clusters are not counted as
+        measured.  (TPC-H Q4 at SF 10 with a 4g driver finished both its runs in the
+        training table, which ran every query in one application, and failed both in
+        ``tpch-sf10-v5``, one fresh application per configuration, as ``spark-submit``
+        starts one: it was answered 12.84 s with no note.)"""
+        if frame is None or not len(frame) or "completed" not in frame.columns:
+            return self
+        more = MeasuredRange.from_frame(frame)
+        runs = dict(self.configuration_runs)
+        for key, count in more.configuration_runs.items():
+            runs[key] = runs.get(key, 0) + count
+        failures = {}
+        for key in set(self.failures) | set(more.failures):
+            failed, known = self.failures.get(key, (0, self.configuration_runs.get(key, 0)))
+            extra_failed, extra = more.failures.get(key, (0, more.configuration_runs.get(key, 0)))
+            failures[key] = (failed + extra_failed, known + extra)
+        return MeasuredRange(workloads=self.workloads, everything=self.everything,
+                             instance_types=self.instance_types, failures=failures,
+                             configuration_runs=runs)
+
     def _failures_with(self, frame, failed) -> dict:
         """:attr:`failures` with the configurations of ``failed`` tallied as failed runs
         (see :meth:`with_runs`)."""

@@ -35,7 +35,8 @@ from jobgauge.errors import UsageError
 
 __all__ = ["DEFAULT_MODEL_NAME", "DEFAULT_RETRAIN_EVERY", "MODEL_KIND_ENV", "RETRAIN_EVERY_ENV",
            "job_history", "learning_frame", "learns_reference_profiles", "maybe_retrain",
-           "prior_profile_files", "prior_run_tables", "reference_profile_records",
+           "prior_failures", "prior_profile_files", "prior_run_tables",
+           "recollected_run_tables", "reference_profile_records",
            "retrain_after_runs", "retrain_every",
            "retrain_lock_path", "runs_since_training", "store_model", "store_run_frame",
            "with_store_profiles",
@@ -69,6 +70,29 @@ def prior_run_tables(runs_dir=None) -> list[Path]:
         paths += [p for p in (Path(shared) / "scout_multinode.csv", Path(shared) / "c3o_emr.csv")
                   if p.is_file()]
     return paths
+
+
+def recollected_run_tables(runs_dir=None) -> list[Path]:
+    """The re-measurements beside the prior's run tables (``recollect/runs`` in the
+    folder above ``runs_dir``, default the shipped ones: ``jobgauge.data``), which no
+    model learns runtimes from; [] where there is no such folder."""
+    if runs_dir is None:
+        from jobgauge.data import recollected_runs_dir
+
+        folder = recollected_runs_dir()
+    else:
+        folder = Path(runs_dir).parent / "recollect" / "runs"
+    return sorted(folder.glob("*.csv.gz")) if folder.is_dir() else []
+
+
+def prior_failures(runs_dir=None):
+    """The runs of :func:`recollected_run_tables` as one run-table frame (None without
+    any), for ``train_model(failures_from=...)``: their failed runs are failures of the
+    same jobs all the same (``data/README.md``)."""
+    from jobgauge.runtable import read_run_tables
+
+    tables = recollected_run_tables(runs_dir)
+    return read_run_tables(tables) if tables else None
 
 
 def prior_profile_files(run_tables=None) -> list[Path]:
@@ -769,7 +793,9 @@ def train_store_model(store, *, name: str = DEFAULT_MODEL_NAME, kind: str | None
     ``jobgauge train``'s code (``models._training.train_model``), save it in the store
     as ``name`` and return (model, meta).  A model that keeps reference profiles gets
     the profile records of ``profile_files`` (default: those beside the prior run
-    tables, :func:`prior_profile_files`).  Its metrics add ``store_runs``: how many
+    tables, :func:`prior_profile_files`).  The re-measurements beside ``runs_dir``
+    (:func:`prior_failures`) count in its failure notes, whether or not ``prior``
+    gives the runs it learns from.  Its metrics add ``store_runs``: how many
     runs the store held, which :func:`runs_since_training` counts from."""
     from jobgauge.models import dumps_model
     from jobgauge.models._training import train_model
@@ -780,8 +806,9 @@ def train_store_model(store, *, name: str = DEFAULT_MODEL_NAME, kind: str | None
         profile_files = prior_profile_files(prior_run_tables(runs_dir))
     profiles = with_store_profiles(reference_profile_records(kind, profile_files), kind,
                                    store, frame)
+    failures = prior_failures(runs_dir)
     model, summary = train_model(frame, kind=kind, seed=seed, origin=origin, notes=notes,
-                                 profiles=profiles, progress=progress)
+                                 profiles=profiles, progress=progress, failures_from=failures)
     summary["store_runs"] = int(store_runs)
     store.save_model(name, summary["model"], dumps_model(model), summary)
     meta, _ = store.load_model(name)

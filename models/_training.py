@@ -74,14 +74,17 @@ def training_summary(model, frame) -> dict:
 
 def train_model(frame, *, kind: str | None = None, params: dict | None = None,
                 profiles: dict | None = None, seed: int = 0, origin: str = "",
-                notes=(), progress=None):
+                notes=(), progress=None, failures_from=None):
     """Fit the registry model ``kind`` (default ``DEFAULT_MODEL``) with ``params``
     (``random_state`` defaults to ``seed``) on the run-table ``frame``.
 
     ``profiles``: profile records keyed by (source, run_id) (``read_profile_records``);
     each workload then gets the profile and plan DAG of one reference run.
     ``origin`` says where the runs came from, ``notes`` what was left out of them;
-    ``progress`` (a stream) gets one line before the fit.  Returns ``(model,
+    ``progress`` (a stream) gets one line before the fit.  ``failures_from``: a run
+    table of other measurements of the same jobs, not learned from, whose failed runs
+    the model's failure notes count too
+    (:meth:`jobgauge.models._coverage.MeasuredRange.with_failures_of`).  Returns ``(model,
     summary)``; the summary is the layout of the module docstring.  A bad
     parameter fails before any work."""
     from jobgauge.models._params import validate_params
@@ -104,6 +107,12 @@ def train_model(frame, *, kind: str | None = None, params: dict | None = None,
         print(f"training {kind} on {len(frame)} runs from {origin or 'a run table'} ...",
               file=progress, flush=True)
     model.fit(frame)
+    if failures_from is not None and len(failures_from) \
+            and getattr(model, "measured_range_", None) is not None:
+        model.measured_range_ = model.measured_range_.with_failures_of(failures_from)
+        failed = int((~failures_from["completed"].astype(bool)).sum())
+        notes.append(f"counted the failures of {len(failures_from)} re-measured runs, not "
+                     f"learned from ({failed} failed)")
     summary = training_summary(model, frame)
     summary["trained_from"] = origin
     summary["notes"] = notes

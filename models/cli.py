@@ -177,9 +177,14 @@ def _train(args) -> int:
         from jobgauge.store import open_store
 
         profiles = with_store_profiles(profiles, args.kind, open_store(args.store), frame)
+    failures = None
+    if args.with_prior:      # the shipped re-measurements' failures, as the first model's
+        from jobgauge.models._default import prior_failures
+
+        failures = prior_failures()
     model, summary = train_model(frame, kind=args.kind, params=_parse_params(args.param),
                                  profiles=profiles, seed=args.seed, origin=origin, notes=notes,
-                                 progress=sys.stderr)
+                                 progress=sys.stderr, failures_from=failures)
     if args.out:
         save_model(model, args.out)
         summary["saved_to"] = str(args.out)

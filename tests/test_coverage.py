@@ -292,6 +292,55 @@ def test_a_configuration_that_failed_in_the_store_says_so_and_is_never_the_best(
         assert evaluate({**defaults, "spark.sql.shuffle.partitions": 16}).completed
 
 
+def test_a_failure_in_the_re_measurements_says_so_and_is_never_the_best(tmp_path, client,
+                                                                         tree):
+    """TPC-H Q4 at SF 10 with a 4g driver finished both its runs in ``tpch-sf10`` (every
+    query in one application) and failed both in ``tpch-sf10-v5`` (a fresh application
+    per configuration, as spark-submit starts one), which no model learns from: it was
+    answered 12.84 s with no note.  The re-measurements beside the shipped runs
+    (``recollect/runs``) count in the failure notes of a model trained on them."""
+    from jobgauge.data import recollected_runs_dir
+    from jobgauge.job import Cluster, Job
+    from jobgauge.tuner._modes import model_evaluator
+    from jobgauge.webapp import create_app
+
+    v5 = recollected_runs_dir() / "tpch-sf10-v5.csv.gz"
+    table = read_run_tables([v5])
+    q4 = table[(table["workload"] == "tpch-q4") &
+               (table["config"].map(lambda c: c.get("spark.driver.memory")) == "4g")]
+    assert len(q4) == 2 and not q4["completed"].any()
+    ask = {"workload": "tpch-q4", "scale": 10, "instance_types": ["local[2]"],
+           "config": {"spark.driver.memory": "4g"}}
+    assert client.post("/api/v1/estimate", json=ask).get_json()["measured_failures"] is None
+
+    folder = tmp_path / "data"
+    (folder / "runs").mkdir(parents=True)
+    (folder / "recollect" / "runs").mkdir(parents=True)
+    for path in run_tables():
+        shutil.copy(path, folder / "runs")
+    shutil.copy(v5, folder / "recollect" / "runs")
+    app = create_app({"TESTING": True, "WARM_UP": False, "MODEL_KIND": "tree",
+                      "STORE_URL": str(tmp_path / "v5.db"), "RUNS_DIR": str(folder / "runs"),
+                      "PROFILES_DIR": str(tmp_path / "no-profiles"), "TUNE_TRIALS": 2})
+    body = app.test_client().post("/api/v1/estimate", json=ask).get_json()
+    assert body["measured_failures"] == ("2 of the 4 measured runs of tpch-q4 at sf10 with "
+                                         "these settings on local[2] failed: this is how "
+                                         "long it would take if it finished")
+    assert body["recommended"]["runtime_s"] > 0
+    # its runtimes are not learned: only the failures count, the finished runs do not
+    # (the defaults of Q4 at SF 10 finished in both tables)
+    assert app.test_client().post("/api/v1/estimate", json={**ask, "config": {}}).get_json()[
+        "measured_failures"] is None
+    # the tuner's evaluator of a model with the re-measurements never takes 4g as done
+    counted = make_model("tree", random_state=0).fit(runs := read_run_tables(run_tables()))
+    counted.measured_range_ = counted.measured_range_.with_failures_of(table)
+    job = Job("tpch-q4", "sf10", Cluster.local_mode("local[2]"), {"spark.master": "local[2]"})
+    for model, completed in ((tree, True), (counted, False)):
+        assert model_evaluator(model, job)({"spark.driver.memory": "4g"}).completed is completed
+        assert model_evaluator(model, job)({"spark.driver.memory": "8g"}).completed
+    assert len(runs) == len(read_run_tables(run_tables()))
+
+
 def test_a_record_pickled_before_the_keys_changed_keeps_its_failures(runs):
     """Failure keys were every setting as given; they are the changed settings now.  A
     record pickled with the old keys is keyed again as it loads, so a stored model

@@ -234,6 +234,7 @@ class Service:
         profile_files = sorted(self.profiles_dir.glob("*.jsonl.gz")) \
             if self.profiles_dir.is_dir() else []
         return train_store_model(self.store, name=self.model_name, kind=kind,
+                                 runs_dir=self.runs_dir,   # its re-measurements' failures
                                  prior=self.training_frame().drop(columns=["profile"]),
                                  profile_files=profile_files)
 
