@@ -16,9 +16,11 @@ failure's cause in the JVM shows: the script counts the ``java.lang.OutOfMemoryE
 Java heap space`` lines each application logged (Spark reports such a failure of a
 task as ``UNABLE_TO_ACQUIRE_MEMORY``).  Writes nothing else.
 
-Measured in session 58 (quiet machine, SF 10): Q4 with a 4g driver failed all 3 runs in
-a fresh application, each with the JVM's heap exhausted, and finished all 3 after Q1,
-Q3 and Q18; Q7 with a 4g driver took 26.9-28.3 s fresh and 25.9-31.6 s used (data/README.md).
+Measured in session 58 (quiet machine, SF 10; data/README.md): Q4 with a 4g driver
+(``--query 4 --runs 3``) finished 1 of 3 runs in a fresh application, the others with
+the JVM's heap exhausted, and all 3 after Q1, Q3 and Q18; Q7 with a 4g driver (the
+defaults) took 27.3, 26.1 and 27.9 s warm in a fresh application and 28.0, 29.2 and
+25.9 s after the other queries.
 """
 
 from __future__ import annotations
