@@ -261,9 +261,13 @@ def test_a_broadcast_too_large_for_the_driver_is_said_to_be_at_risk(default_mode
     note = predict_frame(default_model, jobs_frame([risky]))["failure_note"].iloc[0]
     assert note.startswith("at risk of failing: its largest broadcast join side is about ")
     assert "on a 1 GiB driver" in note and "raise spark.driver.memory" in note
-    # Q9 at SF 1 with 100 MiB finished in both its measured runs: no risk said
+    # Q9 at SF 1 with 100 MiB finished in both its training runs: no risk said; it
+    # failed in 2 of the 6 shipped re-measurements of it (data/recollect), which the
+    # note counts instead
     q9 = Job("tpch-q9", "sf1", cluster, big)
-    assert predict_frame(default_model, jobs_frame([q9]))["failure_note"].iloc[0] is None
+    assert predict_frame(default_model, jobs_frame([q9]))["failure_note"].iloc[0] == (
+        "2 of the 8 measured runs of tpch-q9 at sf1 with these settings on local[2] "
+        "failed: this is how long it would take if it finished")
     evaluate = model_evaluator(default_model, Job("tpch-q21", "sf1", cluster, local))
     assert not evaluate({"spark.sql.autoBroadcastJoinThreshold": "50m"}).completed
     assert evaluate({}).completed
