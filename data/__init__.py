@@ -25,11 +25,13 @@ def runs_dir() -> Path:
     return _folder("runs")
 
 
-def recollected_runs_dir() -> Path:
-    """The folder of the shipped re-measurements (``recollect/runs``: the same
-    configurations measured again with other designs or on another machine), which no
-    model learns runtimes from; their failed runs count as failures (README.md)."""
-    return _folder("recollect") / "runs"
+def recollected_runs_dir(runs=None) -> Path:
+    """The folder of the re-measurements beside the run tables of ``runs`` (default: the
+    shipped ones, :func:`runs_dir`): ``recollect/runs`` in the folder above it.  Shipped,
+    the same configurations measured again with other designs or on another machine,
+    which no model learns runtimes from; their failed runs count as failures
+    (README.md)."""
+    return Path(runs if runs is not None else runs_dir()).parent / "recollect" / "runs"
 
 
 def profiles_dir() -> Path:

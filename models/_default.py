@@ -76,12 +76,9 @@ def recollected_run_tables(runs_dir=None) -> list[Path]:
     """The re-measurements beside the prior's run tables (``recollect/runs`` in the
     folder above ``runs_dir``, default the shipped ones: ``jobgauge.data``), which no
     model learns runtimes from; [] where there is no such folder."""
-    if runs_dir is None:
-        from jobgauge.data import recollected_runs_dir
+    from jobgauge.data import recollected_runs_dir
 
-        folder = recollected_runs_dir()
-    else:
-        folder = Path(runs_dir).parent / "recollect" / "runs"
+    folder = recollected_runs_dir(runs_dir)
     return sorted(folder.glob("*.csv.gz")) if folder.is_dir() else []
 
 
