@@ -261,12 +261,7 @@ class MeasuredRange:
                      for (workload, framework), rows in frame.groupby(keys, sort=True)}
         count = pd.to_numeric(frame["instance_count"], errors="coerce").fillna(1)
         nodes = count.groupby(frame["instance_type"].astype(str)).agg(["min", "max"])
-        tally: dict = {}
-        if "completed" in frame.columns:
-            for key, completed in zip(_sized_configurations(frame), frame["completed"]):
-                if key is not None:
-                    failed, runs = tally.get(key, (0, 0))
-                    tally[key] = (failed + (not bool(completed)), runs + 1)
+        tally = _tally(frame)
         return cls(workloads=workloads, everything=WorkloadRange.from_frame(frame),
                    instance_types={str(t): (float(r["min"]), float(r["max"]))
                                    for t, r in nodes.iterrows()},
@@ -311,20 +306,22 @@ class MeasuredRange:
         training table, which ran every query in one application, and failed both in
         ``tpch-sf10-v5``, one fresh application per configuration, as ``spark-submit``
         starts one: it was answered 12.84 s with no note.)"""
-        if frame is None or not len(frame) or "completed" not in frame.columns:
+        more = _tally(frame) if frame is not None else {}
+        if not more:
             return self
-        more = MeasuredRange.from_frame(frame)
-        runs = dict(self.configuration_runs)
-        for key, count in more.configuration_runs.items():
-            runs[key] = runs.get(key, 0) + count
-        failures = {}
-        for key in set(self.failures) | set(more.failures):
-            failed, known = self.failures.get(key, (0, self.configuration_runs.get(key, 0)))
-            extra_failed, extra = more.failures.get(key, (0, more.configuration_runs.get(key, 0)))
-            failures[key] = (failed + extra_failed, known + extra)
+        tally = {key: (self.failures.get(key, (0, 0))[0], runs)
+                 for key, runs in self.configuration_runs.items()}
+        tally.update({key: counts for key, counts in self.failures.items()
+                      if key not in tally})      # a re-keyed older record keeps no runs
+        for key, (failed, runs) in more.items():
+            known_failed, known_runs = tally.get(key, (0, 0))
+            tally[key] = (known_failed + failed, known_runs + runs)
         return MeasuredRange(workloads=self.workloads, everything=self.everything,
-                             instance_types=self.instance_types, failures=failures,
-                             configuration_runs=runs)
+                             instance_types=self.instance_types,
+                             failures={key: counts for key, counts in tally.items()
+                                       if counts[0]},
+                             configuration_runs={key: counts[1]
+                                                 for key, counts in tally.items()})
 
     def _failures_with(self, frame, failed) -> dict:
         """:attr:`failures` with the configurations of ``failed`` tallied as failed runs
@@ -505,6 +502,19 @@ def _sized_configurations(X, *, unsized: bool = False) -> list:
         out.append((str(workload), str(framework), label, str(instance_type), nodes,
                     _settings_key(config)))
     return out
+
+
+def _tally(frame) -> dict:
+    """Per configuration of the run table ``frame`` (:func:`_sized_configurations`; rows
+    without a size label left out): (failed runs, runs); {} without ``completed``."""
+    tally: dict = {}
+    if "completed" not in frame.columns:
+        return tally
+    for key, completed in zip(_sized_configurations(frame), frame["completed"]):
+        if key is not None:
+            failed, runs = tally.get(key, (0, 0))
+            tally[key] = (failed + (not bool(completed)), runs + 1)
+    return tally
 
 
 def _rekeyed(key: tuple) -> tuple:

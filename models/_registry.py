@@ -194,9 +194,10 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0, own_runs=None, own_fail
     model has learned from them yet; ``own_failures``: its runs that failed with an
     error (``models._default.job_failures``), counted in ``failure_note``.
     ``read_floor_s``: the least time the row's nodes take to read its input
-    (:func:`read_floors`; NaN where unknown); no prediction or bound is below it.  ``answered_from``: for a query never
-    measured, the measured workloads whose profiles answer it (the model's
-    ``predict_answer``; None for any other row or model).  ``failure_note``: that the row's
+    (:func:`read_floors`; NaN where unknown); no prediction or bound is below it.
+    ``answered_from``: for a query never measured, the measured workloads whose
+    profiles answer it (the model's ``predict_answer``; None for any other row or
+    model).  ``failure_note``: that the row's
     configuration failed in measured runs, how often
     (:meth:`jobgauge.models._coverage.MeasuredRange.failure_notes`), else that it is
     at risk of failing and why (the model's ``predict_answer``, where it has them: the stage

@@ -7,6 +7,7 @@ predict`` carry ``outside_measured`` and the note.
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 
@@ -293,7 +294,7 @@ def test_a_configuration_that_failed_in_the_store_says_so_and_is_never_the_best(
 
 
 def test_a_failure_in_the_re_measurements_says_so_and_is_never_the_best(tmp_path, client,
-                                                                         tree):
+                                                                         tree, runs):
     """TPC-H Q4 at SF 10 with a 4g driver finished both its runs in ``tpch-sf10`` (every
     query in one application) and failed both in ``tpch-sf10-v5`` (a fresh application
     per configuration, as spark-submit starts one), which no model learns from: it was
@@ -332,13 +333,26 @@ def test_a_failure_in_the_re_measurements_says_so_and_is_never_the_best(tmp_path
     assert app.test_client().post("/api/v1/estimate", json={**ask, "config": {}}).get_json()[
         "measured_failures"] is None
     # the tuner's evaluator of a model with the re-measurements never takes 4g as done
-    counted = make_model("tree", random_state=0).fit(runs := read_run_tables(run_tables()))
-    counted.measured_range_ = counted.measured_range_.with_failures_of(table)
+    counted = copy.copy(tree)
+    counted.measured_range_ = tree.measured_range_.with_failures_of(table)
     job = Job("tpch-q4", "sf10", Cluster.local_mode("local[2]"), {"spark.master": "local[2]"})
     for model, completed in ((tree, True), (counted, False)):
         assert model_evaluator(model, job)({"spark.driver.memory": "4g"}).completed is completed
         assert model_evaluator(model, job)({"spark.driver.memory": "8g"}).completed
-    assert len(runs) == len(read_run_tables(run_tables()))
+    # the training runs and the re-measurements add up: Q3 at SF 1 with 100 MiB
+    q3 = {"spark.master": "local[2]", "spark.sql.autoBroadcastJoinThreshold": "100m"}
+    asked = configuration_frame([{"workload": "tpch-q3", "datasize": "sf1", "config": q3,
+                                  "instance_type": "local[2]", "vcpus": 2}])
+    trained = runs[(runs["workload"] == "tpch-q3") & (runs["datasize"] == "sf1")
+                   & (runs["config_json"] == json.dumps(
+                       {"spark.master": "local[2]",
+                        "spark.sql.autoBroadcastJoinThreshold": "104857600"}))]
+    more = read_run_tables(sorted(recollected_runs_dir().glob("tpch-sf1-*.csv.gz")))
+    again = more[(more["workload"] == "tpch-q3") & (more["config_json"] == trained[
+        "config_json"].iloc[0])]
+    total = tree.measured_range_.with_failures_of(more).failure_notes(asked)[0]
+    assert total.startswith(f"{int((~trained['completed']).sum() + (~again['completed']).sum())}"
+                            f" of the {len(trained) + len(again)} measured runs of tpch-q3")
 
 
 def test_a_record_pickled_before_the_keys_changed_keeps_its_failures(runs):
