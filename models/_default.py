@@ -16,8 +16,10 @@ Retraining happens by itself: :func:`maybe_retrain` counts the store's runs
 added since the newest model was trained (the model's metrics keep
 ``store_runs``, the count it saw) and, after every ``retrain_every`` new runs
 (default :data:`DEFAULT_RETRAIN_EVERY`, ``$JOBGAUGE_RETRAIN_EVERY``, 0: never),
-starts ``jobgauge train --with-prior --lock FILE`` as a detached process.  The
-lock file (:func:`retrain_lock_path`, beside an SQLite store) makes sure two
+starts ``jobgauge train --with-prior --lock FILE`` as a detached process, which
+learns from the same prior as the model before it (a model trained from another
+runs folder keeps it in its metrics, :func:`recorded_prior`).
+The lock file (:func:`retrain_lock_path`, beside an SQLite store) makes sure two
 trainings never run at once; nothing waits for the training to finish.
 """
 
@@ -35,7 +37,7 @@ from jobgauge.errors import UsageError
 
 __all__ = ["DEFAULT_MODEL_NAME", "DEFAULT_RETRAIN_EVERY", "MODEL_KIND_ENV", "RETRAIN_EVERY_ENV",
            "job_history", "learning_frame", "learns_reference_profiles", "maybe_retrain",
-           "prior_failures", "prior_profile_files", "prior_run_tables",
+           "prior_failures", "prior_profile_files", "prior_run_tables", "recorded_prior",
            "recollected_run_tables", "reference_profile_records",
            "retrain_after_runs", "retrain_every",
            "retrain_lock_path", "runs_since_training", "store_model", "store_run_frame",
@@ -90,6 +92,36 @@ def prior_failures(runs_dir=None):
 
     tables = recollected_run_tables(runs_dir)
     return read_run_tables(tables) if tables else None
+
+
+def recorded_prior(store, name: str | None = None) -> tuple:
+    """(runs folder, profile files) the store's newest model (of ``name`` when given)
+    took its prior from, where that is not the shipped runs folder (``prior_runs_dir``
+    and ``prior_profile_files`` in its metrics, set by :func:`train_store_model`);
+    (None, None) for the shipped prior or a store without a model.  A folder or file
+    that is gone is a UsageError: retraining from the shipped runs instead would
+    change what the answers learn from without a word."""
+    from jobgauge.store import NoStoredModel
+
+    try:
+        meta, _ = store.load_model(name)
+    except NoStoredModel:
+        return None, None
+    metrics = meta["metrics"]
+    if not metrics.get("prior_runs_dir"):
+        return None, None
+    folder = Path(metrics["prior_runs_dir"])
+    files = [Path(p) for p in metrics.get("prior_profile_files") or []]
+    for gone in [p for p in (folder, *files) if not p.exists()][:1]:
+        raise UsageError(f"model {meta['name']!r} learned from {gone}, which is gone; "
+                         f"retrain with --runs, or without --with-prior")
+    return folder, files
+
+
+def _is_shipped_runs_dir(runs_dir) -> bool:
+    from jobgauge.data import runs_dir as shipped_runs_dir
+
+    return runs_dir is None or Path(runs_dir).resolve() == Path(shipped_runs_dir()).resolve()
 
 
 def prior_profile_files(run_tables=None) -> list[Path]:
@@ -793,20 +825,27 @@ def train_store_model(store, *, name: str = DEFAULT_MODEL_NAME, kind: str | None
     tables, :func:`prior_profile_files`).  The re-measurements beside ``runs_dir``
     (:func:`prior_failures`) count in its failure notes, whether or not ``prior``
     gives the runs it learns from.  Its metrics add ``store_runs``: how many
-    runs the store held, which :func:`runs_since_training` counts from."""
+    runs the store held, which :func:`runs_since_training` counts from; and
+    ``prior_runs_dir`` and ``prior_profile_files``, where ``runs_dir`` is not the
+    shipped folder, so that the background retraining learns from the same prior
+    (:func:`recorded_prior`)."""
     from jobgauge.models import dumps_model
     from jobgauge.models._training import train_model
 
     store_runs = store.count_runs()
     frame, origin, notes = learning_frame(store, runs_dir=runs_dir, prior=prior)
-    if profile_files is None and learns_reference_profiles(kind):
-        profile_files = prior_profile_files(prior_run_tables(runs_dir))
+    if profile_files is None:
+        profile_files = prior_profile_files(prior_run_tables(runs_dir)) \
+            if learns_reference_profiles(kind) else []
     profiles = with_store_profiles(reference_profile_records(kind, profile_files), kind,
                                    store, frame)
     failures = prior_failures(runs_dir)
     model, summary = train_model(frame, kind=kind, seed=seed, origin=origin, notes=notes,
                                  profiles=profiles, progress=progress, failures_from=failures)
     summary["store_runs"] = int(store_runs)
+    if not _is_shipped_runs_dir(runs_dir):
+        summary["prior_runs_dir"] = str(Path(runs_dir).resolve())
+        summary["prior_profile_files"] = [str(Path(p).resolve()) for p in profile_files]
     store.save_model(name, summary["model"], dumps_model(model), summary)
     meta, _ = store.load_model(name)
     return model, meta

@@ -47,7 +47,8 @@ def register(subparsers) -> None:
     add_deprecated_alias(parser, "--name", "--model-name", dest="model_name", metavar="NAME")
     parser.add_argument("--seed", type=int, default=0, help="random_state (default 0)")
     parser.add_argument("--with-prior", action="store_true",
-                        help="without --runs: learn from the shipped runs (the prior) as well "
+                        help="without --runs: learn from the prior (the shipped runs, or the "
+                             "runs folder the store's model was first trained from) as well "
                              "as the store's own, as the automatic retraining does")
     parser.add_argument("--lock", metavar="FILE",
                         help="hold this lock file while training; when another training "
@@ -104,8 +105,9 @@ def _parse_params(items) -> dict:
     return params
 
 
-def _training_frame(args):
-    """(frame, where it came from, notes) for train: run tables, else the store."""
+def _training_frame(args, prior_dir=None):
+    """(frame, where it came from, notes) for train: run tables, else the store (with
+    the prior of ``prior_dir``'s run tables, default the shipped ones, for --with-prior)."""
     if args.runs:
         from jobgauge.runtable import read_run_tables
 
@@ -115,7 +117,7 @@ def _training_frame(args):
 
     store = open_store(args.store)
     if args.with_prior:
-        return learning_frame(store)
+        return learning_frame(store, runs_dir=prior_dir)
     frame, notes = store_run_frame(store)
     if len(frame) == 0:
         raise UsageError("the store has no runs with a runtime to train on; import run tables "
@@ -156,12 +158,17 @@ def _train(args) -> int:
 
     from jobgauge.models._default import with_store_profiles
 
-    store_runs = None
+    store_runs = prior_dir = prior_profiles = None
     if not args.runs and not args.out:
         from jobgauge.store import open_store
 
         store_runs = int(open_store(args.store).count_runs())
-    frame, origin, notes = _training_frame(args)
+    if args.with_prior:    # the prior the store's model learned from, kept on retraining
+        from jobgauge.models._default import recorded_prior
+        from jobgauge.store import open_store
+
+        prior_dir, prior_profiles = recorded_prior(open_store(args.store), args.model_name)
+    frame, origin, notes = _training_frame(args, prior_dir)
     profiles = None
     if args.profiles:
         from jobgauge.runtable import read_profile_records
@@ -171,8 +178,9 @@ def _train(args) -> int:
         from jobgauge.models._default import (prior_profile_files, prior_run_tables,
                                               reference_profile_records)
 
-        tables = args.runs or prior_run_tables()   # the store's runs: the shipped ones' ids
-        profiles = reference_profile_records(args.kind, prior_profile_files(tables))
+        tables = args.runs or prior_run_tables(prior_dir)   # the store's: the prior's ids
+        profiles = reference_profile_records(
+            args.kind, prior_profile_files(tables) if prior_profiles is None else prior_profiles)
     if not args.runs:        # trained on the store's runs: its own jobs' profiles too
         from jobgauge.store import open_store
 
@@ -181,7 +189,7 @@ def _train(args) -> int:
     if args.with_prior:      # the shipped re-measurements' failures, as the first model's
         from jobgauge.models._default import prior_failures
 
-        failures = prior_failures()
+        failures = prior_failures(prior_dir)
     model, summary = train_model(frame, kind=args.kind, params=_parse_params(args.param),
                                  profiles=profiles, seed=args.seed, origin=origin, notes=notes,
                                  progress=sys.stderr, failures_from=failures)
@@ -194,6 +202,9 @@ def _train(args) -> int:
         store = open_store(args.store)
         if store_runs is not None:   # the retraining counts the store's runs added after these
             summary["store_runs"] = store_runs
+        if prior_dir is not None:    # and learns from this prior again
+            summary.update(prior_runs_dir=str(prior_dir),
+                           prior_profile_files=[str(p) for p in prior_profiles])
         name = args.model_name or summary["model"]
         summary["store_model_id"] = int(store.save_model(name, summary["model"],
                                                          dumps_model(model), summary))

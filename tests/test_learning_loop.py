@@ -496,3 +496,47 @@ def test_runs_timed_only_by_their_wall_time_are_not_learned_from(tmp_path, scout
     frame, notes = store_run_frame(store)
     assert list(frame["run_id"]) == ["app-timed"]
     assert any("1 runs timed only by their wall time" in note for note in notes)
+
+
+def test_the_retraining_learns_from_the_runs_folder_the_first_model_did(tmp_path, capsys,
+                                                                         scout_join):
+    """A web service given its own RUNS_DIR trains its first model from those tables; the
+    background retraining (``jobgauge train --with-prior``, a process that knows only the
+    store) learns from the same folder, not from the shipped runs, and says so when the
+    folder is gone."""
+    import shutil
+
+    from jobgauge.data import runs_dir
+    from jobgauge.webapp import create_app
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    shutil.copy(runs_dir() / "tpch-standalone-sf1-one-executor.csv.gz", folder)
+    store_path = tmp_path / "s.db"
+    service = create_app({"TESTING": True, "STORE_URL": str(store_path), "MODEL_KIND": "tree",
+                          "RUNS_DIR": str(folder)}).extensions["jobgauge"]
+    _, first = service.ensure_model()
+    assert first["metrics"]["prior_runs_dir"] == str(folder.resolve())
+    assert first["metrics"]["training_rows"] == 64         # that table's runs alone
+    # and the service's profiles (the shipped ones: its PROFILES_DIR setting's default)
+    profiles = first["metrics"]["prior_profile_files"]
+    assert profiles and all(Path(p).parent == service.profiles_dir.resolve() for p in profiles)
+    open_store(store_path).add_runs(scout_join[:5])
+    assert main(["--store", str(store_path), "train", "--with-prior", "--kind", "tree",
+                 "--model-name", "default"]) == 0
+    capsys.readouterr()
+    again = open_store(store_path).list_models()[0]["metrics"]
+    assert again["sources"] == {"local": 64, "scout-multinode": 5}
+    assert again["trained_from"].startswith(f"1 run tables ({folder})")
+    assert again["prior_runs_dir"] == str(folder.resolve()) and again["store_runs"] == 5
+    assert again["prior_profile_files"] == profiles
+    # a model of the shipped prior names no folder: the retraining keeps the shipped runs
+    shipped = tmp_path / "shipped.db"
+    train_store_model(open_store(shipped), kind="tree")
+    assert "prior_runs_dir" not in open_store(shipped).list_models()[0]["metrics"]
+    shutil.rmtree(folder)
+    assert main(["--store", str(store_path), "train", "--with-prior", "--kind", "tree",
+                 "--model-name", "default"]) == 1
+    assert f"learned from {folder.resolve()}, which is gone; retrain with --runs" in \
+        capsys.readouterr().err
+    assert len(open_store(store_path).list_models()) == 2
