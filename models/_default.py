@@ -112,7 +112,8 @@ def recorded_prior(store, name: str | None = None) -> tuple:
         return None, None
     folder = Path(metrics["prior_runs_dir"])
     files = [Path(p) for p in metrics.get("prior_profile_files") or []]
-    for gone in [p for p in (folder, *files) if not p.exists()][:1]:
+    gone = next((p for p in (folder, *files) if not p.exists()), None)
+    if gone is not None:
         raise UsageError(f"model {meta['name']!r} learned from {gone}, which is gone; "
                          f"retrain with --runs, or without --with-prior")
     return folder, files
