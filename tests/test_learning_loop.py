@@ -540,3 +540,26 @@ def test_the_retraining_learns_from_the_runs_folder_the_first_model_did(tmp_path
     assert f"learned from {folder.resolve()}, which is gone; retrain with --runs" in \
         capsys.readouterr().err
     assert len(open_store(store_path).list_models()) == 2
+
+
+def test_the_web_service_learns_the_public_tables_as_the_wrapper_does(tmp_path, monkeypatch,
+                                                                      datasets_dir):
+    """With $JOBGAUGE_SHARED_DATASETS set, the web service's first model learns Scout's and
+    C3O's runs beside its RUNS_DIR, as the wrapper's first model (``store_model``) and the
+    background retraining do; it once read its RUNS_DIR alone, so the same store answered
+    cloud questions from other runs depending on who trained it."""
+    import shutil
+
+    from jobgauge.data import runs_dir
+    from jobgauge.webapp import create_app
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    shutil.copy(runs_dir() / "tpch-standalone-sf1-one-executor.csv.gz", folder)
+    monkeypatch.setenv("JOBGAUGE_SHARED_DATASETS", str(datasets_dir))
+    service = create_app({"TESTING": True, "STORE_URL": str(tmp_path / "web.db"),
+                          "MODEL_KIND": "tree", "RUNS_DIR": str(folder)}).extensions["jobgauge"]
+    web = service.ensure_model()[1]["metrics"]["sources"]
+    _, meta = store_model(open_store(tmp_path / "wrapper.db"), kind="tree", runs_dir=folder)
+    assert web == meta["metrics"]["sources"]
+    assert set(web) == {"local", "scout-multinode", "c3o-emr"} and web["local"] == 64

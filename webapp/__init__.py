@@ -11,8 +11,9 @@ Settings (environment variable ``JOBGAUGE_<NAME>``):
 
 =================  ===========================================================
 STORE_URL          run store (None: $JOBGAUGE_STORE or the default SQLite file)
-RUNS_DIR           run tables to train the first model from (default: jobgauge.data's runs);
-                   its background retraining learns from the same tables
+RUNS_DIR           run tables to train the first model from (default: jobgauge.data's runs),
+                   with Scout's and C3O's where $JOBGAUGE_SHARED_DATASETS names their
+                   folder; its background retraining learns from the same tables
 PROFILES_DIR       profiles of those runs, for job classes and the first model (default:
                    jobgauge.data's); kept on retraining as RUNS_DIR is
 MODEL_NAME         name of the model in the store (default "default")

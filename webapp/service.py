@@ -138,7 +138,13 @@ class Service:
         return self._meta
 
     def _run_files(self) -> list[Path]:
-        return sorted(self.runs_dir.glob("*.csv.gz")) + sorted(self.runs_dir.glob("*.csv"))
+        """The prior's run tables: those of ``runs_dir``, and the public Scout and C3O
+        tables where ``$JOBGAUGE_SHARED_DATASETS`` names their folder, as the wrapper's
+        first model and the background retraining take them
+        (``models._default.prior_run_tables``)."""
+        from jobgauge.models._default import prior_run_tables
+
+        return prior_run_tables(self.runs_dir)
 
     def _data_key(self) -> tuple:
         files = self._run_files() + (sorted(self.profiles_dir.glob("*.jsonl.gz"))
@@ -219,7 +225,7 @@ class Service:
         """Train the model kind of this service on the shipped runs plus the store's own
         and save it in the store: the wrapper's and the tuner's first-need training
         (``models._default.train_store_model``), with the run tables of ``runs_dir``
-        as the prior."""
+        (and the public ones, :meth:`_run_files`) as the prior."""
         from jobgauge.models import DEFAULT_MODEL
         from jobgauge.models._default import train_store_model
 
@@ -229,8 +235,9 @@ class Service:
                              "to train one from; run 'jobgauge train'")
         kind = self.model_kind or DEFAULT_MODEL
         if progress is not None:
+            folders = ", ".join(sorted({str(p.parent) for p in files}))
             print(f"no model in the store yet: training {kind} from "
-                  f"{len(files)} run tables in {self.runs_dir} ...", file=progress, flush=True)
+                  f"{len(files)} run tables in {folders} ...", file=progress, flush=True)
         profile_files = sorted(self.profiles_dir.glob("*.jsonl.gz")) \
             if self.profiles_dir.is_dir() else []
         return train_store_model(self.store, name=self.model_name, kind=kind,
