@@ -35,6 +35,13 @@ COLUMNS = (
 # Read when a file has them; written only when some row has a value.
 GUARD_COLUMNS = ("load_at_start", "cpu_time_s", "quiet_start", "first_runtime_s", "host_cores",
                  "cpu_tasks_s", "cpu_compiler_s", "cpu_gc_s", "machine_probe_s")
+#: The sources of the public run tables (``../shared/datasets``: Scout's multi-node
+#: runs and C3O's EMR runs).  Their jobs are other builds of same-named benchmarks
+#: (HiBench and spark-perf on EC2, C3O's own Spark jobs on EMR), run on HDFS at
+#: 10^4-10^6 times the input jobgauge profiled its own under those names: a profile
+#: jobgauge took stands for its own program, never for theirs
+#: (``models.evaluation.attach_reference_profiles``).
+PUBLIC_SOURCES = ("scout-multinode", "c3o-emr")
 REQUIRED_TEXT = ("source", "workload", "framework", "instance_type", "run_id")
 _TRUE = {"true", "1", "yes", "t"}
 _FALSE = {"false", "0", "no", "f"}
