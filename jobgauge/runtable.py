@@ -42,6 +42,20 @@ GUARD_COLUMNS = ("load_at_start", "cpu_time_s", "quiet_start", "first_runtime_s"
 #: jobgauge took stands for its own program, never for theirs
 #: (``models.evaluation.attach_reference_profiles``).
 PUBLIC_SOURCES = ("scout-multinode", "c3o-emr")
+
+
+def public_origins(frame):
+    """Per row of a run frame, the source of the public table it comes from
+    (:data:`PUBLIC_SOURCES`), ``""`` for every other run (jobgauge's, the user's): the
+    runs a model may compare one with another as runs of one program."""
+    import numpy as np
+
+    if "source" not in frame.columns:
+        return np.full(len(frame), "", dtype=object)
+    sources = frame["source"].astype(str)
+    return np.where(sources.isin(PUBLIC_SOURCES), sources, "").astype(object)
+
+
 REQUIRED_TEXT = ("source", "workload", "framework", "instance_type", "run_id")
 _TRUE = {"true", "1", "yes", "t"}
 _FALSE = {"false", "0", "no", "f"}

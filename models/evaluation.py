@@ -294,7 +294,7 @@ def attach_reference_profiles(frame, records, references=None):
     {(workload, framework): [positions in ``frame`` of runs with a record in ``records``]},
     as ``sized_reference_runs`` returns them (``bench/reference_spread.py`` draws other
     profiling runs); a benchmark's profile stands for "the user profiled this job once".
-    Runs of the public tables (``PUBLIC_SOURCES``: Scout's and C3O's builds of
+    Runs of the public tables (``runtable.PUBLIC_SOURCES``: Scout's and C3O's builds of
     same-named jobs) get no profile: they keep their own measured curves.  (Replayed
     from jobgauge's local HiBench profiles, 10^4-10^6 times smaller, they set the
     m4/c4/r4 slot speeds 60x below local[2]'s, and TPC-H Q18 at SF 100 on m5.xlarge,
@@ -305,7 +305,7 @@ def attach_reference_profiles(frame, records, references=None):
     beside ``cpu_time_s`` it is the run's CPU accounting.
     """
     from jobgauge.models._stage import nearest_size, sized_reference_runs
-    from jobgauge.runtable import PUBLIC_SOURCES
+    from jobgauge.runtable import public_origins
 
     frame = frame.copy()
     frame["profile"] = None
@@ -319,7 +319,7 @@ def attach_reference_profiles(frame, records, references=None):
     if not has.any():
         return frame
     jobs = _keys(frame, ["workload", "framework"])  # Hadoop sort and Spark sort differ
-    jobs[frame["source"].astype(str).isin(PUBLIC_SOURCES).to_numpy()] = None
+    jobs[public_origins(frame) != ""] = None
     sizes = frame["input_bytes"].astype(float).to_numpy() \
         if "input_bytes" in frame.columns else np.full(len(frame), np.nan)
     if references is None:
