@@ -2521,21 +2521,37 @@ class StagePredictor(RuntimeModel):
         SF 10: x0.84 of the measured runs, 23 % MdAPE, against x0.47, 53 %, as the power
         law).  (Scout's and C3O's held-out instance families, ``bench/evaluate.py
         --quiet-corpus``: 13.3 % and 25.8 % MdAPE, against 18.6 % and 29.5 % with the
-        pooled exponents alone.)"""
-        X = _with_settings(X)
+        pooled exponents alone.)
+
+        A public table's job is a job apart from jobgauge's and the other tables' of the
+        same name (an ``origin`` column, :meth:`_with_origin`): C3O's pagerank on 2
+        r4.xlarge answered Scout's at bigdata there, 1143 s, where 3 nodes took 1760 s
+        from Scout's own runs."""
         names = list(self.features_.get_feature_names_out())
         size = matrix[:, names.index("log_input_bytes")]
         slots = matrix[:, names.index("log_parallel_slots")]
         done = ~censored
-        groups = join_columns(X, ["workload", "framework", "instance_type", "instance_count",
-                                  "settings"], missing="{}")
+        X = _with_settings(X).assign(origin=public_origins(X))
+        self.fallback_sources_ = sorted(set(X["source"].astype(str))) \
+            if "source" in X.columns else []
+        origins = collections.defaultdict(lambda: collections.defaultdict(list))
+        for job, origin, value in zip(join_columns(X, ["workload", "framework"])[done],
+                                      X["origin"].to_numpy()[done], size[done]):
+            if np.isfinite(value):
+                origins[job][origin].append(float(value))
+        # job -> {origin: the log input sizes it finished at}
+        self.job_origins_ = {job: {o: sorted(v) for o, v in found.items()}
+                             for job, found in origins.items()}
+        groups = join_columns(X, ["workload", "framework", "origin", "instance_type",
+                                  "instance_count", "settings"], missing="{}")
         slope = _pooled_slope(size, log_y, done, groups)
         self.fallback_size_exponent_ = float(np.clip(1.0 if slope is None else slope, 0.0, 1.5))
-        across = join_columns(X, ["workload", "framework", "instance_type", "settings"],
-                              missing="{}") + "|" + np.round(size, 3).astype(str).astype(object)
+        across = join_columns(X, ["workload", "framework", "origin", "instance_type",
+                                  "settings"], missing="{}") \
+            + "|" + np.round(size, 3).astype(str).astype(object)
         slope = _pooled_slope(slots, log_y, done, across)
         self.fallback_slot_exponent_ = float(np.clip(0.5 if slope is None else -slope, 0.0, 1.0))
-        jobs = join_columns(X, ["workload", "framework"], missing="{}")
+        jobs = join_columns(X, ["workload", "framework", "origin"], missing="{}")
         clusters = join_columns(X, ["instance_type", "settings"], missing="{}")
         self.fallback_curves_ = {}
         for job in np.unique(jobs[done]):
@@ -2545,7 +2561,7 @@ class StagePredictor(RuntimeModel):
             if any(curve is not None for curve in curves):
                 self.fallback_curves_[job] = curves
         anchors = {}
-        for level, columns in enumerate(self._FALLBACK_LEVELS):
+        for level, columns in enumerate(self._fallback_levels()):
             keys = join_columns(X, list(columns), missing="{}") if columns else \
                 np.array([""] * len(X), dtype=object)
             table = {}
@@ -2563,22 +2579,30 @@ class StagePredictor(RuntimeModel):
         self.fallback_counts_ = {}
         counts = X["instance_count"].astype(float).to_numpy()
         for level in self._COUNT_LEVELS:
-            columns = [c for c in self._FALLBACK_LEVELS[level] if c != "instance_count"]
+            columns = [c for c in self._fallback_levels()[level] if c != "instance_count"]
             prefixes = join_columns(X, columns, missing="{}")
             found = collections.defaultdict(set)
             for prefix, count in zip(prefixes[done], counts[done]):
                 found[prefix].add(float(count))
             self.fallback_counts_[level] = {k: sorted(v) for k, v in found.items()}
 
-    _FALLBACK_LEVELS = (("workload", "framework", "instance_type", "instance_count",
-                         "settings"),
-                        ("workload", "framework", "instance_type", "instance_count"),
-                        ("workload", "framework", "instance_type"),
-                        ("workload", "framework", "settings"),
-                        ("workload", "framework"),
+    _FALLBACK_LEVELS = (("workload", "framework", "origin", "instance_type",
+                         "instance_count", "settings"),
+                        ("workload", "framework", "origin", "instance_type", "instance_count"),
+                        ("workload", "framework", "origin", "instance_type"),
+                        ("workload", "framework", "origin", "settings"),
+                        ("workload", "framework", "origin"),
                         ())
     #: The fallback levels that hold a node count (:meth:`_between_counts`).
     _COUNT_LEVELS = (0, 1)
+
+    def _fallback_levels(self) -> tuple:
+        """:data:`_FALLBACK_LEVELS`; for a model saved before the anchors were kept per
+        origin (no ``job_origins_``), those levels without it."""
+        if hasattr(self, "job_origins_"):
+            return self._FALLBACK_LEVELS
+        return tuple(tuple(c for c in columns if c != "origin")
+                     for columns in self._FALLBACK_LEVELS)
 
     def _fallback_log(self, X, matrix, rows, between=True):
         """Log runtime of the rows numbered ``rows`` from measured anchors (median of the
@@ -2590,11 +2614,12 @@ class StagePredictor(RuntimeModel):
         size = matrix[:, names.index("log_input_bytes")]
         slots = matrix[:, names.index("log_parallel_slots")]
         out = np.full(len(X), np.nan)          # indexed by row number, like ``rows``
-        X = _with_settings(X)
-        jobs = join_columns(X, ["workload", "framework"], missing="{}")
+        X = self._with_origin(_with_settings(X), size)
+        jobs = join_columns(X, ["workload", "framework", "origin"][
+            :3 if hasattr(self, "job_origins_") else 2], missing="{}")
         curves = getattr(self, "fallback_curves_", {})
         level_used = [None] * len(X)
-        for level, columns in enumerate(self._FALLBACK_LEVELS):
+        for level, columns in enumerate(self._fallback_levels()):
             if between and level == max(self._COUNT_LEVELS) + 1:
                 self._between_counts(X, slots, curves, jobs, rows, out, level_used)
             keys = join_columns(X, list(columns), missing="{}") if columns else \
@@ -2621,6 +2646,34 @@ class StagePredictor(RuntimeModel):
                 level_used[i] = columns
         return out, level_used
 
+    def _with_origin(self, X, size):
+        """``X`` with an ``origin`` column (kept where it has one): a row of a source the
+        fallback learned from, its public table (``runtable.public_origins``, ``""`` for
+        the rest); any other row (a question), the origin of its job's runs nearest its
+        log input ``size`` (``job_origins_``; ``""`` on a tie, or for a job not
+        measured).  Scout's pagerank at bigdata is Scout's; at HiBench tiny,
+        jobgauge's."""
+        if "origin" in X.columns:
+            return X
+        origins = public_origins(X)
+        learned = set(getattr(self, "fallback_sources_", None) or ())
+        known = getattr(self, "job_origins_", None) or {}
+        sources = X["source"].astype(str).to_numpy() if "source" in X.columns \
+            else np.full(len(X), "", dtype=object)
+        jobs = join_columns(X, ["workload", "framework"])
+        for i in range(len(X)):
+            found = known.get(jobs[i])
+            if sources[i] in learned or not found:
+                continue
+            if len(found) == 1:
+                origins[i] = next(iter(found))
+            elif not np.isfinite(size[i]):
+                origins[i] = "" if "" in found else min(found)
+            else:
+                origins[i] = min(found, key=lambda o: (
+                    min(abs(size[i] - v) for v in found[o]), o != "", o))
+        return X.assign(origin=origins)
+
     def _between_counts(self, X, slots, curves, jobs, rows, out, level_used):
         """Answer the rows numbered ``rows`` not answered yet whose job ran on their
         instance type (with their settings, else with any) at other node counts: the
@@ -2639,7 +2692,7 @@ class StagePredictor(RuntimeModel):
         names = list(self.features_.get_feature_names_out())
         counts = X["instance_count"].astype(float).to_numpy()
         for level in self._COUNT_LEVELS:
-            columns = [c for c in self._FALLBACK_LEVELS[level] if c != "instance_count"]
+            columns = [c for c in self._fallback_levels()[level] if c != "instance_count"]
             prefixes = join_columns(X, columns, missing="{}")
             for i in waiting:
                 measured = known[level].get(prefixes[i])
@@ -2845,7 +2898,7 @@ class StagePredictor(RuntimeModel):
                 out.append("stages")
             elif levels[i]:
                 out.append("fallback: no profile; scaled from measured runs with the same "
-                           + ", ".join(levels[i]))
+                           + ", ".join(c for c in levels[i] if c != "origin"))
             else:
                 out.append("fallback: no profile and no measured run of this workload; "
                            "scaled from all measured runs")
