@@ -1803,7 +1803,7 @@ class StagePredictor(RuntimeModel):
         sizes = self._input_sizes(X)
         # a public table's job apart from jobgauge's of the same name: another program,
         # measured at 10^4-10^6 times the sizes (``runtable.public_origins``)
-        jobs = join_columns(X, ["workload", "framework"]) + "@" + public_origins(X)
+        jobs = _origin_jobs(X, public_origins(X))
         done = ~censored & np.isfinite(sizes)
         held = self._held_sizes(jobs, sizes, done, 2)
         if (held[1] & done).sum() >= MIN_POOL_RESIDUALS and not censored[~held[1]].all():
@@ -1873,8 +1873,8 @@ class StagePredictor(RuntimeModel):
         frame = X.iloc[asked].reset_index(drop=True)
         predicted = other._predict_log(frame)
         kept = collections.defaultdict(list)     # job -> the inputs it finished in that fit
-        for job, size in zip(jobs[~held & ~censored & np.isfinite(sizes)],
-                             sizes[~held & ~censored & np.isfinite(sizes)]):
+        trained = ~held & ~censored & np.isfinite(sizes)
+        for job, size in zip(jobs[trained], sizes[trained]):
             kept[job].append(float(size))
         measured = np.array([max(kept[job]) if job in kept else np.nan for job in jobs[asked]])
         distance = np.log(sizes[asked] / measured)
@@ -2207,9 +2207,7 @@ class StagePredictor(RuntimeModel):
                                                       max(largest, float(size)))
         finished = collections.defaultdict(list)   # job -> the inputs it finished with
         # a public table's job apart (:meth:`_sized_jobs`)
-        origins = public_origins(X)
-        named = join_columns(X, ["workload", "framework"])
-        for job, size, done in zip(np.where(origins == "", named, named + "@" + origins), sizes,
+        for job, size, done in zip(_origin_jobs(X, public_origins(X)), sizes,
                                    ~np.asarray(censored, dtype=bool)):
             if done:
                 self.measured_runs_[job] = self.measured_runs_.get(job, 0) + 1
@@ -2559,7 +2557,7 @@ class StagePredictor(RuntimeModel):
             + "|" + np.round(size, 3).astype(str).astype(object)
         slope = _pooled_slope(slots, log_y, done, across)
         self.fallback_slot_exponent_ = float(np.clip(0.5 if slope is None else -slope, 0.0, 1.0))
-        jobs = join_columns(X, ["workload", "framework", "origin"], missing="{}")
+        jobs = join_columns(X, list(self._fallback_levels()[-2]), missing="{}")
         clusters = join_columns(X, ["instance_type", "settings"], missing="{}")
         self.fallback_curves_ = {}
         for job in np.unique(jobs[done]):
@@ -2623,8 +2621,8 @@ class StagePredictor(RuntimeModel):
         slots = matrix[:, names.index("log_parallel_slots")]
         out = np.full(len(X), np.nan)          # indexed by row number, like ``rows``
         X = self._with_origin(_with_settings(X), size)
-        jobs = join_columns(X, ["workload", "framework", "origin"][
-            :3 if hasattr(self, "job_origins_") else 2], missing="{}")
+        # a job's curves are keyed as the anchors of its job level (the one before ())
+        jobs = join_columns(X, list(self._fallback_levels()[-2]), missing="{}")
         curves = getattr(self, "fallback_curves_", {})
         level_used = [None] * len(X)
         for level, columns in enumerate(self._fallback_levels()):
@@ -2692,10 +2690,7 @@ class StagePredictor(RuntimeModel):
         def compute():
             names = list(self.features_.get_feature_names_out())
             size = self._matrix(X)[:, names.index("log_input_bytes")]
-            origins = self._with_origin(X, size)["origin"].to_numpy() \
-                if hasattr(self, "job_origins_") else public_origins(X)
-            named = join_columns(X, ["workload", "framework"])
-            return np.where(origins == "", named, named + "@" + origins)
+            return _origin_jobs(X, self._with_origin(X, size)["origin"].to_numpy())
 
         return self._once(X, "sized jobs", compute)
 
@@ -3138,6 +3133,14 @@ def _size_levels(inputs) -> int:
     return count
 
 
+def _origin_jobs(X, origins) -> np.ndarray:
+    """Per row of ``X``, its job ``workload|framework``, followed by ``@`` and its
+    origin where that is a public table's (``origins``: per row, ``""`` for the rest):
+    a public table's job is a job apart from jobgauge's of the same name."""
+    named = join_columns(X, ["workload", "framework"])
+    return np.where(origins == "", named, named + "@" + origins)
+
+
 def _scale_keys(frameworks, levels, fallback=None) -> np.ndarray:
     """Per row, the keys of the scale pools it takes, first choice first: its job's
     kind of measurement (``several sizes``: finished at two sizes or more, ``one
@@ -3145,8 +3148,7 @@ def _scale_keys(frameworks, levels, fallback=None) -> np.ndarray:
     its framework, and ``""`` (every held-out run replayed).  A row answered from
     measured runs without a replay (``fallback``, true per row) takes those keys
     prefixed ``fallback|``, then ``"fallback"``: the measured curves' errors beyond the
-    sizes are not
-    the replay's (the public tables' jobs extrapolated from Scout's huge to bigdata
+    sizes are not the replay's (the public tables' jobs extrapolated from Scout's huge to bigdata
     and across C3O's sizes missed by log 10 % / 90 % -0.65 / 0.62 per unit where the
     replayed TPC-H queries missed by -0.33 / 0.10, and pooled they widened TPC-H Q18's
     answer at SF 100 on m5.xlarge from x2.1 to x4.6 high/low).  A (rows, 4) array of
@@ -3186,8 +3188,7 @@ def _benchmark_jobs(X) -> dict:
     from jobgauge.profiler.runners.runner import RUNNER_SOURCE
     from jobgauge.profiler.workloads import benchmark_of
 
-    named, origins = join_columns(X, ["workload", "framework"]), public_origins(X)
-    jobs = np.where(origins == "", named, named + "@" + origins)
+    jobs = _origin_jobs(X, public_origins(X))
     sources = X["source"].astype(str).to_numpy() if "source" in X.columns \
         else np.full(len(X), RUNNER_SOURCE)
     out = {}
