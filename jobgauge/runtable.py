@@ -56,6 +56,27 @@ def public_origins(frame):
     return np.where(sources.isin(PUBLIC_SOURCES), sources, "").astype(object)
 
 
+def nearest_origin(found, size: float) -> str:
+    """Of a job measured in several origins (``found``: origin, as
+    :func:`public_origins` names them, -> the log input sizes its runs finished at, or
+    their smallest and largest), the one whose runs are nearest the log input ``size``:
+    0 inside their span, else the distance to its nearer end.  A tie, or a size not
+    known (NaN), goes to ``""`` (jobgauge's and the user's runs) where it is among
+    them, else to the first origin by name.  The stage model answers a question from
+    that origin's runs (``StagePredictor._with_origin``) and the coverage notes compare
+    it with them (``models._coverage.MeasuredRange``): Scout's pagerank at bigdata is
+    Scout's; at HiBench tiny, jobgauge's."""
+    spans = {origin: (min(values), max(values)) for origin, values in found.items()
+             if len(values)}
+    if not spans:
+        return ""
+    if not math.isfinite(size):
+        return "" if "" in spans else min(spans)
+    return min(spans, key=lambda origin: (max(spans[origin][0] - size,
+                                              size - spans[origin][1], 0.0),
+                                          origin != "", origin))
+
+
 REQUIRED_TEXT = ("source", "workload", "framework", "instance_type", "run_id")
 _TRUE = {"true", "1", "yes", "t"}
 _FALSE = {"false", "0", "no", "f"}

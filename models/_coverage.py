@@ -231,7 +231,15 @@ class MeasuredRange:
     instance type -> (fewest, most) nodes measured on it; ``failures``: configuration
     at a size (:func:`_sized_configurations`) -> (failed runs, runs) of those with a
     failed run; ``configuration_runs``: the same key -> runs, for every configuration
-    (how many runs a failure in the store is one more of: :meth:`with_runs`).
+    (how many runs a failure in the store is one more of: :meth:`with_runs`);
+    ``origins``: (workload, framework) -> {origin: :class:`WorkloadRange`} of a job
+    with runs of a public table (``runtable.public_origins``; ``""``: jobgauge's runs
+    and the user's), one range per origin; a note names the origin where there are
+    several.  Such a job's question is compared with the
+    runs of the origin nearest its size (``runtable.nearest_origin``), the runs the
+    stage model answers it from: C3O's sort (9.3-19 GiB on 16-96 cores of EMR) beside
+    jobgauge's (33 KiB-160 MiB on local[2]) made "sort was measured at 33 KiB-19 GiB",
+    and sort at 1 GB on local[2] and Scout's join at bigdata on local[2] went unmarked.
     """
 
     workloads: dict = field(default_factory=dict)
@@ -239,6 +247,7 @@ class MeasuredRange:
     instance_types: dict = field(default_factory=dict)
     failures: dict = field(default_factory=dict)
     configuration_runs: dict = field(default_factory=dict)
+    origins: dict = field(default_factory=dict)
 
     def __setstate__(self, state):
         # a record pickled before the tallies were kept keyed its failures by every
@@ -247,7 +256,7 @@ class MeasuredRange:
             state = {**state, "configuration_runs": {},
                      "failures": {_rekeyed(key): counts
                                   for key, counts in (state.get("failures") or {}).items()}}
-        self.__dict__.update(state)
+        self.__dict__.update({"origins": {}, **state})   # one made before origins were kept
 
     @classmethod
     def from_frame(cls, frame) -> "MeasuredRange":
@@ -256,9 +265,19 @@ class MeasuredRange:
         ``vcpus``)."""
         import pandas as pd
 
+        from jobgauge.runtable import public_origins
+
         keys = [frame["workload"].astype(str), frame["framework"].astype(str)]
         workloads = {(str(workload), str(framework)): WorkloadRange.from_frame(rows)
                      for (workload, framework), rows in frame.groupby(keys, sort=True)}
+        origin = pd.Series(public_origins(frame), index=frame.index, dtype=object)
+        public = {(str(w), str(f)) for w, f in zip(keys[0][origin != ""], keys[1][origin != ""])}
+        origins: dict = {}
+        if public:
+            for (workload, framework, name), rows in frame.groupby(keys + [origin], sort=True):
+                if (workload, framework) in public:
+                    origins.setdefault((str(workload), str(framework)), {})[str(name)] = \
+                        WorkloadRange.from_frame(rows)
         count = pd.to_numeric(frame["instance_count"], errors="coerce").fillna(1)
         nodes = count.groupby(frame["instance_type"].astype(str)).agg(["min", "max"])
         tally = _tally(frame)
@@ -266,7 +285,8 @@ class MeasuredRange:
                    instance_types={str(t): (float(r["min"]), float(r["max"]))
                                    for t, r in nodes.iterrows()},
                    failures={key: counts for key, counts in tally.items() if counts[0]},
-                   configuration_runs={key: counts[1] for key, counts in tally.items()})
+                   configuration_runs={key: counts[1] for key, counts in tally.items()},
+                   origins=origins)
 
     def with_runs(self, frame, failed=None) -> "MeasuredRange":
         """This record with the runs of ``frame`` measured too (a job's own runs in the
@@ -280,7 +300,8 @@ class MeasuredRange:
             self = MeasuredRange(workloads=self.workloads, everything=self.everything,
                                  instance_types=self.instance_types,
                                  failures=self._failures_with(frame, failed),
-                                 configuration_runs=self.configuration_runs)
+                                 configuration_runs=self.configuration_runs,
+                                 origins=self.origins)
         if frame is None or not len(frame):
             return self
         more = MeasuredRange.from_frame(frame)
@@ -291,10 +312,16 @@ class MeasuredRange:
         for name, (fewest, most) in more.instance_types.items():
             known = types.get(name, (fewest, most))
             types[name] = (min(known[0], fewest), max(known[1], most))
+        origins = {}
+        for key in set(self.origins) | set(more.origins):
+            mine, theirs = self._ranges_of(key), more._ranges_of(key)
+            origins[key] = {name: mine[name].combined(theirs[name])
+                            if name in mine and name in theirs else mine.get(name) or theirs[name]
+                            for name in set(mine) | set(theirs)}
         return MeasuredRange(workloads=workloads,
                              everything=self.everything.combined(more.everything),
                              instance_types=types, failures=self.failures,
-                             configuration_runs=self.configuration_runs)
+                             configuration_runs=self.configuration_runs, origins=origins)
 
     def with_failures_of(self, frame) -> "MeasuredRange":
         """This record with the configurations of ``frame`` counted in
@@ -321,7 +348,8 @@ class MeasuredRange:
                              failures={key: counts for key, counts in tally.items()
                                        if counts[0]},
                              configuration_runs={key: counts[1]
-                                                 for key, counts in tally.items()})
+                                                 for key, counts in tally.items()},
+                             origins=self.origins)
 
     def _failures_with(self, frame, failed) -> dict:
         """:attr:`failures` with the configurations of ``failed`` tallied as failed runs
@@ -358,7 +386,7 @@ class MeasuredRange:
         rows = zip(_column(X, "workload", ""), _column(X, "framework", "spark"),
                    _column(X, "datasize", ""), _input_column(X),
                    _column(X, "instance_type", ""), _column(X, "instance_count", 1),
-                   _column(X, "vcpus", math.nan))
+                   _column(X, "vcpus", math.nan), _column(X, "source", ""))
         answers: dict = {}
         out = []
         for row in rows:
@@ -435,8 +463,33 @@ class MeasuredRange:
                 refusals.append(message)
         return refusals
 
+    def _ranges_of(self, key) -> dict:
+        """origin -> :class:`WorkloadRange` of the job ``key`` (workload, framework):
+        ``origins``' entry, else its one range as ``""``'s ({} for a job not measured)."""
+        if key in self.origins:
+            return self.origins[key]
+        return {"": self.workloads[key]} if key in self.workloads else {}
+
+    def _origin_range(self, key, source, label, input_bytes) -> tuple:
+        """(range, origin) a question of the job ``key`` is compared with: a public
+        table's own run with its table's runs; any other question with the runs of the
+        origin nearest its size (``runtable.nearest_origin``), its label sized as
+        :meth:`input_bytes` sizes it; (None, "") for a job not measured."""
+        from jobgauge.runtable import nearest_origin
+
+        ranges = self.origins.get(key)
+        if not ranges:
+            return self.workloads.get(key), ""
+        if source in ranges and source:
+            return ranges[source], source
+        asked = self.workloads[key].asked_bytes(label, input_bytes)
+        spans = {name: (math.log(r.smallest_bytes), math.log(r.largest_bytes))
+                 for name, r in ranges.items() if r.smallest_bytes}
+        name = nearest_origin(spans, math.log(asked) if asked else math.nan)
+        return (ranges[name], name) if name in ranges else (self.workloads[key], "")
+
     def _note(self, workload, framework, label, input_bytes, instance_type, count,
-              vcpus) -> str | None:
+              vcpus, source="") -> str | None:
         workload, framework = str(workload), str(framework)
         label = "" if label is None or (isinstance(label, float) and math.isnan(label)) \
             else str(label).strip()
@@ -444,7 +497,8 @@ class MeasuredRange:
         input_bytes = None if input_bytes is None or not math.isfinite(float(input_bytes)) \
             else float(input_bytes)
         reasons = []
-        measured = self.workloads.get((workload, framework))
+        measured, origin = self._origin_range((workload, framework), str(source), label,
+                                              input_bytes)
         if measured is None:
             others = sorted(f for w, f in self.workloads if w == workload)
             reasons.append(f"{workload} was measured only with {', '.join(others)}, not "
@@ -457,10 +511,11 @@ class MeasuredRange:
                                    f"{human_size(everything.largest_bytes)})")
             measured, name = self.everything, None
         else:
-            reason = measured.size_reason(workload, label, input_bytes)
+            several = len(self.origins.get((workload, framework), ())) > 1
+            name = f"{workload} of the {origin} table" if origin and several else workload
+            reason = measured.size_reason(name, label, input_bytes)
             if reason:
                 reasons.append(reason)
-            name = workload
         nodes = float(count) if count is not None and math.isfinite(float(count)) else 1.0
         cores = float(vcpus) * nodes if vcpus is not None else math.nan
         where = instance_type if nodes == 1 else f"{nodes:g} x {instance_type}"

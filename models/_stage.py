@@ -126,7 +126,7 @@ from jobgauge.models._coverage import SIZE_FACTOR
 from jobgauge.models._params import Boolean, Interval, Options, store_params
 from jobgauge.models.features import KNOB_DEFAULTS, SLOT_SETTINGS, RunFeatures, _as_summary, \
     instance_family, parse_knob, row_configs, settings_key
-from jobgauge.runtable import busy_starts, public_origins
+from jobgauge.runtable import busy_starts, nearest_origin, public_origins
 from jobgauge.units import human_size
 
 #: Stage kinds, derived from what a profiled stage read and wrote.
@@ -943,17 +943,20 @@ class StagePredictor(RuntimeModel):
         training, as a profiled job's would): the residuals then hold both questions a
         user asks, another setting of a known job and a job only profiled once."""
         split = super()._calibration_split(X, censored)
+        # the jobs a user asks as profiled once: jobgauge's and the user's (a public
+        # table's job has no profile, and held out whole it is asked from nothing:
+        # Scout's join so widened TPC-H Q18's answer on m4.xlarge to x40 high/low); a
+        # frame of public runs alone, its own
+        origins = public_origins(X)
+        askable = origins == "" if (origins == "").any() else np.ones(len(X), dtype=bool)
         jobs = join_columns(X, ["workload", "framework"])
-        unique = np.unique(jobs)
-        if split is None or len(unique) < 5:
+        if split is None or len(np.unique(jobs[askable])) < 5:
             return split
-        chosen = set(self._rng().choice(unique, size=max(1, int(round(
-            self.calibration_size * len(unique)))), replace=False))
         marked = X["profile_reference"].fillna(False).to_numpy(dtype=bool) \
             if "profile_reference" in X.columns else np.zeros(len(X), dtype=bool)
         held = np.zeros(len(X), dtype=bool)
         held[split[1]] = True
-        held |= np.array([j in chosen for j in jobs]) & ~marked
+        held |= askable & self._drawn(jobs, origins) & ~marked
         if censored[~held].all() or (~censored[held]).sum() == 0:
             return split
         return np.flatnonzero(~held), np.flatnonzero(held)
@@ -1930,13 +1933,12 @@ class StagePredictor(RuntimeModel):
         frameworks, kinds = self._framework_of(X), self._job_kinds(X)
         edges = np.where(self._configured(X), "measured configuration|",
                          "measured job|").astype(object) + kinds
-        floors = {}
+        floor_low, floor_high = self._pooled_offsets(X, coverage)
         for edge in np.unique(edges):
             pool = pool_of(pools, edge)
-            floors[edge] = conformal_offsets(self.calibration_residuals_ if pool is None
-                                             else pool, coverage)
-        floor_low = np.array([floors[edge][0] for edge in edges])
-        floor_high = np.array([floors[edge][1] for edge in edges])
+            if pool is not None:
+                rows = edges == edge
+                floor_low[rows], floor_high[rows] = conformal_offsets(pool, coverage)
         levels = np.array([(getattr(self, "measured_levels_", None) or {}).get(job, 0)
                            for job in self._sized_jobs(X)])
         keys = _scale_keys(frameworks, levels,
@@ -2656,9 +2658,8 @@ class StagePredictor(RuntimeModel):
         """``X`` with an ``origin`` column (kept where it has one): a row of a source the
         fallback learned from, its public table (``runtable.public_origins``, ``""`` for
         the rest); any other row (a question), the origin of its job's runs nearest its
-        log input ``size`` (``job_origins_``; ``""`` on a tie, or for a job not
-        measured).  Scout's pagerank at bigdata is Scout's; at HiBench tiny,
-        jobgauge's."""
+        log input ``size`` (``job_origins_``, :func:`runtable.nearest_origin`; ``""`` for
+        a job not measured)."""
         if "origin" in X.columns:
             return X
         origins = public_origins(X)
@@ -2671,14 +2672,14 @@ class StagePredictor(RuntimeModel):
             found = known.get(jobs[i])
             if sources[i] in learned or not found:
                 continue
-            if len(found) == 1:
-                origins[i] = next(iter(found))
-            elif not np.isfinite(size[i]):
-                origins[i] = "" if "" in found else min(found)
-            else:
-                origins[i] = min(found, key=lambda o: (
-                    min(abs(size[i] - v) for v in found[o]), o != "", o))
+            origins[i] = nearest_origin(found, float(size[i]))
         return X.assign(origin=origins)
+
+    def _origins(self, X) -> np.ndarray:
+        """Per row, the origin of the runs it is answered from: its job's origin as
+        :meth:`_sized_jobs` resolves it (a question nearer a public table's runs is that
+        table's)."""
+        return np.array([job.partition("@")[2] for job in self._sized_jobs(X)], dtype=object)
 
     def _sized_jobs(self, X) -> np.ndarray:
         """Per row, its job as ``measured_sizes_``, ``measured_levels_`` and

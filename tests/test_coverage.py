@@ -11,6 +11,7 @@ import copy
 import json
 import shutil
 
+import pandas as pd
 import pytest
 
 from jobgauge.data import run_tables
@@ -456,3 +457,59 @@ def test_jobgauge_predict_runs_marks_rows_far_outside(tree, tmp_path, capsys):
     assert rows[0]["measured_note"] == ""
     assert "not at sf100" in rows[1]["measured_note"]
     assert [row["answered_from"] for row in rows] == ["", ""]     # measured: borrows nothing
+
+
+def test_a_job_a_public_table_shares_is_compared_with_the_runs_of_its_nearest_origin(
+        datasets_dir):
+    """C3O's sort (9.3-19 GiB on 16-96 cores of EMR) and Scout's join (HiBench huge and
+    bigdata on 8-96 cores) share their names with jobgauge's HiBench jobs (measured on
+    local[1] and local[2] at KiBs to MiBs).  Merged, the record said "sort was measured
+    at 33 KiB-19 GiB" on 1-96 cores, and left unmarked sort at 1 GB on local[2] (answered
+    from jobgauge's runs, 6x beyond them) and Scout's join at bigdata on local[2]
+    (answered from Scout's runs, on a 2-core machine none of them had).  Each question
+    is now compared with the runs of the origin the stage model answers it from."""
+    import pickle
+
+    from jobgauge.job import Cluster, Job, jobs_frame
+    from jobgauge.runtable import public_origins
+
+    local = read_run_tables([run_tables()[0].parent / "quiet-hibench-tiny.csv.gz"])
+    public = read_run_tables([datasets_dir / "scout_multinode.csv", datasets_dir / "c3o_emr.csv"])
+    public = public[(public["workload"].isin(["join", "sort"])) & (public["framework"] == "spark")]
+    assert set(public_origins(public)) == {"scout-multinode", "c3o-emr"}
+    record = MeasuredRange.from_frame(pd.concat([local, public], ignore_index=True))
+    ours = local[(local["workload"] == "sort") & (local["framework"] == "spark")]
+    largest = float(ours["input_bytes"].max())
+    two = Cluster.local_mode("local[2]")
+    asked = jobs_frame([
+        Job("sort", "", two, input_bytes=ours["input_bytes"].median()),        # 0 inside
+        Job("sort", "", two, input_bytes=6 * largest),                         # 1 beyond ours
+        Job("sort", "", Cluster.from_catalog("m4.xlarge", 4), input_bytes=15e9),  # 2 C3O's
+        Job("sort", "", Cluster.from_catalog("m4.xlarge", 4), input_bytes=3e9),   # 3 below C3O's
+        Job("join", "bigdata", two),                                           # 4 Scout's size
+        Job("join", "bigdata", Cluster.from_catalog("m4.xlarge", 4)),          # 5 Scout's
+        Job("join", "tiny", two),                                              # 6 ours
+    ])
+    notes = record.notes(asked)
+    assert notes[0] is None and notes[2] is None and notes[5] is None and notes[6] is None
+    assert "sort was measured at" in notes[1] and "c3o-emr" not in notes[1]
+    assert "not at" in notes[1] and "GiB-" not in notes[1]
+    assert "sort of the c3o-emr table was measured at 9.3 GiB-19 GiB" in notes[3]
+    assert "join of the scout-multinode table was measured on 8-96 cores, not 2" in notes[4]
+    # a held-out run of a public table is its table's, whatever its size
+    c3o = public[public["source"] == "c3o-emr"].iloc[[0]].reset_index(drop=True)
+    assert record.notes(c3o.assign(input_bytes=1e6)) == [
+        "far outside what was measured: sort of the c3o-emr table was measured at "
+        "9.3 GiB-19 GiB (smallest input 9.3 GiB), not at 977 KiB of input; nearest "
+        "measured size 9.3 GiB"]
+    # the store's own runs of a job widen its own origin's range, not a table's
+    more = local[(local["workload"] == "sort") & (local["framework"] == "spark")].iloc[[0]]
+    wider = record.with_runs(more.assign(input_bytes=8 * largest))
+    assert wider.notes(asked.iloc[[1]])[0] is None
+    assert wider.notes(asked.iloc[[3]]) == notes[3:4]
+    # a record pickled before the origins were kept compares with the merged runs
+    state = dict(vars(record))
+    state.pop("origins")
+    old = MeasuredRange.__new__(MeasuredRange)
+    old.__setstate__(pickle.loads(pickle.dumps(state)))
+    assert old.origins == {} and old.notes(asked.iloc[[1]]) == [None]

@@ -1531,6 +1531,10 @@ def test_the_public_tables_keep_their_own_curves_and_leave_other_jobs_answers_al
     with mixed._one_question(kmeans):
         assert mixed._scale_distances(kmeans)[0] == pytest.approx(math.log(12), rel=0.01)
         assert list(mixed._job_kinds(kmeans)) == ["spark|HiBench"]
+    # and its interval is drawn from jobgauge's runs held out as without the tables:
+    # their EC2 clusters made whole clusters the calibration unit for local[2] too
+    assert np.array(mixed.predict_with_interval(kmeans)) == pytest.approx(
+        np.array(alone.predict_with_interval(kmeans)), rel=1e-6)
 
 
 def test_a_node_count_not_measured_is_answered_between_the_measured_ones(datasets_dir):
