@@ -1685,9 +1685,14 @@ class StagePredictor(RuntimeModel):
             groups[pasted] = "pasted query|" + frameworks[pasted].astype(object)
         trained = set(getattr(self, "trained_families_", None) or ())
         if trained:          # "new cluster" where that pool exists, else the kinds above
-            clusters = np.array([f"new cluster|{f}" for f in self._framework_of(X)], dtype=object)
-            unseen = np.array([instance_family(t) not in trained and c in self.interval_pools_
-                               for t, c in zip(X["instance_type"], clusters)], dtype=bool)
+            origins = self._origins(X)
+            by_origin = getattr(self, "origin_families_", None) or {}
+            clusters = np.array([self._new_cluster_kind(f, o) for f, o in
+                                 zip(self._framework_of(X), origins)], dtype=object)
+            unseen = np.array([instance_family(t) not in by_origin.get(o, trained)
+                               and c in self.interval_pools_
+                               for t, c, o in zip(X["instance_type"], clusters, origins)],
+                              dtype=bool)
             groups[unseen] = clusters[unseen]
         return groups
 
@@ -1800,6 +1805,7 @@ class StagePredictor(RuntimeModel):
         d = 2.4: growth 0.07.  Linear, the scale-up from SF <= 1 covered 99 % of the SF
         10 runs at x6.33 high/low; bench/evaluate.py --quiet-corpus.)"""
         self.scale_residuals_, self.scale_growth_, self.scale_reach_ = {}, 1.0, 0.0
+        self.fallback_growth_ = None
         runtime, censored = targets(X, y)
         X = X.reset_index(drop=True)
         log_y = np.log(runtime)
@@ -1810,15 +1816,23 @@ class StagePredictor(RuntimeModel):
         done = ~censored & np.isfinite(sizes)
         held = self._held_sizes(jobs, sizes, done, 2)
         if (held[1] & done).sum() >= MIN_POOL_RESIDUALS and not censored[~held[1]].all():
-            residual, distance, _ = self._held_out_residuals(X, log_y, censored, held[1],
-                                                             sizes, jobs)
-            self.scale_growth_ = _growth(residual, distance)
-            self.scale_reach_ = float(distance.max()) if len(distance) else 0.0
+            residual, distance, keys = self._held_out_residuals(X, log_y, censored, held[1],
+                                                                sizes, jobs)
+            # the replay's errors and the measured curves' grow apart where both were
+            # held out: pooled, the public tables' curves set how a TPC-H answer on
+            # m5.xlarge widens beyond its measured sizes
+            curves = keys[:, -1] == "fallback" if len(keys) else np.zeros(0, dtype=bool)
+            replayed = ~curves if (~curves).any() else curves
+            self.scale_growth_ = _growth(residual[replayed], distance[replayed])
+            self.scale_reach_ = float(distance[replayed].max()) if replayed.any() else 0.0
+            if curves.any() and (~curves).any():
+                self.fallback_growth_ = (_growth(residual[curves], distance[curves]),
+                                         float(distance[curves].max()))
         if (held[0] & done).sum() < MIN_POOL_RESIDUALS or censored[~held[0]].all():
             return
         residual, distance, keys = self._held_out_residuals(X, log_y, censored, held[0],
                                                             sizes, jobs)
-        per_unit = residual / self._growth_at(distance)
+        per_unit = residual / self._growth_at(distance, keys[:, -1] == "fallback")
         self.scale_residuals_ = {}
         for column in range(keys.shape[1]):
             for key in np.unique(keys[:, column]):
@@ -1826,15 +1840,22 @@ class StagePredictor(RuntimeModel):
                 if mine.sum() >= MIN_POOL_RESIDUALS:
                     self.scale_residuals_[str(key)] = np.sort(per_unit[mine])
 
-    def _growth_at(self, distance):
+    def _growth_at(self, distance, fallback=False):
         """How much wider than at log distance 1 an error is at ``distance``:
-        ``distance ** scale_growth_`` up to ``scale_reach_``, then linear in it."""
-        growth = getattr(self, "scale_growth_", 1.0)
-        reach = getattr(self, "scale_reach_", 0.0)
-        if growth == 1.0 or reach <= 0:
-            return distance
-        near = np.minimum(distance, reach)
-        return near ** growth * np.maximum(distance / reach, 1.0)
+        ``distance ** scale_growth_`` up to ``scale_reach_``, then linear in it; where
+        ``fallback`` (per distance, or for all), the measured curves' growth and reach
+        (``fallback_growth_``, where learned apart)."""
+        distance = np.asarray(distance, dtype=float)
+        apart = getattr(self, "fallback_growth_", None)
+        growth = np.full(distance.shape, getattr(self, "scale_growth_", 1.0))
+        reach = np.full(distance.shape, getattr(self, "scale_reach_", 0.0))
+        if apart is not None:
+            curves = np.broadcast_to(np.asarray(fallback, dtype=bool), distance.shape)
+            growth[curves], reach[curves] = apart
+        linear = (growth == 1.0) | (reach <= 0)
+        near = np.minimum(distance, np.where(linear, distance, reach))
+        widened = near ** growth * np.maximum(distance / np.where(linear, 1.0, reach), 1.0)
+        return np.where(linear, distance, widened)
 
     @staticmethod
     def _held_sizes(jobs, sizes, done, levels):
@@ -1952,7 +1973,8 @@ class StagePredictor(RuntimeModel):
             mine = (chosen == key) & (distance > 0)
             for value in np.unique(distance[mine]):
                 rows = mine & (distance == value)
-                far_low, far_high = conformal_offsets(pool * self._growth_at(value), coverage)
+                far_low, far_high = conformal_offsets(
+                    pool * self._growth_at(value, key.startswith("fallback")), coverage)
                 known = rows & (groups == "") if groups is not None else np.zeros_like(rows)
                 low[known] = np.minimum(floor_low[known], far_low)
                 high[known] = np.maximum(floor_high[known], far_high)
@@ -2154,11 +2176,14 @@ class StagePredictor(RuntimeModel):
         high/low; inside the measured jobs' interval 60 %, at x1.5.)  A public table's
         family is held out of its own table's runs, predicted from that table's other
         families (``runtable.public_origins``); the rest's from the rest: jobgauge's
-        HiBench ``sort`` on local[2] once was predicted from C3O's on EMR."""
+        HiBench ``sort`` on local[2] once was predicted from C3O's on EMR.  Beside
+        jobgauge's runs, a public table's pool is its own (``"new cluster|spark|c3o-emr"``)
+        and so are the families it ran (``origin_families_``): a TPC-H question on c4
+        is on a family new to jobgauge's runs, whatever C3O ran there."""
         import copy
 
         pools = getattr(self, "interval_pools_", None)
-        self.trained_families_ = []
+        self.trained_families_, self.origin_families_ = [], {}
         if pools is None:
             return
         runtime, censored = targets(X, y)
@@ -2171,6 +2196,9 @@ class StagePredictor(RuntimeModel):
         matrix = self._matrix(X)
         frameworks = _frameworks(X)
         origins = public_origins(X)
+        if len(set(origins)) > 1:
+            self.origin_families_ = {str(o): sorted(set(families[done & (origins == o)]))
+                                     for o in set(origins)}
         found = {}
         for origin, family in sorted(set(zip(origins[done], families[done]))):
             train = np.flatnonzero((families != family) & (origins == origin))
@@ -2183,10 +2211,19 @@ class StagePredictor(RuntimeModel):
             for framework, residual, level in zip(frameworks[test], log_y[test] - predicted,
                                                   levels):
                 if level and np.isfinite(residual):     # a job the others measured
-                    found.setdefault(str(framework), []).append(float(residual))
-        for framework, residuals in found.items():
+                    found.setdefault(self._new_cluster_kind(framework, origin), []).append(
+                        float(residual))
+        for kind, residuals in found.items():
             if len(residuals) >= MIN_POOL_RESIDUALS:
-                pools[f"new cluster|{framework}"] = np.sort(residuals)
+                pools[kind] = np.sort(residuals)
+
+    def _new_cluster_kind(self, framework, origin) -> str:
+        """The ``new cluster`` pool of a question of ``framework`` answered from the
+        runs of ``origin``: a public table's own where the model learned several
+        origins (``origin_families_``)."""
+        if origin and getattr(self, "origin_families_", None):
+            return f"new cluster|{framework}|{origin}"
+        return f"new cluster|{framework}"
 
     # ---------------------------------------------------------------- fit
     def _fit_log(self, X, log_y, censored):

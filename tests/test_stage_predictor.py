@@ -1515,10 +1515,12 @@ def test_the_public_tables_keep_their_own_curves_and_leave_other_jobs_answers_al
     cloud = jobs_frame([Job("tpch-q18", "sf100", Cluster.from_catalog(t, n))
                         for t, n in (("m5.xlarge", 1), ("m5.xlarge", 8), ("m4.xlarge", 1))])
     assert mixed.predict(cloud) == pytest.approx(alone.predict(cloud), rel=0.1)
-    # nor wider: C3O's sort held out from jobgauge's 10^4 times smaller made it x2600
-    (_, low, high), (_, low_alone, high_alone) = (mixed.predict_with_interval(cloud),
-                                                 alone.predict_with_interval(cloud))
-    assert np.all(high / low < 1.5 * high_alone / low_alone)
+    # nor wider: C3O's sort held out from jobgauge's 10^4 times smaller made it x2600;
+    # and the public tables' own errors beyond their sizes and on new families are
+    # theirs (pooled with jobgauge's, their new-family errors made the answer on
+    # m5.xlarge x2.21 high/low where alone it is x3.34)
+    assert np.array(mixed.predict_with_interval(cloud)) == pytest.approx(
+        np.array(alone.predict_with_interval(cloud)), rel=1e-6)
     tiny = local[(local["workload"] == "join") & local["completed"]].iloc[[0]].reset_index(
         drop=True)
     assert mixed.prediction_method(tiny)[0].startswith("stages")
