@@ -238,8 +238,12 @@ class MeasuredRange:
     several.  Such a job's question is compared with the
     runs of the origin nearest its size (``runtable.nearest_origin``), the runs the
     stage model answers it from: C3O's sort (9.3-19 GiB on 16-96 cores of EMR) beside
-    jobgauge's (33 KiB-160 MiB on local[2]) made "sort was measured at 33 KiB-19 GiB",
-    and sort at 1 GB on local[2] and Scout's join at bigdata on local[2] went unmarked.
+    jobgauge's (33 KiB-153 MiB on local[2]) made "sort was measured at 33 KiB-19 GiB",
+    and sort at 1 GB on local[2] and Scout's join at bigdata on local[2] went unmarked;
+    ``origin_types``: origin -> {instance type: (fewest, most) nodes} where the runs have
+    several origins: a question is compared with the instance types of its origin's
+    runs (TPC-H on c4.xlarge was "measured on 4-24 nodes, not 1" from Scout's and C3O's
+    runs, though none of jobgauge's had it).
     """
 
     workloads: dict = field(default_factory=dict)
@@ -248,6 +252,7 @@ class MeasuredRange:
     failures: dict = field(default_factory=dict)
     configuration_runs: dict = field(default_factory=dict)
     origins: dict = field(default_factory=dict)
+    origin_types: dict = field(default_factory=dict)
 
     def __setstate__(self, state):
         # a record pickled before the tallies were kept keyed its failures by every
@@ -256,7 +261,8 @@ class MeasuredRange:
             state = {**state, "configuration_runs": {},
                      "failures": {_rekeyed(key): counts
                                   for key, counts in (state.get("failures") or {}).items()}}
-        self.__dict__.update({"origins": {}, **state})   # one made before origins were kept
+        # one made before the origins were kept
+        self.__dict__.update({"origins": {}, "origin_types": {}, **state})
 
     @classmethod
     def from_frame(cls, frame) -> "MeasuredRange":
@@ -278,12 +284,10 @@ class MeasuredRange:
                 if (workload, framework) in public:
                     origins.setdefault((str(workload), str(framework)), {})[str(name)] = \
                         WorkloadRange.from_frame(rows)
-        count = pd.to_numeric(frame["instance_count"], errors="coerce").fillna(1)
-        nodes = count.groupby(frame["instance_type"].astype(str)).agg(["min", "max"])
         tally = _tally(frame)
         return cls(workloads=workloads, everything=WorkloadRange.from_frame(frame),
-                   instance_types={str(t): (float(r["min"]), float(r["max"]))
-                                   for t, r in nodes.iterrows()},
+                   instance_types=_node_counts(frame),
+                   origin_types=_origin_node_counts(frame),
                    failures={key: counts for key, counts in tally.items() if counts[0]},
                    configuration_runs={key: counts[1] for key, counts in tally.items()},
                    origins=origins)
@@ -301,17 +305,22 @@ class MeasuredRange:
                                  instance_types=self.instance_types,
                                  failures=self._failures_with(frame, failed),
                                  configuration_runs=self.configuration_runs,
-                                 origins=self.origins)
+                                 origins=self.origins, origin_types=self.origin_types)
         if frame is None or not len(frame):
             return self
         more = MeasuredRange.from_frame(frame)
         workloads = dict(self.workloads)
         for key, measured in more.workloads.items():
             workloads[key] = workloads[key].combined(measured) if key in workloads else measured
-        types = dict(self.instance_types)
-        for name, (fewest, most) in more.instance_types.items():
-            known = types.get(name, (fewest, most))
-            types[name] = (min(known[0], fewest), max(known[1], most))
+        types = _widened(self.instance_types, more.instance_types)
+        origin_types = dict(self.origin_types)
+        if origin_types:        # the store's runs, each with its own origin
+            from jobgauge.runtable import public_origins
+
+            found = public_origins(frame)
+            for name in set(found):
+                origin_types[name] = _widened(origin_types.get(name, {}),
+                                              _node_counts(frame[found == name]))
         origins = {}
         for key in set(self.origins) | set(more.origins):
             mine, theirs = self._ranges_of(key), more._ranges_of(key)
@@ -321,7 +330,8 @@ class MeasuredRange:
         return MeasuredRange(workloads=workloads,
                              everything=self.everything.combined(more.everything),
                              instance_types=types, failures=self.failures,
-                             configuration_runs=self.configuration_runs, origins=origins)
+                             configuration_runs=self.configuration_runs, origins=origins,
+                             origin_types=origin_types)
 
     def with_failures_of(self, frame) -> "MeasuredRange":
         """This record with the configurations of ``frame`` counted in
@@ -349,7 +359,7 @@ class MeasuredRange:
                                        if counts[0]},
                              configuration_runs={key: counts[1]
                                                  for key, counts in tally.items()},
-                             origins=self.origins)
+                             origins=self.origins, origin_types=self.origin_types)
 
     def _failures_with(self, frame, failed) -> dict:
         """:attr:`failures` with the configurations of ``failed`` tallied as failed runs
@@ -486,7 +496,9 @@ class MeasuredRange:
         spans = {name: (math.log(r.smallest_bytes), math.log(r.largest_bytes))
                  for name, r in ranges.items() if r.smallest_bytes}
         name = nearest_origin(spans, math.log(asked) if asked else math.nan)
-        return (ranges[name], name) if name in ranges else (self.workloads[key], "")
+        if name not in ranges:      # no origin's runs know their input sizes
+            name = "" if "" in ranges else min(ranges)
+        return ranges[name], name
 
     def _note(self, workload, framework, label, input_bytes, instance_type, count,
               vcpus, source="") -> str | None:
@@ -522,17 +534,48 @@ class MeasuredRange:
         reason = measured.cores_reason(name, cores, where)
         if reason:
             reasons.append(reason)
-        if instance_type not in self.instance_types:
-            known = sorted(self.instance_types)
+        types = self.origin_types.get(origin, self.instance_types) \
+            if name is not None else self.instance_types
+        if instance_type not in types:
+            known = sorted(types)
             listed = ", ".join(known[:LISTED_TYPES]) + (
                 f" and {len(known) - LISTED_TYPES} more" if len(known) > LISTED_TYPES else "")
             reasons.append(f"{instance_type} was never measured (measured: {listed})")
         else:
-            fewest, most = self.instance_types[instance_type]
+            fewest, most = types[instance_type]
             if not fewest / SLOTS_FACTOR <= nodes <= SLOTS_FACTOR * most:
                 span = f"{fewest:g}" if fewest == most else f"{fewest:g}-{most:g}"
                 reasons.append(f"{instance_type} was measured on {span} nodes, not {nodes:g}")
         return PREFIX + "; ".join(reasons) if reasons else None
+
+
+def _node_counts(frame) -> dict:
+    """{instance type: (fewest, most) nodes} of the runs of ``frame``."""
+    import pandas as pd
+
+    count = pd.to_numeric(frame["instance_count"], errors="coerce").fillna(1)
+    nodes = count.groupby(frame["instance_type"].astype(str)).agg(["min", "max"])
+    return {str(t): (float(r["min"]), float(r["max"])) for t, r in nodes.iterrows()}
+
+
+def _origin_node_counts(frame) -> dict:
+    """{origin: :func:`_node_counts`} of the runs of ``frame`` where they have several
+    origins (``runtable.public_origins``); else {}."""
+    from jobgauge.runtable import public_origins
+
+    found = public_origins(frame)
+    if len(set(found)) < 2:
+        return {}
+    return {str(name): _node_counts(frame[found == name]) for name in set(found)}
+
+
+def _widened(types: dict, more: dict) -> dict:
+    """:func:`_node_counts` ``types`` with ``more``'s types and node counts too."""
+    out = dict(types)
+    for name, (fewest, most) in more.items():
+        known = out.get(name, (fewest, most))
+        out[name] = (min(known[0], fewest), max(known[1], most))
+    return out
 
 
 def _sized_configurations(X, *, unsized: bool = False) -> list:

@@ -467,7 +467,8 @@ def test_a_job_a_public_table_shares_is_compared_with_the_runs_of_its_nearest_or
     at 33 KiB-19 GiB" on 1-96 cores, and left unmarked sort at 1 GB on local[2] (answered
     from jobgauge's runs, 6x beyond them) and Scout's join at bigdata on local[2]
     (answered from Scout's runs, on a 2-core machine none of them had).  Each question
-    is now compared with the runs of the origin the stage model answers it from."""
+    is now compared with the runs of the origin the stage model answers it from, and
+    with the instance types they had."""
     import pickle
 
     from jobgauge.job import Cluster, Job, jobs_frame
@@ -484,13 +485,16 @@ def test_a_job_a_public_table_shares_is_compared_with_the_runs_of_its_nearest_or
     asked = jobs_frame([
         Job("sort", "", two, input_bytes=ours["input_bytes"].median()),        # 0 inside
         Job("sort", "", two, input_bytes=6 * largest),                         # 1 beyond ours
-        Job("sort", "", Cluster.from_catalog("m4.xlarge", 4), input_bytes=15e9),  # 2 C3O's
-        Job("sort", "", Cluster.from_catalog("m4.xlarge", 4), input_bytes=3e9),   # 3 below C3O's
+        Job("sort", "", Cluster.from_catalog("m4.2xlarge", 4), input_bytes=15e9),  # 2 C3O's
+        Job("sort", "", Cluster.from_catalog("m4.2xlarge", 4), input_bytes=3e9),  # 3 below C3O's
         Job("join", "bigdata", two),                                           # 4 Scout's size
         Job("join", "bigdata", Cluster.from_catalog("m4.xlarge", 4)),          # 5 Scout's
         Job("join", "tiny", two),                                              # 6 ours
+        Job("join", "tiny", Cluster.from_catalog("c4.xlarge", 1)),             # 7 ours, on EC2
     ])
     notes = record.notes(asked)
+    # no run of jobgauge's had c4.xlarge, whatever Scout's and C3O's did
+    assert "c4.xlarge was never measured (measured: local" in notes[7]
     assert notes[0] is None and notes[2] is None and notes[5] is None and notes[6] is None
     assert "sort was measured at" in notes[1] and "c3o-emr" not in notes[1]
     assert "not at" in notes[1] and "GiB-" not in notes[1]
@@ -510,6 +514,8 @@ def test_a_job_a_public_table_shares_is_compared_with_the_runs_of_its_nearest_or
     # a record pickled before the origins were kept compares with the merged runs
     state = dict(vars(record))
     state.pop("origins")
+    state.pop("origin_types")
     old = MeasuredRange.__new__(MeasuredRange)
     old.__setstate__(pickle.loads(pickle.dumps(state)))
     assert old.origins == {} and old.notes(asked.iloc[[1]]) == [None]
+    assert "c4.xlarge was measured on 4-24 nodes" in old.notes(asked.iloc[[7]])[0]
