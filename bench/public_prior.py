@@ -16,7 +16,8 @@ m4 (the family held out).  It then asks
   no TPC-H run had), with and without the public tables: the answer and its 80 %
   interval must not depend on runs of other jobs;
 - Scout's pagerank (spark) at bigdata on 2-48 c4.2xlarge and r4.xlarge (node counts
-  among and between the measured ones): how often more nodes answer slower;
+  among and between the measured ones): how often more nodes answer slower; and how
+  long the web form's what-if grid of it (3 types x 8 node counts) takes;
 - the HiBench runs at ``small`` measured on local[2] and never trained on
   (``data/checks/runs/hibench-small-check.csv.gz``: kmeans at 460 MiB, 10x jobgauge's
   largest trained kmeans, where C3O's ran at 8-30 GiB; wordcount at 305 MiB), with and
@@ -29,6 +30,7 @@ figures.  About 1 minute.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,6 +40,8 @@ from _report import report_main  # noqa: E402  (bench/_report.py)
 HELD_FAMILY = "m4"
 CLOUD = (("m5.xlarge", 1), ("m5.xlarge", 8), ("m4.xlarge", 1), ("c4.xlarge", 1))
 COUNTS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 20, 24, 32, 48)
+WHAT_IF_TYPES = ("c4.2xlarge", "r4.xlarge", "m4.2xlarge")
+WHAT_IF_REPEATS = 7
 
 
 def _trained(frame, profiles):
@@ -60,6 +64,7 @@ def figures() -> dict:
         reference_profile_records,
     )
     from jobgauge.models.evaluation import shared_run_tables
+    from jobgauge.models._registry import predict_frame
     from jobgauge.models.features import instance_family
     from jobgauge.runtable import read_run_tables
 
@@ -117,6 +122,18 @@ def figures() -> dict:
                             measured["instance_count"], measured["runtime_s"])},
                         "slower_steps": int((np.diff(answered) > 0).sum()),
                         "largest_rise": float(np.max(answered[1:] / answered[:-1]))})
+    # the what-if grid of the web form (3 types x 8 node counts) asked of a public table's
+    # job: most node counts were never measured, each answered between measured ones
+    grid = jobs_frame([Job("pagerank", "bigdata", Cluster.from_catalog(t, n))
+                       for t in WHAT_IF_TYPES for n in range(1, 9)])
+    predict_frame(mixed, grid)
+    took = []
+    for _ in range(WHAT_IF_REPEATS):
+        started = time.perf_counter()
+        predict_frame(mixed, grid)
+        took.append(time.perf_counter() - started)
+    what_if = {"job": "scout-multinode pagerank (spark) at bigdata", "rows": len(grid),
+               "median_ms": 1000 * float(np.median(took)), "repeats": WHAT_IF_REPEATS}
     checks = read_run_tables([REPO / "data" / "checks" / "runs" / "hibench-small-check.csv.gz"])
     checks = checks[checks["completed"].astype(bool)]
     first = checks.drop_duplicates("workload").reset_index(drop=True).assign(source="query")
@@ -132,7 +149,7 @@ def figures() -> dict:
                                     "runtime_s": float(c), "low_s": float(lo),
                                     "high_s": float(hi)})
     return {"held_family": HELD_FAMILY, "held_out": held_out, "cloud": answers,
-            "ladders": ladders, "checks": measured_checks,
+            "ladders": ladders, "what_if": what_if, "checks": measured_checks,
             "slot_speeds": {"shipped runs": alone.instance_speeds_,
                             "with the public tables": mixed.instance_speeds_}}
 
@@ -172,6 +189,12 @@ def markdown(found: dict, seconds: float) -> str:
                   "|---" * (len(ladder["answers"]) + 1) + "|",
                   "| answer (s) | " + " | ".join(f"{v:.0f}" for v in ladder["answers"].values())
                   + " |", ""]
+    what_if = found["what_if"]
+    lines += ["## The what-if grid of a public table's job", "",
+              f"{what_if['job']} on {', '.join(WHAT_IF_TYPES)} x 1-8 nodes ({what_if['rows']} "
+              f"answers, most between measured node counts), with its intervals and notes "
+              f"(`models.predict_frame`): median {what_if['median_ms']:.1f} ms over "
+              f"{what_if['repeats']} repeats.", ""]
     lines += ["## Measured here and never trained on: HiBench at small on local[2]", "",
               "| prior | workload | input | measured | answer | 80 % interval |",
               "|---|---|---|---|---|---|"]
