@@ -584,6 +584,26 @@ def test_a_cached_cell_is_keyed_on_the_code_its_features_read():
     assert b"class StagePredictor" not in _model_code(make_model("fc"))
 
 
+def test_a_cached_cell_is_keyed_on_the_library_versions(monkeypatch):
+    """A cached cell computed with other versions of numpy, scikit-learn and the rest is
+    computed again: the cache key holds them, as it holds the model's code."""
+    import importlib.metadata
+
+    import pandas as pd
+
+    from jobgauge.models import evaluation
+
+    frame = pd.DataFrame({"run_id": ["a", "b"], "runtime_s": [1.0, 2.0]})
+    model = make_model("tree")
+    before = evaluation._cache_key(frame, "local", "configs", model, False)
+    assert f"numpy={importlib.metadata.version('numpy')}" in evaluation._library_versions()
+    real = importlib.metadata.version
+    monkeypatch.setattr(importlib.metadata, "version",
+                        lambda name: "0.0" if name == "scikit-learn" else real(name))
+    assert "scikit-learn=0.0" in evaluation._library_versions()
+    assert evaluation._cache_key(frame, "local", "configs", model, False) != before
+
+
 def test_local_workload_folds_keep_frameworks_apart(local_frame):
     from jobgauge.models.evaluation import MAX_LEAVE_ONE_OUT, protocol_folds
 
