@@ -48,9 +48,9 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from jobgauge.errors import ModelError
 from jobgauge.models._coverage import MeasuredRange
 from jobgauge.models._params import Boolean, Interval, Options, RandomState, validate_params
-from jobgauge.runtable import public_origins
 from jobgauge.models.features import RUN_MODES, RunFeatures, check_fitted, check_frame, \
     run_modes
+from jobgauge.runtable import public_origins
 
 MIN_CALIBRATION_GROUPS = 5
 #: The fewest held-out residuals of one kind of question that give that kind intervals
@@ -407,8 +407,8 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
             mine = origins == origin
             unique = np.unique(keys[mine])
             count = max(1, int(round(self.calibration_size * len(unique))))
-            chosen = set(self._rng().choice(unique, size=count, replace=False))
-            mask |= mine & np.array([key in chosen for key in keys])
+            chosen = self._rng().choice(unique, size=count, replace=False)
+            mask |= mine & np.isin(keys, chosen)
         return mask
 
     def _make_features(self):

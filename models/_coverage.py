@@ -285,9 +285,10 @@ class MeasuredRange:
                     origins.setdefault((str(workload), str(framework)), {})[str(name)] = \
                         WorkloadRange.from_frame(rows)
         tally = _tally(frame)
+        origin_types = _origin_node_counts(frame)
         return cls(workloads=workloads, everything=WorkloadRange.from_frame(frame),
                    instance_types=_node_counts(frame),
-                   origin_types=_origin_node_counts(frame),
+                   origin_types=origin_types if len(origin_types) > 1 else {},
                    failures={key: counts for key, counts in tally.items() if counts[0]},
                    configuration_runs={key: counts[1] for key, counts in tally.items()},
                    origins=origins)
@@ -315,12 +316,8 @@ class MeasuredRange:
         types = _widened(self.instance_types, more.instance_types)
         origin_types = dict(self.origin_types)
         if origin_types:        # the store's runs, each with its own origin
-            from jobgauge.runtable import public_origins
-
-            found = public_origins(frame)
-            for name in set(found):
-                origin_types[name] = _widened(origin_types.get(name, {}),
-                                              _node_counts(frame[found == name]))
+            for name, counts in _origin_node_counts(frame).items():
+                origin_types[name] = _widened(origin_types.get(name, {}), counts)
         origins = {}
         for key in set(self.origins) | set(more.origins):
             mine, theirs = self._ranges_of(key), more._ranges_of(key)
@@ -559,13 +556,11 @@ def _node_counts(frame) -> dict:
 
 
 def _origin_node_counts(frame) -> dict:
-    """{origin: :func:`_node_counts`} of the runs of ``frame`` where they have several
-    origins (``runtable.public_origins``); else {}."""
+    """{origin: :func:`_node_counts`} of the runs of ``frame``, per origin
+    (``runtable.public_origins``)."""
     from jobgauge.runtable import public_origins
 
     found = public_origins(frame)
-    if len(set(found)) < 2:
-        return {}
     return {str(name): _node_counts(frame[found == name]) for name in set(found)}
 
 
