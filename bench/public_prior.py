@@ -18,6 +18,10 @@ m4 (the family held out).  It then asks
 - Scout's pagerank (spark) at bigdata on 2-48 c4.2xlarge and r4.xlarge (node counts
   among and between the measured ones): how often more nodes answer slower; and how
   long the web form's what-if grid of it (3 types x 8 node counts) takes;
+- sort from 0.1 to 40 GB on 4 c4.2xlarge and on local[2]: jobgauge's HiBench sort
+  (profiled here at 33 KiB-153 MiB) and C3O's sort (its own program, 9.3-19 GiB on
+  EMR) share the name; which table's runs answer each question, and whether the
+  answers rise with the data without a step where the answering runs change;
 - the HiBench runs at ``small`` measured on local[2] and never trained on
   (``data/checks/runs/hibench-small-check.csv.gz``: kmeans at 460 MiB, 10x jobgauge's
   largest trained kmeans, where C3O's ran at 8-30 GiB; wordcount at 305 MiB), with and
@@ -42,6 +46,8 @@ CLOUD = (("m5.xlarge", 1), ("m5.xlarge", 8), ("m4.xlarge", 1), ("c4.xlarge", 1))
 COUNTS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 20, 24, 32, 48)
 WHAT_IF_TYPES = ("c4.2xlarge", "r4.xlarge", "m4.2xlarge")
 WHAT_IF_REPEATS = 7
+SORT_GB = (0.1, 1, 2, 4, 10, 15, 40)
+SORT_CLUSTERS = (("c4.2xlarge", 4), ("local[2]", 1))
 
 
 def _trained(frame, profiles):
@@ -134,6 +140,22 @@ def figures() -> dict:
         took.append(time.perf_counter() - started)
     what_if = {"job": "scout-multinode pagerank (spark) at bigdata", "rows": len(grid),
                "median_ms": 1000 * float(np.median(took)), "repeats": WHAT_IF_REPEATS}
+    sort = []
+    for instance_type, nodes in SORT_CLUSTERS:
+        cluster = Cluster.local_mode(instance_type) if instance_type.startswith("local[") \
+            else Cluster.from_catalog(instance_type, nodes)
+        answered = predict_frame(mixed, jobs_frame([Job("sort", "", cluster, input_bytes=gb * 1e9)
+                                                    for gb in SORT_GB]))
+        sort.append({"instance_type": instance_type, "nodes": nodes, "answers": [
+            {"gb": gb, "runtime_s": float(row["predicted_runtime_s"]),
+             "low_s": float(row["predicted_low_s"]), "high_s": float(row["predicted_high_s"]),
+             "table": row["answered_from_table"] or "", "outside": bool(row["outside_measured"])}
+            for gb, (_, row) in zip(SORT_GB, answered.iterrows())]})
+    c3o = public[(public["source"] == "c3o-emr") & (public["workload"] == "sort")
+                 & (public["instance_type"] == SORT_CLUSTERS[0][0])
+                 & (public["instance_count"] == SORT_CLUSTERS[0][1])]
+    sort_measured = {f"{gb:.1f}": float(v) for gb, v in c3o.groupby(
+        (c3o["input_bytes"] / 1e9).round(1))["runtime_s"].median().items()}
     checks = read_run_tables([REPO / "data" / "checks" / "runs" / "hibench-small-check.csv.gz"])
     checks = checks[checks["completed"].astype(bool)]
     first = checks.drop_duplicates("workload").reset_index(drop=True).assign(source="query")
@@ -150,6 +172,7 @@ def figures() -> dict:
                                     "high_s": float(hi)})
     return {"held_family": HELD_FAMILY, "held_out": held_out, "cloud": answers,
             "ladders": ladders, "what_if": what_if, "checks": measured_checks,
+            "sort": sort, "sort_measured": sort_measured,
             "slot_speeds": {"shipped runs": alone.instance_speeds_,
                             "with the public tables": mixed.instance_speeds_}}
 
@@ -195,6 +218,22 @@ def markdown(found: dict, seconds: float) -> str:
               f"answers, most between measured node counts), with its intervals and notes "
               f"(`models.predict_frame`): median {what_if['median_ms']:.1f} ms over "
               f"{what_if['repeats']} repeats.", ""]
+    lines += ["## sort, jobgauge's and C3O's, across sizes", "",
+              "Answered with the public tables (m4 held out); the table whose runs answer "
+              "(`answered_from_table`; none: jobgauge's runs), and * where the answer is "
+              "noted far outside what was measured. C3O measured on "
+              f"{SORT_CLUSTERS[0][1]} {SORT_CLUSTERS[0][0]} (median, GB: s): "
+              + ", ".join(f"{gb}: {v:.0f}" for gb, v in found["sort_measured"].items()) + ".",
+              "", "| cluster | " + " | ".join(f"{gb:g} GB" for gb in SORT_GB) + " |",
+              "|---" * (len(SORT_GB) + 1) + "|"]
+    for ladder in found["sort"]:
+        where = ladder["instance_type"] if ladder["nodes"] == 1 \
+            else f"{ladder['nodes']} x {ladder['instance_type']}"
+        lines.append(f"| {where} | " + " | ".join(
+            f"{a['runtime_s']:.1f} s [{a['low_s']:.1f}, {a['high_s']:.1f}]"
+            f"{' ' + a['table'] if a['table'] else ''}{' *' if a['outside'] else ''}"
+            for a in ladder["answers"]) + " |")
+    lines += [""]
     lines += ["## Measured here and never trained on: HiBench at small on local[2]", "",
               "| prior | workload | input | measured | answer | 80 % interval |",
               "|---|---|---|---|---|---|"]

@@ -83,7 +83,9 @@ class WorkloadRange:
     from which a scale factor not measured is sized (``jobgauge.units.bytes_at_scale``);
     ``labels``: every measured size label (with or without input bytes);
     ``hibench_sizes``: label -> HiBench size ordinal of the measured labels;
-    ``cores``: (fewest, most) vCPUs x nodes of the runs.
+    ``cores``: (fewest, most) vCPUs x nodes of the runs;
+    ``modes``: the run modes of the runs (``models.features.run_modes``: ``local`` on
+    this machine, ``remote`` on a cluster; empty in a record made before they were kept).
     """
 
     sizes: list = field(default_factory=list)
@@ -93,6 +95,7 @@ class WorkloadRange:
     labels: frozenset = frozenset()
     hibench_sizes: dict = field(default_factory=dict)
     cores: tuple | None = None
+    modes: frozenset = frozenset()
 
     @classmethod
     def from_frame(cls, frame) -> "WorkloadRange":
@@ -100,7 +103,7 @@ class WorkloadRange:
         import numpy as np
         import pandas as pd
 
-        from jobgauge.models.features import scale_bytes, size_scale
+        from jobgauge.models.features import run_modes, scale_bytes, size_scale
 
         labels = frame["datasize"].fillna("").astype(str).str.strip() \
             if "datasize" in frame.columns else pd.Series([""] * len(frame), index=frame.index)
@@ -129,6 +132,8 @@ class WorkloadRange:
             labels=frozenset(label for label in labels if label),
             hibench_sizes={k: float(v) for k, v in ordinals.items() if math.isfinite(v)},
             cores=(float(cores.min()), float(cores.max())) if len(cores) else None,
+            modes=frozenset(run_modes(frame)) if "instance_type" in frame.columns
+            else frozenset(),
         )
 
     # -------------------------------------------------------------- sizes
@@ -207,7 +212,8 @@ class WorkloadRange:
             scale_bytes=self.scale_bytes or other.scale_bytes,
             labels=self.labels | other.labels,
             hibench_sizes={**other.hibench_sizes, **self.hibench_sizes},
-            cores=(min(c[0] for c in cores), max(c[1] for c in cores)) if cores else None)
+            cores=(min(c[0] for c in cores), max(c[1] for c in cores)) if cores else None,
+            modes=self.modes | other.modes)
 
     def cores_reason(self, name: str | None, cores: float, where: str) -> str | None:
         """Why a question's cores are far outside this range (None when they are not);
@@ -393,7 +399,8 @@ class MeasuredRange:
         rows = zip(_column(X, "workload", ""), _column(X, "framework", "spark"),
                    _column(X, "datasize", ""), _input_column(X),
                    _column(X, "instance_type", ""), _column(X, "instance_count", 1),
-                   _column(X, "vcpus", math.nan), _column(X, "source", ""))
+                   _column(X, "vcpus", math.nan), _column(X, "source", ""),
+                   _modes(X))
         answers: dict = {}
         out = []
         for row in rows:
@@ -477,11 +484,12 @@ class MeasuredRange:
             return self.origins[key]
         return {"": self.workloads[key]} if key in self.workloads else {}
 
-    def _origin_range(self, key, source, label, input_bytes) -> tuple:
+    def _origin_range(self, key, source, label, input_bytes, mode="") -> tuple:
         """(range, origin) a question of the job ``key`` is compared with: a public
         table's own run with its table's runs; any other question with the runs of the
-        origin nearest its size (``runtable.nearest_origin``), its label sized as
-        :meth:`input_bytes` sizes it; (None, "") for a job not measured."""
+        origin that ran in its run ``mode`` nearest its size (``runtable.nearest_origin``),
+        its label sized as :meth:`input_bytes` sizes it; (None, "") for a job not
+        measured."""
         from jobgauge.runtable import nearest_origin
 
         ranges = self.origins.get(key)
@@ -492,13 +500,33 @@ class MeasuredRange:
         asked = self.workloads[key].asked_bytes(label, input_bytes)
         spans = {name: (math.log(r.smallest_bytes), math.log(r.largest_bytes))
                  for name, r in ranges.items() if r.smallest_bytes}
-        name = nearest_origin(spans, math.log(asked) if asked else math.nan)
+        modes = {name: r.modes for name, r in ranges.items()}
+        name = nearest_origin(spans, math.log(asked) if asked else math.nan, mode,
+                              modes if all(modes.values()) else None)
         if name not in ranges:      # no origin's runs know their input sizes
             name = "" if "" in ranges else min(ranges)
         return ranges[name], name
 
+    def _elsewhere(self, key, origin, label, input_bytes) -> list[str]:
+        """The reasons naming the origins of the job ``key`` other than ``origin`` that
+        measured it at the asked size, but only in a run mode other than the question's
+        (which is why ``runtable.nearest_origin`` did not pick them): Scout's join at
+        bigdata on local[2] is answered from jobgauge's runs of join at tiny, and Scout's
+        runs at bigdata on EC2 are named beside them."""
+        where = {frozenset({"remote"}): "only on clusters",
+                 frozenset({"local"}): "only on this machine"}
+        out = []
+        for other, theirs in sorted(self.origins.get(key, {}).items()):
+            ran = where.get(frozenset(theirs.modes))
+            if other == origin or ran is None \
+                    or theirs.size_reason(key[0], label, input_bytes) is not None:
+                continue
+            whose = f"{key[0]} of the {other} table" if other else f"jobgauge's {key[0]}"
+            out.append(f"{whose} was measured at this size, but {ran}")
+        return out
+
     def _note(self, workload, framework, label, input_bytes, instance_type, count,
-              vcpus, source="") -> str | None:
+              vcpus, source="", mode="") -> str | None:
         workload, framework = str(workload), str(framework)
         label = "" if label is None or (isinstance(label, float) and math.isnan(label)) \
             else str(label).strip()
@@ -507,7 +535,7 @@ class MeasuredRange:
             else float(input_bytes)
         reasons = []
         measured, origin = self._origin_range((workload, framework), str(source), label,
-                                              input_bytes)
+                                              input_bytes, mode)
         if measured is None:
             others = sorted(f for w, f in self.workloads if w == workload)
             reasons.append(f"{workload} was measured only with {', '.join(others)}, not "
@@ -525,6 +553,8 @@ class MeasuredRange:
             reason = measured.size_reason(name, label, input_bytes)
             if reason:
                 reasons.append(reason)
+            if reason and several:      # another origin ran it at this size, elsewhere
+                reasons += self._elsewhere((workload, framework), origin, label, input_bytes)
         nodes = float(count) if count is not None and math.isfinite(float(count)) else 1.0
         cores = float(vcpus) * nodes if vcpus is not None else math.nan
         where = instance_type if nodes == 1 else f"{nodes:g} x {instance_type}"
@@ -544,6 +574,16 @@ class MeasuredRange:
                 span = f"{fewest:g}" if fewest == most else f"{fewest:g}-{most:g}"
                 reasons.append(f"{instance_type} was measured on {span} nodes, not {nodes:g}")
         return PREFIX + "; ".join(reasons) if reasons else None
+
+
+def _modes(X) -> list:
+    """Per row of ``X``, its run mode (``models.features.run_modes``), or ``""`` for a
+    frame without instance types."""
+    from jobgauge.models.features import run_modes
+
+    if "instance_type" not in X.columns:
+        return [""] * len(X)
+    return [str(mode) for mode in run_modes(X)]
 
 
 def _node_counts(frame) -> dict:

@@ -197,7 +197,9 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0, own_runs=None, own_fail
     (:func:`read_floors`; NaN where unknown); no prediction or bound is below it.
     ``answered_from``: for a query never measured, the measured workloads whose
     profiles answer it (the model's ``predict_answer``; None for any other row or
-    model).  ``failure_note``: that the row's
+    model).  ``answered_from_table``: the public table (Scout's, C3O's) whose runs of a
+    job of the row's name answer it, a program of theirs of that name (the model's
+    ``predict_answer``; None where jobgauge's runs and the user's answer it).  ``failure_note``: that the row's
     configuration failed in measured runs, how often
     (:meth:`jobgauge.models._coverage.MeasuredRange.failure_notes`), else that it is
     at risk of failing and why (the model's ``predict_answer``, where it has them: the stage
@@ -221,10 +223,11 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0, own_runs=None, own_fail
         raise UnknownSize("; ".join(refusals))
     together = getattr(model, "predict_with_interval", None)
     answer = getattr(model, "predict_answer", None)
-    risks, borrowed = None, [None] * len(X)
+    risks, borrowed, tables = None, [None] * len(X), [None] * len(X)
     if answer is not None:  # the answer, its failure risks and borrowed queries in one pass
-        runtime, low, high, risks, borrowed = answer(X, coverage=coverage)
+        runtime, low, high, risks, borrowed, tables = answer(X, coverage=coverage)
         borrowed = [jobs or None for jobs in borrowed]
+        tables = [table or None for table in tables]
     elif together is not None:  # one pass of the model instead of two
         runtime, low, high = together(X, coverage=coverage)
     else:
@@ -244,7 +247,9 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0, own_runs=None, own_fail
                          "measured_note": pd.Series(notes, index=X.index, dtype=object),
                          "read_floor_s": floors,
                          "failure_note": pd.Series(failures, index=X.index, dtype=object),
-                         "answered_from": pd.Series(borrowed, index=X.index, dtype=object)},
+                         "answered_from": pd.Series(borrowed, index=X.index, dtype=object),
+                         "answered_from_table": pd.Series(tables, index=X.index,
+                                                          dtype=object)},
                         index=X.index)
 
 
@@ -310,7 +315,8 @@ def predict_job(model, job, *, coverage=0.8, factor=1.0, own_runs=None,
     least time its nodes take to read its input (None where unknown or 0;
     :func:`predict_frame`, as ``factor``, ``own_runs`` and ``own_failures``);
     ``answered_from``: for a query never measured, the measured queries whose profiles
-    answer it (None otherwise)."""
+    answer it (None otherwise); ``answered_from_table``: the public table whose runs of
+    a job of its name answer it (None where jobgauge's and the user's do)."""
     result = predict_frame(model, job.frame(), coverage=coverage, factor=factor,
                            own_runs=own_runs, own_failures=own_failures).iloc[0]
     floor = float(result["read_floor_s"])
@@ -320,7 +326,8 @@ def predict_job(model, job, *, coverage=0.8, factor=1.0, own_runs=None,
             "outside_measured": bool(result["outside_measured"]),
             "note": result["measured_note"], "failures": result["failure_note"],
             "read_floor_s": floor if math.isfinite(floor) and floor > 0 else None,
-            "answered_from": result["answered_from"]}
+            "answered_from": result["answered_from"],
+            "answered_from_table": result["answered_from_table"]}
 
 
 def predict_one(model, *, workload, datasize, config=None, framework="spark",

@@ -125,7 +125,7 @@ from jobgauge.models._base import MIN_POOL_RESIDUALS, RuntimeModel, _kind_pools,
 from jobgauge.models._coverage import SIZE_FACTOR
 from jobgauge.models._params import Boolean, Interval, Options, store_params
 from jobgauge.models.features import KNOB_DEFAULTS, SLOT_SETTINGS, RunFeatures, _as_summary, \
-    instance_family, parse_knob, row_configs, settings_key
+    instance_family, parse_knob, row_configs, run_modes, settings_key
 from jobgauge.runtable import busy_starts, nearest_origin, public_origins
 from jobgauge.units import human_size
 
@@ -1011,6 +1011,7 @@ class StagePredictor(RuntimeModel):
         summaries = X["profile"].tolist() if "profile" in X.columns else [None] * len(X)
         keys = list(zip(X["workload"].astype(str), X["framework"].astype(str)))
         alike = self._alike_rows(X)
+        modes = run_modes(X)
         rows = []
         for i in range(len(X)):
             dag = None if _missing(dags[i]) else dags[i]
@@ -1021,7 +1022,8 @@ class StagePredictor(RuntimeModel):
             if stages:
                 profiled = self._profiled_size(keys[i], stages, summary, dag)
                 ratio = max(size[i], 1.0) / profiled if profiled else None
-            elif reference is not None and not self._measured_nearer(keys[i], size[i]):
+            elif reference is not None and not self._measured_nearer(keys[i], size[i],
+                                                                    str(modes[i])):
                 reference = self._nearest_profile(keys[i], size[i])
                 stages, from_reference = reference["stages"], True
                 profiled = reference["dataset_bytes"]
@@ -1212,26 +1214,42 @@ class StagePredictor(RuntimeModel):
         summaries = X["profile"].tolist() if "profile" in X.columns else [None] * len(X)
         keys = list(zip(X["workload"].astype(str), X["framework"].astype(str)))
         done = ~np.asarray(censored, dtype=bool)
+        modes = run_modes(X)
         out, profiled = collections.defaultdict(list), collections.defaultdict(list)
+        where = {True: collections.defaultdict(set), False: collections.defaultdict(set)}
         for i in range(len(X)):
             if done[i] and keys[i] in self.reference_profiles_ and _positive(size[i]):
                 bare = _missing(dags[i]) and _missing(summaries[i])
                 (out if bare else profiled)[keys[i]].append(float(size[i]))
+                where[bare][keys[i]].add(str(modes[i]))
         # job -> the inputs of its finished runs with a profile, where it has runs without
         self.profiled_sizes_ = {key: sorted(set(profiled[key])) for key in out}
+        # job -> the run modes of its finished runs without a profile, and with one
+        self.unprofiled_modes_ = {key: sorted(where[True][key]) for key in out}
+        self.profiled_modes_ = {key: sorted(where[False][key]) for key in out}
         return {key: sorted(set(sizes)) for key, sizes in out.items()}
 
-    def _measured_nearer(self, key, asked) -> bool:
+    def _measured_nearer(self, key, asked, mode="") -> bool:
         """True when the job ``key`` has finished runs without a profile
         (``unprofiled_sizes_``) nearer the ``asked`` input bytes in log size than the
         reference profile the question would replay (:meth:`_nearest_profile`) and the
         runs replayed from it (``profiled_sizes_``): the
         question is answered from those runs' measured curves (the fallback), not
         replayed from a profile further away.  (Scout's ``join`` at 187 GB on EC2 from
-        jobgauge's HiBench profile of 131 KB, 10^6 times smaller, on local[2].)"""
+        jobgauge's HiBench profile of 131 KB, 10^6 times smaller, on local[2].)  Where
+        only one side ran in the question's run ``mode`` (``run_modes``: this machine or
+        a cluster; ``unprofiled_modes_``, ``profiled_modes_``), that side answers at any
+        size, as :func:`runtable.nearest_origin` picks an origin: by size alone, sort
+        on 4 m4.2xlarge was replayed from jobgauge's local[2] profile at 1 GB (1.19 s)
+        and answered from C3O's EMR runs at 2 GB (104 s)."""
         measured = getattr(self, "unprofiled_sizes_", {}).get(key)
         if not measured:
             return False
+        where = getattr(self, "unprofiled_modes_", None)      # None: a model saved before
+        if mode and where is not None:
+            bare, replayed = mode in where.get(key, ()), mode in self.profiled_modes_.get(key, ())
+            if bare != replayed:
+                return bare
         asked = max(float(asked), 1.0) if np.isfinite(asked) else 1.0
         replayed = [self._nearest_profile(key, asked)["dataset_bytes"],
                     *self.profiled_sizes_.get(key, ())]
@@ -1393,9 +1411,9 @@ class StagePredictor(RuntimeModel):
             return self._failure_risks(X)
 
     def predict_answer(self, X, coverage=0.8):
-        """(runtime, low, high, failure risks, borrowed queries) per row:
-        :meth:`predict_with_interval`, :meth:`failure_risks` and :meth:`borrowed_queries`
-        in one question (the replay's rows, and the queries a pasted one borrows, are
+        """(runtime, low, high, failure risks, borrowed queries, tables) per row:
+        :meth:`predict_with_interval`, :meth:`failure_risks`, :meth:`borrowed_queries`
+        and :meth:`answer_tables` in one question (the replay's rows, and the queries a pasted one borrows, are
         built once: the what-if grid of a pasted query took 21.0 ms, 23.8 ms with the
         risks apart; and 17.9-18.4 ms, 21.6-24.0 ms with the borrowed queries apart,
         which ranked its plan and built its features twice; bench/pasted_queries.py
@@ -1404,7 +1422,26 @@ class StagePredictor(RuntimeModel):
         X = self._checked_question(X, coverage)
         with self._one_question(X):
             runtime, low, high = self._answer_with_interval(X, coverage)
-            return runtime, low, high, self._failure_risks(X), self._borrowed_names(X)
+            return (runtime, low, high, self._failure_risks(X), self._borrowed_names(X),
+                    self._answer_tables(X))
+
+    def answer_tables(self, X) -> list[str]:
+        """Per row of ``X``, the public table (``runtable.PUBLIC_SOURCES``) whose runs of
+        a job of its name answer it, ``""`` where jobgauge's runs and the user's do (a
+        replay of its profile, or their measured curves).  C3O's sort is C3O's own
+        program on EMR: a question on 4 m4.2xlarge at 15 GB is answered from its runs,
+        and said so, where the form had called it HiBench sort."""
+        self._check_fitted()
+        X = X.reset_index(drop=True)
+        with self._one_question(X):
+            return self._answer_tables(X)
+
+    def _answer_tables(self, X) -> list[str]:
+        """:meth:`answer_tables` of ``X`` (reset), inside its question."""
+        rows = self._rows(X)[0]
+        origins = self._origins(X)
+        return ["" if row["stages"] is not None else str(origin)
+                for row, origin in zip(rows, origins)]
 
     def _failure_risks(self, X) -> list[str | None]:
         """:meth:`failure_risks` of ``X`` (reset), inside its question."""
@@ -1965,9 +2002,13 @@ class StagePredictor(RuntimeModel):
         keys = _scale_keys(frameworks, levels,
                            np.array([row["stages"] is None for row in self._rows(X)[0]],
                                     dtype=bool))
-        # the first of a row's keys with a pool (None: none has one, the row stays)
-        chosen = np.array([next((str(k) for k in row if str(k) in scale), None)
-                           for row in keys], dtype=object)
+        # the first of a row's keys with a pool; a row answered from measured curves
+        # where no such run was held out (no ``fallback`` pool), the replay's keys: a job
+        # never measured, asked at 1000x the largest input, kept the interval it had at
+        # that input (None: no key has a pool, the row stays)
+        replay = _scale_keys(frameworks, levels)
+        chosen = np.array([next((str(k) for k in (*row, *again) if str(k) in scale), None)
+                           for row, again in zip(keys, replay)], dtype=object)
         for key in sorted({key for key in chosen if key is not None}):
             pool = scale[key]
             mine = (chosen == key) & (distance > 0)
@@ -2576,7 +2617,8 @@ class StagePredictor(RuntimeModel):
         size = matrix[:, names.index("log_input_bytes")]
         slots = matrix[:, names.index("log_parallel_slots")]
         done = ~censored
-        X = _with_settings(X).assign(origin=public_origins(X))
+        self.size_settings_ = _size_settings(X, size, done)
+        X = _with_settings(X, self.size_settings_).assign(origin=public_origins(X))
         self.fallback_sources_ = sorted(set(X["source"].astype(str))) \
             if "source" in X.columns else []
         origins = collections.defaultdict(lambda: collections.defaultdict(list))
@@ -2587,6 +2629,13 @@ class StagePredictor(RuntimeModel):
         # job -> {origin: the log input sizes it finished at}
         self.job_origins_ = {job: {o: sorted(v) for o, v in found.items()}
                              for job, found in origins.items()}
+        # job -> {origin: the run modes (this machine, a cluster) it finished in}
+        modes = collections.defaultdict(lambda: collections.defaultdict(set))
+        for job, origin, mode in zip(join_columns(X, ["workload", "framework"])[done],
+                                     X["origin"].to_numpy()[done], run_modes(X)[done]):
+            modes[job][origin].add(str(mode))
+        self.job_origin_modes_ = {job: {o: sorted(v) for o, v in found.items()}
+                                  for job, found in modes.items()}
         groups = join_columns(X, ["workload", "framework", "origin", "instance_type",
                                   "instance_count", "settings"], missing="{}")
         slope = _pooled_slope(size, log_y, done, groups)
@@ -2659,7 +2708,7 @@ class StagePredictor(RuntimeModel):
         size = matrix[:, names.index("log_input_bytes")]
         slots = matrix[:, names.index("log_parallel_slots")]
         out = np.full(len(X), np.nan)          # indexed by row number, like ``rows``
-        X = self._with_origin(_with_settings(X), size)
+        X = self._with_origin(_with_settings(X, getattr(self, "size_settings_", None)), size)
         # a job's curves are keyed as the anchors of its job level (the one before ())
         jobs = join_columns(X, list(self._fallback_levels()[-2]), missing="{}")
         curves = getattr(self, "fallback_curves_", {})
@@ -2678,10 +2727,12 @@ class StagePredictor(RuntimeModel):
                 if size_curve is not None:
                     size_term = _on_curve(size_curve, size[i]) - \
                         _on_curve(size_curve, points[:, 0])
-                else:       # beyond the anchors' largest size its fixed part stays
+                else:       # beyond the anchors' sizes, either way, its fixed part stays
                     edge = points[:, 0].max()
                     exponent = self.fallback_size_exponent_
-                    size_term = exponent * (min(size[i], edge) - points[:, 0]) + \
+                    size_term = np.where(points[:, 0] > size[i],
+                                         _shrunk_below(points[:, 0] - size[i], exponent),
+                                         exponent * (min(size[i], edge) - points[:, 0])) + \
                         _grown_beyond(size[i] - edge, exponent)
                 slot_term = _on_curve(slot_curve, slots[i]) - _on_curve(slot_curve, points[:, 1]) \
                     if slot_curve is not None else \
@@ -2694,9 +2745,10 @@ class StagePredictor(RuntimeModel):
     def _with_origin(self, X, size):
         """``X`` with an ``origin`` column (kept where it has one): a row of a source the
         fallback learned from, its public table (``runtable.public_origins``, ``""`` for
-        the rest); any other row (a question), the origin of its job's runs nearest its
-        log input ``size`` (``job_origins_``, :func:`runtable.nearest_origin`; ``""`` for
-        a job not measured)."""
+        the rest); any other row (a question), the origin of its job's runs that ran
+        where it runs (``job_origin_modes_``) nearest its log input ``size``
+        (``job_origins_``, :func:`runtable.nearest_origin`; ``""`` for a job not
+        measured)."""
         if "origin" in X.columns:
             return X
         origins = public_origins(X)
@@ -2705,11 +2757,14 @@ class StagePredictor(RuntimeModel):
         sources = X["source"].astype(str).to_numpy() if "source" in X.columns \
             else np.full(len(X), "", dtype=object)
         jobs = join_columns(X, ["workload", "framework"])
+        where = getattr(self, "job_origin_modes_", None)    # None: a model saved before
+        modes = run_modes(X) if where is not None else np.full(len(X), "", dtype=object)
         for i in range(len(X)):
             found = known.get(jobs[i])
             if sources[i] in learned or not found:
                 continue
-            origins[i] = nearest_origin(found, float(size[i]))
+            origins[i] = nearest_origin(found, float(size[i]), str(modes[i]),
+                                        None if where is None else where.get(jobs[i], {}))
         return X.assign(origin=origins)
 
     def _origins(self, X) -> np.ndarray:
@@ -3068,10 +3123,41 @@ def _stage_ratio(row, stage) -> float:
     return row["ratio"] ** stage.get("file_growth", 1.0)
 
 
-def _with_settings(X):
+def _with_settings(X, sized=None):
     """``X`` with a ``settings`` column: each row's :func:`settings_key` (its settings
-    less the ones that set the slots)."""
-    return X.assign(settings=[settings_key(config) for config in row_configs(X)])
+    less the ones that set the slots, and less its job's parameters that set its input
+    size: ``sized``, :func:`_size_settings`)."""
+    configs = row_configs(X)
+    if sized:
+        jobs = join_columns(X, ["workload", "framework"])
+        configs = [{k: v for k, v in config.items() if k not in sized.get(job, ())}
+                   if job in sized else config for job, config in zip(jobs, configs)]
+    return X.assign(settings=[settings_key(config) for config in configs])
+
+
+def _size_settings(X, size, done) -> dict:
+    """{``workload|framework``: the parameters of its runs that set their input size}: a
+    parameter of the job's own (an undotted name, never an engine setting such as
+    ``spark.sql.shuffle.partitions``, which the quiet TPC-H runs set to other values at
+    SF 0.3 than at SF 1) with several values, each of which the job finished at one
+    input size only (within 1 %), at two sizes or more in all.  C3O's sort names its input by
+    ``lines`` (10^7-2 x 10^8): kept as a setting, each of its settings had one size, and
+    its runs taught no size curve (answered at 100 MB on 4 m4.2xlarge by the power law
+    pooled over the other jobs).  ``size``: log input bytes per row; ``done``: the
+    finished rows."""
+    jobs = join_columns(X, ["workload", "framework"])
+    seen = collections.defaultdict(lambda: collections.defaultdict(set))
+    for job, config, value, finished in zip(jobs, row_configs(X), size, done):
+        if finished and np.isfinite(value):
+            for key, setting in config.items():
+                if "." not in key:
+                    seen[(job, key)][str(setting)].add(round(float(value), 2))
+    out = collections.defaultdict(list)
+    for (job, key), sizes in seen.items():
+        if len(sizes) > 1 and all(len(s) == 1 for s in sizes.values()) \
+                and len(set().union(*sizes.values())) > 1:
+            out[job].append(key)
+    return {job: sorted(keys) for job, keys in out.items()}
 
 
 def _job_curves(size, slots, log_y, groups, size_exponent, slot_exponent, rounds=20):
@@ -3128,14 +3214,16 @@ def _on_curve(curve, at):
     """The value of a job's curve (:func:`_job_curves`) at ``at`` (log size or log
     slots): interpolated between its knots, beyond them continued by its exponent (its
     sign keeps the curve's direction).  A size curve (negative) grows beyond its largest
-    size as :func:`_grown_beyond` says, from the slope of its last step."""
+    size as :func:`_grown_beyond` says, from the slope of its last step, and shrinks below
+    its smallest as :func:`_shrunk_below` says, from its slope there."""
     knots, values, exponent = curve
     at = np.asarray(at, dtype=float)
     inside = np.interp(at, knots, values)
-    below = exponent * np.maximum(knots[0] - at, 0.0)
-    if exponent < 0:        # a size curve: beyond its largest size its fixed part stays
+    if exponent < 0:        # a size curve: its fixed part stays beyond both ends
         last = (values[-1] - values[-2]) / (knots[-1] - knots[-2]) if len(knots) > 1 else None
-        return inside + below + _grown_beyond(at - knots[-1], -exponent, last)
+        return inside + _shrunk_below(knots[0] - at, -exponent, _first_slope(knots, values)) \
+            + _grown_beyond(at - knots[-1], -exponent, last)
+    below = exponent * np.maximum(knots[0] - at, 0.0)
     return inside + below - exponent * np.maximum(at - knots[-1], 0.0)
 
 
@@ -3161,6 +3249,34 @@ def _grown_beyond(distance, exponent, last=None):
     if exponent >= 1.0:
         return exponent * distance
     return np.log1p(exponent * np.expm1(distance))
+
+
+def _first_slope(knots, values) -> float | None:
+    """The slope of a size curve (:func:`_job_curves`) over its smallest sizes: from its
+    first knot to the first at least twice its size (else its last); None with one
+    knot.  (C3O's sort ran at 9.3 and 9.4 GiB: the step between them is noise.)"""
+    if len(knots) < 2:
+        return None
+    far = np.flatnonzero(knots - knots[0] >= math.log(2.0))
+    end = int(far[0]) if len(far) else len(knots) - 1
+    return float((values[end] - values[0]) / (knots[end] - knots[0]))
+
+
+def _shrunk_below(distance, exponent, first=None):
+    """The log change of a runtime ``distance`` (log input bytes; none at 0 or below)
+    below the smallest size a job was measured at, where it grew as input ** ``exponent``:
+    :func:`_grown_beyond` backwards.  Below 1 the runtime there is a fixed part and a
+    part in proportion to the data (``1 - exponent`` and ``exponent`` of it); the fixed
+    part stays, so the answer tends to it, where the power law tended to 0 (C3O's sort,
+    measured at 9.3-19 GiB on EMR, was answered 0.5 s at 100 MB on 4 m4.2xlarge).
+    ``first``: the slope of the job's own smallest sizes (:func:`_first_slope`), which
+    sets the exponent (within 0 to 1) where it is known."""
+    distance = np.maximum(np.asarray(distance, dtype=float), 0.0)
+    if first is not None:
+        exponent = min(max(first, 0.0), 1.0)
+    if exponent >= 1.0:
+        return -exponent * distance
+    return np.log1p(exponent * np.expm1(-distance))
 
 
 def _frameworks(X) -> np.ndarray:

@@ -289,6 +289,10 @@ def predict_command(args) -> int:
     lines = [f"{args.workload} ({size}) on {args.instance_count} x {instance_type}: "
              f"{result['runtime_s']:.1f} s ({int(args.coverage * 100)} % interval "
              f"{result['low_s']:.1f} .. {result['high_s']:.1f} s)"]
+    if result["answered_from_table"]:
+        lines.append(f"answered from the runs of {args.workload} in the public "
+                     f"{result['answered_from_table']} table: its own program of that name, "
+                     f"measured on its clusters")
     if result["note"]:
         lines.append(result["note"])
     if result["failures"]:
@@ -353,7 +357,9 @@ def _predict_table(model, args) -> int:
                       failure_note=values["failure_note"],
                       read_floor_s=f"{floor:.3f}" if math.isfinite(floor) else None,
                       # a query never measured: the measured queries it is answered from
-                      answered_from=" ".join(values["answered_from"] or ()) or None)
+                      answered_from=" ".join(values["answered_from"] or ()) or None,
+                      # a public table's job of its name: the table whose runs answer it
+                      answered_from_table=values["answered_from_table"])
         rows.append(record)
     if args.out:
         count = write_run_table(rows, args.out, extra_columns=extra)

@@ -459,16 +459,36 @@ def test_jobgauge_predict_runs_marks_rows_far_outside(tree, tmp_path, capsys):
     assert [row["answered_from"] for row in rows] == ["", ""]     # measured: borrows nothing
 
 
+def test_the_origin_a_question_is_answered_from_ran_where_the_question_runs():
+    """``runtable.nearest_origin``: by size alone, sort on 4 m4.2xlarge was jobgauge's
+    local[2] runs' at 1 GB and C3O's EMR runs' at 2 GB.  An origin whose runs ran where
+    the question runs (this machine, a cluster) wins at any size; among those, or where
+    no origin says, the nearest in size."""
+    from jobgauge.runtable import nearest_origin
+
+    found = {"": [10.0, 12.0], "c3o-emr": [23.0, 24.0]}      # log input bytes
+    modes = {"": ["local"], "c3o-emr": ["remote"]}
+    assert nearest_origin(found, 14.0) == ""
+    assert nearest_origin(found, 21.0) == "c3o-emr"
+    assert nearest_origin(found, 14.0, "remote", modes) == "c3o-emr"
+    assert nearest_origin(found, 30.0, "local", modes) == ""
+    assert nearest_origin(found, float("nan"), "remote", modes) == "c3o-emr"
+    assert nearest_origin(found, 21.0, "local", {"": ["local"],
+                                                 "c3o-emr": ["local", "remote"]}) == "c3o-emr"
+    assert nearest_origin(found, 14.0, "remote", {"": ["local"], "c3o-emr": ["local"]}) == ""
+    assert nearest_origin(found, 14.0, "", modes) == ""       # a mode not known: by size
+
+
 def test_a_job_a_public_table_shares_is_compared_with_the_runs_of_its_nearest_origin(
         datasets_dir):
     """C3O's sort (9.3-19 GiB on 16-96 cores of EMR) and Scout's join (HiBench huge and
     bigdata on 8-96 cores) share their names with jobgauge's HiBench jobs (measured on
     local[1] and local[2] at KiBs to MiBs).  Merged, the record said "sort was measured
     at 33 KiB-19 GiB" on 1-96 cores, and left unmarked sort at 1 GB on local[2] (answered
-    from jobgauge's runs, 6x beyond them) and Scout's join at bigdata on local[2]
-    (answered from Scout's runs, on a 2-core machine none of them had).  Each question
-    is now compared with the runs of the origin the stage model answers it from, and
-    with the instance types they had."""
+    from jobgauge's runs, 6x beyond them).  Each question is now compared with the runs
+    of the origin the stage model answers it from (the one that ran where the question
+    runs, this machine or a cluster, nearest its size), and with the instance types they
+    had; an origin that measured the asked size elsewhere is named beside them."""
     import pickle
 
     from jobgauge.job import Cluster, Job, jobs_frame
@@ -487,19 +507,30 @@ def test_a_job_a_public_table_shares_is_compared_with_the_runs_of_its_nearest_or
         Job("sort", "", two, input_bytes=6 * largest),                         # 1 beyond ours
         Job("sort", "", Cluster.from_catalog("m4.2xlarge", 4), input_bytes=15e9),  # 2 C3O's
         Job("sort", "", Cluster.from_catalog("m4.2xlarge", 4), input_bytes=3e9),  # 3 below C3O's
-        Job("join", "bigdata", two),                                           # 4 Scout's size
+        Job("join", "bigdata", two),                                   # 4 Scout's size, ours
         Job("join", "bigdata", Cluster.from_catalog("m4.xlarge", 4)),          # 5 Scout's
         Job("join", "tiny", two),                                              # 6 ours
-        Job("join", "tiny", Cluster.from_catalog("c4.xlarge", 1)),             # 7 ours, on EC2
+        Job("join", "tiny", Cluster.from_catalog("c4.xlarge", 1)),     # 7 our size, Scout's
+        Job("sort", "", Cluster.from_catalog("m4.2xlarge", 4), input_bytes=1e6),  # 8 C3O's
+        Job("wordcount", "tiny", Cluster.from_catalog("c4.xlarge", 1)),        # 9 ours alone
     ])
     notes = record.notes(asked)
     # no run of jobgauge's had c4.xlarge, whatever Scout's and C3O's did
-    assert "c4.xlarge was never measured (measured: local" in notes[7]
+    assert "c4.xlarge was never measured (measured: local" in notes[9]
     assert notes[0] is None and notes[2] is None and notes[5] is None and notes[6] is None
     assert "sort was measured at" in notes[1] and "c3o-emr" not in notes[1]
     assert "not at" in notes[1] and "GiB-" not in notes[1]
     assert "sort of the c3o-emr table was measured at 9.3 GiB-19 GiB" in notes[3]
-    assert "join of the scout-multinode table was measured on 8-96 cores, not 2" in notes[4]
+    # on this machine, jobgauge's runs of join; on a cluster, Scout's: each names the other
+    assert notes[4].startswith(PREFIX + "join was measured at tiny, not at bigdata")
+    assert "join of the scout-multinode table was measured at this size, but only on " \
+           "clusters" in notes[4]
+    assert "join of the scout-multinode table was measured at huge-bigdata, not at tiny" \
+        in notes[7]
+    assert "jobgauge's join was measured at this size, but only on this machine" in notes[7]
+    assert "c4.xlarge was measured on 4-24 nodes, not 1" in notes[7]
+    # a cluster's question far below C3O's sizes is C3O's, not jobgauge's local runs'
+    assert "sort of the c3o-emr table was measured at 9.3 GiB-19 GiB" in notes[8]
     # a held-out run of a public table is its table's, whatever its size
     c3o = public[public["source"] == "c3o-emr"].iloc[[0]].reset_index(drop=True)
     assert record.notes(c3o.assign(input_bytes=1e6)) == [

@@ -318,8 +318,9 @@ def test_unseen_workload_and_instance_type_get_predictions(small):
                          instance_type="x1.32xlarge", instance_count=5, vcpus=128,
                          memory_gib=1952, input_bytes=3e10)
     assert set(result) == {"runtime_s", "low_s", "high_s", "outside_measured", "note",
-                           "failures", "read_floor_s", "answered_from"}
+                           "failures", "read_floor_s", "answered_from", "answered_from_table"}
     assert result["failures"] is None and result["answered_from"] is None
+    assert result["answered_from_table"] is None      # a gbm answers from no table apart
     assert 0 < result["low_s"] <= result["runtime_s"] <= result["high_s"]
     assert result["read_floor_s"] is None       # x1.32xlarge: no network figure
     assert result["outside_measured"] is True
@@ -382,7 +383,7 @@ def test_predict_one_matches_predict_and_validates(small):
     frame = predict_frame(model, small.iloc[:4])
     assert list(frame.columns) == ["predicted_runtime_s", "predicted_low_s", "predicted_high_s",
                                    "outside_measured", "measured_note", "read_floor_s",
-                                   "failure_note", "answered_from"]
+                                   "failure_note", "answered_from", "answered_from_table"]
     assert list(frame.index) == list(small.index[:4])
     with pytest.raises(UsageError, match="instance_count must be an int >= 1, got 0"):
         predict_one(model, workload="join", datasize="huge", instance_count=0)

@@ -12,6 +12,7 @@ import csv
 import json
 import math
 import re
+import shutil
 from datetime import UTC
 from pathlib import Path
 
@@ -981,3 +982,35 @@ def test_your_own_job_grows_with_its_input_and_is_calibrated_at_its_own_sizes(tm
     assert answers[10]["runtime_s"] > 2.0 * answers[3]["runtime_s"]
 
     assert answers[10]["outside_measured"] and not answers[1]["outside_measured"]
+
+
+def test_an_answer_from_a_public_tables_runs_says_whose_runs_they_are(tmp_path, monkeypatch,
+                                                                     datasets_dir):
+    """With $JOBGAUGE_SHARED_DATASETS set, sort at 15 GB on 4 m4.2xlarge is answered from
+    C3O's runs of its own sort on EMR; the form called it "HiBench sort" with no word
+    of that.  Each option says which table's runs answer it (none for local[2], from
+    jobgauge's HiBench runs), and so does the form, beside the recommended answer."""
+    from jobgauge.data import profiles_dir, runs_dir
+
+    folder = tmp_path / "data"
+    (folder / "runs").mkdir(parents=True)
+    (folder / "profiles").mkdir()
+    shutil.copy(runs_dir() / "quiet-hibench-tiny.csv.gz", folder / "runs")
+    shutil.copy(profiles_dir() / "quiet-hibench-tiny.jsonl.gz", folder / "profiles")
+    monkeypatch.setenv("JOBGAUGE_SHARED_DATASETS", str(datasets_dir))
+    app = create_app({"TESTING": True, "STORE_URL": str(tmp_path / "store.db"),
+                      "MODEL_KIND": "stage", "RUNS_DIR": str(folder / "runs")})
+    client = app.test_client()
+    body = client.post("/api/v1/estimate", json={
+        "workload": "sort", "input_gb": 15, "instance_types": ["m4.2xlarge", "local[2]"],
+        "nodes_min": 4, "nodes_max": 4}).get_json()
+    tables = {o["instance_type"]: o["answered_from_table"] for o in body["options"]}
+    assert tables == {"m4.2xlarge": "c3o-emr", "local[2]": None}
+    cloud = next(o for o in body["options"] if o["instance_type"] == "m4.2xlarge")
+    assert cloud["measured_note"] is None      # inside C3O's sizes and clusters
+    page = client.post("/", data={"workload": "sort", "sql": "", "input_gb": "15",
+                                  "nodes_min": "4", "nodes_max": "4",
+                                  "instance_types": ["m4.2xlarge"]}).get_data(as_text=True)
+    assert 'id="answered-from-table"' in page
+    assert "in the public c3o-emr table: its own program of that name" in page
+    assert "from the c3o-emr table&#39;s runs" in page or "from the c3o-emr table's runs" in page

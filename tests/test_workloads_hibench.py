@@ -82,8 +82,16 @@ def test_registry_names_categories_and_sizes_follow_hibench(corpus_dir):
         assert isinstance(workload, Workload)
         assert workload.name == name
         assert f"{workload.category}.{name}" in listed
-        assert set(workload.sizes) == {"tiny", "medium", "small"}
+        # sort also at HiBench's large and huge, for a check at a size the corpus lacks
+        extra = {"large", "huge"} if name == "sort" else set()
+        assert set(workload.sizes) == {"tiny", "medium", "small"} | extra
         assert workload.sizes[0] == "tiny"
+
+
+@pytest.mark.parametrize("profile", ["large", "huge"])
+def test_sorts_larger_sizes_are_hibench_own_numbers(corpus_dir, profile):
+    conf = _conf_values(corpus_dir, "micro", "sort", profile)
+    assert SIZES["sort"][profile]["datasize"] == int(conf["datasize"])
 
 
 def _conf_values(corpus_dir: Path, category: str, name: str, profile: str) -> dict[str, str]:
@@ -116,8 +124,8 @@ def test_tiny_and_small_are_hibench_own_numbers(corpus_dir, name, profile):
 
 def test_bad_size_names_raise_usage_error_listing_valid_ones(data_root):
     for workload in HIBENCH_WORKLOADS.values():
-        with pytest.raises(UsageError, match=r"unknown size 'large'.*valid sizes: tiny, "):
-            workload.prepare(data_root, "large")
+        with pytest.raises(UsageError, match=r"unknown size 'gigantic'.*valid sizes: tiny, "):
+            workload.prepare(data_root, "gigantic")
     with pytest.raises(UsageError, match="valid sizes: tiny, medium, small"):
         HIBENCH_WORKLOADS["wordcount"].params("Tiny")
 

@@ -20,6 +20,10 @@ def _nullable(schema: dict) -> dict:
 
 
 NUMBER = {"type": "number"}
+#: What ``answered_from_table`` means, for an option and for the recommended one.
+TABLE_NOTE = ("the public run table (scout-multinode, c3o-emr) whose runs of a job of this "
+              "name answer it: its own program of that name on its clusters, not the one "
+              "jobgauge runs; null where jobgauge's runs and yours answer it")
 _PARTITIONS = knob("spark.sql.shuffle.partitions").valid_range()   # from the knob table
 # What a pasted query must start with (ECMA regex, so no inline flags).
 QUERY_PATTERN = (r"^\s*\(*\s*([Ss][Ee][Ll][Ee][Cc][Tt]|[Ww][Ii][Tt][Hh]|[Ff][Rr][Oo][Mm]|"
@@ -148,6 +152,7 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                             "it finished); or, never measured, that it is "
                                             "at risk of failing and why (a broadcast join side "
                                             "too large for the driver's memory)"}),
+            "answered_from_table": _nullable({"type": "string", "description": TABLE_NOTE}),
             "read_floor_s": _nullable({**NUMBER, "description":
                                        "the least time its nodes take to read the input "
                                        "that does not fit in their memory at their "
@@ -190,6 +195,8 @@ def openapi_document(*, workloads, instance_types, max_query_chars: int, max_tri
                                                            "configuration failed in measured "
                                                            "runs: how often; or is at risk of "
                                                            "failing, and why"}),
+            "answered_from_table": _nullable({"type": "string", "description":
+                                              "the recommended option's: " + TABLE_NOTE}),
             "answered_from": _nullable({
                 "type": "array", "items": {"type": "string"},
                 "description": "a query never measured: the measured queries whose plans "

@@ -412,8 +412,9 @@ class Service:
         metrics = meta.get("metrics") or {}
         seen = _listed(metrics.get("instance_types"))
         rows = []
-        for job, note, failures, *values in zip(jobs, predicted["measured_note"],
+        for job, note, failures, table, *values in zip(jobs, predicted["measured_note"],
                                                 predicted["failure_note"],
+                                                predicted["answered_from_table"],
                                                 *(predicted[column].to_numpy(dtype=float)
                                                   for column in
                                         ("predicted_runtime_s", "predicted_low_s",
@@ -434,6 +435,8 @@ class Service:
                 "seen_in_training": (cluster.instance_type in seen) if seen else None,
                 "outside_measured": note is not None, "measured_note": note,
                 "measured_failures": failures,   # this configuration failed in measured runs
+                # a public table's job of this name answers it: the table
+                "answered_from_table": table,
                 # the least time its nodes take to read the input beyond their memory
                 "read_floor_s": floor if math.isfinite(floor) and floor > 0 else None,
             })
@@ -464,6 +467,7 @@ class Service:
             "outside_measured": recommended["outside_measured"],
             "measured_note": recommended["measured_note"],
             "measured_failures": recommended["measured_failures"],
+            "answered_from_table": recommended["answered_from_table"],
             # a query never measured: the measured queries its answer replays (one plan,
             # the same for every option)
             "answered_from": predicted["answered_from"].iloc[0],

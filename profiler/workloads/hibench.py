@@ -86,7 +86,9 @@ def _uservisits_sizes() -> dict[str, dict]:
 # for kmeans, whose file count follows samples_per_inputfile as in HiBench.
 SIZES: dict[str, dict[str, dict]] = {
     "wordcount": _datasizes(tiny=32_000, medium=32_000_000, small=320_000_000),
-    "sort": _datasizes(tiny=32_000, small=3_200_000, medium=160_000_000),
+    # large and huge: HiBench's own, for checks at sizes the corpus lacks
+    "sort": _datasizes(tiny=32_000, small=3_200_000, medium=160_000_000, large=320_000_000,
+                       huge=3_200_000_000),
     "terasort": _datasizes(tiny=32_000, small=3_200_000, medium=100_000_000),
     "repartition": _datasizes(tiny=3_200, small=3_200_000, medium=64_000_000),
     "scan": _uservisits_sizes(),
