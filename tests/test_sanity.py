@@ -338,7 +338,12 @@ def test_beyond_its_sizes_a_job_measured_at_several_takes_their_errors(default_m
     Measured (data/checks: bench/plans/hibench-small-check.toml, one warm application
     per configuration, load 0.36-0.47 at the starts): wordcount 3.02-3.24 s, and
     2.68-4.07 s with a 4 GiB driver; kmeans 15.61-19.21 s (with Spark's default 1 GiB
-    driver it ran out of memory)."""
+    driver it ran out of memory).  And sort at HiBench's huge, 3.2 GB, 20x its largest
+    measured input (bench/plans/hibench-sort-huge-check.toml, session 64, load 0.00-0.02
+    at the starts): 31.2-33.4 s, and 29.2-33.7 s with a 4 GiB driver.  Its answer,
+    21.1 s, is 0.66x the measured median and its interval misses above ([13.9, 27.6]
+    in this model); with the public tables beside the shipped runs it was C3O's EMR
+    runs' 974 s before session 64."""
     from jobgauge.job import Cluster, Job, jobs_frame
     from jobgauge.runtable import read_run_tables
 
@@ -350,18 +355,22 @@ def test_beyond_its_sizes_a_job_measured_at_several_takes_their_errors(default_m
     # 27), the tenth percentile of their log residuals is -0.17 (it was below -0.85,
     # 0.5 below the several sizes' -0.35)
     assert np.percentile(one, 10) > -0.5
-    checks = read_run_tables([Path(__file__).resolve().parent.parent / "data" / "checks" / "runs"
-                              / "hibench-small-check.csv.gz"])
+    folder = Path(__file__).resolve().parent.parent / "data" / "checks" / "runs"
+    checks = read_run_tables([folder / "hibench-small-check.csv.gz",
+                              folder / "hibench-sort-huge-check.csv.gz"])
     done = checks[checks["completed"].astype(bool)]
     settings = done["config"].map(lambda config: str(sorted(config.items())))
     groups = done.groupby([done["workload"], settings])
-    assert groups.ngroups == 3
-    for _, runs in groups:
+    assert groups.ngroups == 5
+    for (workload, _), runs in groups:
         row = runs.iloc[0]
         job = Job(row["workload"], "", Cluster.local_mode("local[2]"), _settings(row),
                   input_bytes=float(row["input_bytes"]))
-        _, low, high = default_model.predict_with_interval(jobs_frame([job]))
+        center, low, high = default_model.predict_with_interval(jobs_frame([job]))
         measured = runs["runtime_s"].to_numpy(dtype=float)
+        if workload == "sort":      # 20x beyond its sizes: within 0.6-1.5x, not covered
+            assert 0.6 * np.median(measured) <= center[0] <= 1.5 * np.median(measured)
+            continue
         assert ((low[0] <= measured) & (measured <= high[0])).all(), (job, low, high, measured)
         # kmeans's low bound: 8.7 s before session 27, 6.4 s since (measured 15.6-19.2 s)
         assert low[0] >= 0.35 * np.median(measured), (job, low, measured)
