@@ -2617,8 +2617,7 @@ class StagePredictor(RuntimeModel):
         size = matrix[:, names.index("log_input_bytes")]
         slots = matrix[:, names.index("log_parallel_slots")]
         done = ~censored
-        self.size_settings_ = _size_settings(X, size, done)
-        X = _with_settings(X, self.size_settings_).assign(origin=public_origins(X))
+        X = _with_settings(X).assign(origin=public_origins(X))
         self.fallback_sources_ = sorted(set(X["source"].astype(str))) \
             if "source" in X.columns else []
         origins = collections.defaultdict(lambda: collections.defaultdict(list))
@@ -2708,7 +2707,7 @@ class StagePredictor(RuntimeModel):
         size = matrix[:, names.index("log_input_bytes")]
         slots = matrix[:, names.index("log_parallel_slots")]
         out = np.full(len(X), np.nan)          # indexed by row number, like ``rows``
-        X = self._with_origin(_with_settings(X, getattr(self, "size_settings_", None)), size)
+        X = self._with_origin(_with_settings(X), size)
         # a job's curves are keyed as the anchors of its job level (the one before ())
         jobs = join_columns(X, list(self._fallback_levels()[-2]), missing="{}")
         curves = getattr(self, "fallback_curves_", {})
@@ -2728,12 +2727,11 @@ class StagePredictor(RuntimeModel):
                     size_term = _on_curve(size_curve, size[i]) - \
                         _on_curve(size_curve, points[:, 0])
                 else:       # beyond the anchors' sizes, either way, its fixed part stays
-                    edge = points[:, 0].max()
+                    first, edge = points[:, 0].min(), points[:, 0].max()
                     exponent = self.fallback_size_exponent_
-                    size_term = np.where(points[:, 0] > size[i],
-                                         _shrunk_below(points[:, 0] - size[i], exponent),
-                                         exponent * (min(size[i], edge) - points[:, 0])) + \
-                        _grown_beyond(size[i] - edge, exponent)
+                    size_term = exponent * (min(max(size[i], first), edge) - points[:, 0]) \
+                        + _shrunk_below(first - size[i], exponent) \
+                        + _grown_beyond(size[i] - edge, exponent)
                 slot_term = _on_curve(slot_curve, slots[i]) - _on_curve(slot_curve, points[:, 1]) \
                     if slot_curve is not None else \
                     -self.fallback_slot_exponent_ * (slots[i] - points[:, 1])
@@ -3123,41 +3121,10 @@ def _stage_ratio(row, stage) -> float:
     return row["ratio"] ** stage.get("file_growth", 1.0)
 
 
-def _with_settings(X, sized=None):
+def _with_settings(X):
     """``X`` with a ``settings`` column: each row's :func:`settings_key` (its settings
-    less the ones that set the slots, and less its job's parameters that set its input
-    size: ``sized``, :func:`_size_settings`)."""
-    configs = row_configs(X)
-    if sized:
-        jobs = join_columns(X, ["workload", "framework"])
-        configs = [{k: v for k, v in config.items() if k not in sized.get(job, ())}
-                   if job in sized else config for job, config in zip(jobs, configs)]
-    return X.assign(settings=[settings_key(config) for config in configs])
-
-
-def _size_settings(X, size, done) -> dict:
-    """{``workload|framework``: the parameters of its runs that set their input size}: a
-    parameter of the job's own (an undotted name, never an engine setting such as
-    ``spark.sql.shuffle.partitions``, which the quiet TPC-H runs set to other values at
-    SF 0.3 than at SF 1) with several values, each of which the job finished at one
-    input size only (within 1 %), at two sizes or more in all.  C3O's sort names its input by
-    ``lines`` (10^7-2 x 10^8): kept as a setting, each of its settings had one size, and
-    its runs taught no size curve (answered at 100 MB on 4 m4.2xlarge by the power law
-    pooled over the other jobs).  ``size``: log input bytes per row; ``done``: the
-    finished rows."""
-    jobs = join_columns(X, ["workload", "framework"])
-    seen = collections.defaultdict(lambda: collections.defaultdict(set))
-    for job, config, value, finished in zip(jobs, row_configs(X), size, done):
-        if finished and np.isfinite(value):
-            for key, setting in config.items():
-                if "." not in key:
-                    seen[(job, key)][str(setting)].add(round(float(value), 2))
-    out = collections.defaultdict(list)
-    for (job, key), sizes in seen.items():
-        if len(sizes) > 1 and all(len(s) == 1 for s in sizes.values()) \
-                and len(set().union(*sizes.values())) > 1:
-            out[job].append(key)
-    return {job: sorted(keys) for job, keys in out.items()}
+    less the ones that set the slots)."""
+    return X.assign(settings=[settings_key(config) for config in row_configs(X)])
 
 
 def _job_curves(size, slots, log_y, groups, size_exponent, slot_exponent, rounds=20):

@@ -1556,10 +1556,6 @@ def test_the_public_tables_keep_their_own_curves_and_leave_other_jobs_answers_al
     assert all(m.startswith("stages") for m in methods[4:])
     cluster = mixed.predict(sort)[:4]
     assert np.all(np.diff(cluster) >= 0) and cluster[2] < 1.5 * cluster[1]
-    # C3O names its sort's input by ``lines``: a size, not a setting, so its runs teach
-    # a size curve of their own
-    assert mixed.size_settings_.get("sort|spark") == ["lines"]
-    assert mixed.fallback_curves_["sort|spark|c3o-emr"][0] is not None
 
 
 def test_a_node_count_not_measured_is_answered_between_the_measured_ones(datasets_dir):
