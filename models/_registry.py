@@ -199,8 +199,8 @@ def predict_frame(model, X, *, coverage=0.8, factor=1.0, own_runs=None, own_fail
     profiles answer it (the model's ``predict_answer``; None for any other row or
     model).  ``answered_from_table``: the public table (Scout's, C3O's) whose runs of a
     job of the row's name answer it, a program of theirs of that name (the model's
-    ``predict_answer``; None where jobgauge's runs and the user's answer it).  ``failure_note``: that the row's
-    configuration failed in measured runs, how often
+    ``predict_answer``; None where jobgauge's runs and the user's answer it).
+    ``failure_note``: that the row's configuration failed in measured runs, how often
     (:meth:`jobgauge.models._coverage.MeasuredRange.failure_notes`), else that it is
     at risk of failing and why (the model's ``predict_answer``, where it has them: the stage
     model's broadcasts per GiB of driver memory); None where neither says so.  A row whose input

@@ -1413,11 +1413,11 @@ class StagePredictor(RuntimeModel):
     def predict_answer(self, X, coverage=0.8):
         """(runtime, low, high, failure risks, borrowed queries, tables) per row:
         :meth:`predict_with_interval`, :meth:`failure_risks`, :meth:`borrowed_queries`
-        and :meth:`answer_tables` in one question (the replay's rows, and the queries a pasted one borrows, are
-        built once: the what-if grid of a pasted query took 21.0 ms, 23.8 ms with the
-        risks apart; and 17.9-18.4 ms, 21.6-24.0 ms with the borrowed queries apart,
-        which ranked its plan and built its features twice; bench/pasted_queries.py
-        --time)."""
+        and :meth:`answer_tables` in one question (the replay's rows, and the queries a
+        pasted one borrows, are built once: the what-if grid of a pasted query took
+        21.0 ms, 23.8 ms with the risks apart; and 17.9-18.4 ms, 21.6-24.0 ms with the
+        borrowed queries apart, which ranked its plan and built its features twice;
+        bench/pasted_queries.py --time)."""
         self._check_fitted()
         X = self._checked_question(X, coverage)
         with self._one_question(X):
@@ -3234,8 +3234,9 @@ def _shrunk_below(distance, exponent, first=None):
     below the smallest size a job was measured at, where it grew as input ** ``exponent``:
     :func:`_grown_beyond` backwards.  Below 1 the runtime there is a fixed part and a
     part in proportion to the data (``1 - exponent`` and ``exponent`` of it); the fixed
-    part stays, so the answer tends to it, where the power law tended to 0 (C3O's sort,
-    measured at 9.3-19 GiB on EMR, was answered 0.5 s at 100 MB on 4 m4.2xlarge).
+    part stays, so the answer tends to it, where the power law tended to 0: C3O's sort,
+    whose smallest runs (10 GB on 4 c4.2xlarge) took 184 s, is answered 122 s at 100 MB
+    there, where the power law would have said a tenth of that or less.
     ``first``: the slope of the job's own smallest sizes (:func:`_first_slope`), which
     sets the exponent (within 0 to 1) where it is known."""
     distance = np.maximum(np.asarray(distance, dtype=float), 0.0)
