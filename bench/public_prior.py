@@ -142,8 +142,7 @@ def figures() -> dict:
                "median_ms": 1000 * float(np.median(took)), "repeats": WHAT_IF_REPEATS}
     sort = []
     for instance_type, nodes in SORT_CLUSTERS:
-        cluster = Cluster.local_mode(instance_type) if instance_type.startswith("local[") \
-            else Cluster.from_catalog(instance_type, nodes)
+        cluster = Cluster.named(instance_type, nodes)
         answered = predict_frame(mixed, jobs_frame([Job("sort", "", cluster, input_bytes=gb * 1e9)
                                                     for gb in SORT_GB]))
         sort.append({"instance_type": instance_type, "nodes": nodes, "answers": [

@@ -103,7 +103,7 @@ class WorkloadRange:
         import numpy as np
         import pandas as pd
 
-        from jobgauge.models.features import run_modes, scale_bytes, size_scale
+        from jobgauge.models.features import scale_bytes, size_scale
 
         labels = frame["datasize"].fillna("").astype(str).str.strip() \
             if "datasize" in frame.columns else pd.Series([""] * len(frame), index=frame.index)
@@ -132,8 +132,7 @@ class WorkloadRange:
             labels=frozenset(label for label in labels if label),
             hibench_sizes={k: float(v) for k, v in ordinals.items() if math.isfinite(v)},
             cores=(float(cores.min()), float(cores.max())) if len(cores) else None,
-            modes=frozenset(run_modes(frame)) if "instance_type" in frame.columns
-            else frozenset(),
+            modes=frozenset(_modes(frame)) - {""},
         )
 
     # -------------------------------------------------------------- sizes
