@@ -572,6 +572,19 @@ def test_recommendation_rules(deadline, budget, where, words):
     assert reason.startswith(words)
 
 
+def test_a_recommendation_across_programs_says_so():
+    """Options answered from one program's runs say nothing more; options of which some
+    are answered from a public table's program of the same name say so, per type."""
+    same = [dict(row, answered_from_table="c3o-emr") for row in ROWS]
+    assert recommend(same, _request())[1] == "fastest option: 8 x m5.xlarge"
+    mixed = [dict(row, answered_from_table=None if row["instance_type"] == "local[2]"
+                  else "c3o-emr") for row in ROWS]
+    assert recommend(mixed, _request())[1] == (
+        "fastest option: 8 x m5.xlarge; the options are answered from different programs "
+        "of this name (local[2] from jobgauge's and your runs; m5.xlarge, c5.large from "
+        "the c3o-emr table's runs), so they compare programs as well as clusters")
+
+
 @pytest.mark.parametrize("low, high, expected", [
     (1, 5, [1, 2, 3, 4, 5]), (3, 3, [3]), (1, 12, list(range(1, 13))),
     (1, 1000, [1, 2, 4, 7, 12, 23, 43, 81, 152, 285, 534, 1000]),
@@ -1008,6 +1021,11 @@ def test_an_answer_from_a_public_tables_runs_says_whose_runs_they_are(tmp_path, 
     assert tables == {"m4.2xlarge": "c3o-emr", "local[2]": None}
     cloud = next(o for o in body["options"] if o["instance_type"] == "m4.2xlarge")
     assert cloud["measured_note"] is None      # inside C3O's sizes and clusters
+    # local[2] (jobgauge's sort) is the faster: the recommendation compares programs
+    assert body["recommendation"].endswith(
+        "; the options are answered from different programs of this name (local[2] from "
+        "jobgauge's and your runs; m4.2xlarge from the c3o-emr table's runs), so they "
+        "compare programs as well as clusters")
     page = client.post("/", data={"workload": "sort", "sql": "", "input_gb": "15",
                                   "nodes_min": "4", "nodes_max": "4",
                                   "instance_types": ["m4.2xlarge"]}).get_data(as_text=True)

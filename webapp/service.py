@@ -664,7 +664,26 @@ def recommend(rows: list[dict], request: EstimateRequest) -> tuple[dict, str]:
                   else f"no option stays within ${budget:g}; the cheapest is {where}")
     else:
         reason = f"fastest option: {where}"
-    return dict(best), reason
+    return dict(best), reason + _across_programs(rows)
+
+
+def _across_programs(rows: list[dict]) -> str:
+    """Where the options are answered from the runs of different programs of the job's
+    name (``answered_from_table``: a public table's, or None for jobgauge's and the
+    user's runs), the words that say so: sort at 15 GB on local[2] replays jobgauge's
+    HiBench sort, on c4.2xlarge it is answered from C3O's EMR sort, and the faster of
+    the two compares two programs, not two clusters.  Empty where one program answers
+    them all."""
+    tables = {}
+    for row in rows:
+        tables.setdefault(row.get("answered_from_table"), []).append(row["instance_type"])
+    if len(tables) < 2:
+        return ""
+    parts = [f"{', '.join(dict.fromkeys(types))} from "
+             + (f"the {table} table's runs" if table else "jobgauge's and your runs")
+             for table, types in sorted(tables.items(), key=lambda item: item[0] or "")]
+    return ("; the options are answered from different programs of this name ("
+            + "; ".join(parts) + "), so they compare programs as well as clusters")
 
 
 def best_per_type(rows: list[dict], request: EstimateRequest) -> list[dict]:
