@@ -1233,29 +1233,30 @@ class StagePredictor(RuntimeModel):
         """True when the job ``key`` has finished runs without a profile
         (``unprofiled_sizes_``) nearer the ``asked`` input bytes in log size than the
         reference profile the question would replay (:meth:`_nearest_profile`) and the
-        runs replayed from it (``profiled_sizes_``): the
-        question is answered from those runs' measured curves (the fallback), not
-        replayed from a profile further away.  (Scout's ``join`` at 187 GB on EC2 from
-        jobgauge's HiBench profile of 131 KB, 10^6 times smaller, on local[2].)  Where
-        only one side ran in the question's run ``mode`` (``run_modes``: this machine or
-        a cluster; ``unprofiled_modes_``, ``profiled_modes_``), that side answers at any
-        size, as :func:`runtable.nearest_origin` picks an origin: by size alone, sort
-        on 4 m4.2xlarge was replayed from jobgauge's local[2] profile at 1 GB (1.19 s)
-        and answered from C3O's EMR runs at 2 GB (104 s)."""
+        runs replayed from it (``profiled_sizes_``): the question is answered from those
+        runs' measured curves (the fallback), not replayed from a profile further away.
+        (Scout's ``join`` at 187 GB on EC2 from jobgauge's HiBench profile of 131 KB,
+        10^6 times smaller, on local[2].)  Nearer as :func:`runtable.nearest_origin`
+        picks the origin the fallback then answers from (:meth:`_with_origin`), the
+        replay being the origin ``""``: the side that ran in the question's run ``mode``
+        (``run_modes``: this machine or a cluster; ``unprofiled_modes_``,
+        ``profiled_modes_``) where only one did, then 0 inside a side's span of sizes,
+        else the distance to its nearer end; a tie replays.  By size alone, sort on 4
+        m4.2xlarge was replayed from jobgauge's local[2] profile at 1 GB (1.19 s) and
+        answered from C3O's EMR runs at 2 GB (104 s)."""
         measured = getattr(self, "unprofiled_sizes_", {}).get(key)
         if not measured:
             return False
         where = getattr(self, "unprofiled_modes_", None)      # None: a model saved before
-        if mode and where is not None:
-            bare, replayed = mode in where.get(key, ()), mode in self.profiled_modes_.get(key, ())
-            if bare != replayed:
-                return bare
+        modes = None if where is None else {"": self.profiled_modes_.get(key, ()),
+                                            "measured": where.get(key, ())}
         asked = max(float(asked), 1.0) if np.isfinite(asked) else 1.0
         replayed = [self._nearest_profile(key, asked)["dataset_bytes"],
                     *self.profiled_sizes_.get(key, ())]
-        nearest = measured[nearest_size(measured, asked)]
-        return abs(math.log(asked / nearest)) < \
-            abs(math.log(asked / replayed[nearest_size(replayed, asked)]))
+        # one rule with the origin a question's fallback answers from: a tie replays
+        found = {"": [math.log(b) for b in replayed],
+                 "measured": [math.log(b) for b in measured]}
+        return nearest_origin(found, math.log(asked), mode, modes) == "measured"
 
     def _nearest_profile(self, key, asked):
         """The reference profile of ``key`` a question of ``asked`` input bytes replays:
