@@ -1588,3 +1588,32 @@ def test_a_node_count_not_measured_is_answered_between_the_measured_ones(dataset
     assert seven < six and five > 0.9 * six and seven > 0.9 * eight
     method = model.prediction_method(row.assign(instance_count=7).reset_index(drop=True))[0]
     assert method.endswith("nearest node counts")
+
+
+def test_a_profiled_job_is_answered_from_the_runs_nearer_it_as_its_origin_is_picked():
+    """``_measured_nearer`` decides replay against measured curves by
+    ``runtable.nearest_origin``'s rule, the one ``_with_origin`` and the coverage notes
+    use: a size inside the span of the runs without a profile is theirs (distance 0),
+    though the profile's size is the nearer point; outside both spans the nearer end
+    wins, a tie replays, and a side that never ran in the question's run mode answers
+    only where neither did."""
+    model = StagePredictor()
+    gib = 2.0 ** 30
+    model.reference_profiles_ = {("sort", "spark"): {"dataset_bytes": 5 * gib}}
+    model.unprofiled_sizes_ = {("sort", "spark"): [1 * gib, 100 * gib]}
+    model.profiled_sizes_ = {("sort", "spark"): [5 * gib]}
+    model.unprofiled_modes_ = {("sort", "spark"): ["remote"]}
+    model.profiled_modes_ = {("sort", "spark"): ["local", "remote"]}
+    nearer = model._measured_nearer
+    # 10 GB: the profile at 5 GB is the nearer point, but 10 GB lies between 1 and 100 GB
+    assert nearer(("sort", "spark"), 10 * gib, "remote")
+    assert nearer(("sort", "spark"), 10 * gib, "")
+    # 0.5 GB and 1000 GB: beyond 1 / 100 GB, nearer them than the profile
+    assert nearer(("sort", "spark"), 0.5 * gib, "remote")
+    assert nearer(("sort", "spark"), 1000 * gib, "remote")
+    # 5 GB is the profile's own size (and inside the span): a tie, replayed
+    assert not nearer(("sort", "spark"), 5 * gib, "remote")
+    # on this machine only the profiled runs ran: replayed at any size
+    assert not nearer(("sort", "spark"), 10 * gib, "local")
+    # a job without runs apart from its profile's is always replayed
+    assert not nearer(("join", "spark"), 10 * gib, "remote")
