@@ -13,7 +13,7 @@ from jobgauge.models.evaluation import (
     PROTOCOLS,
     SUBSETS,
     _breakdown_order,
-    _library_versions,
+    _environment,
     _percent,
     markdown_table,
     noise_floor,
@@ -434,7 +434,7 @@ def write_report(result, frames, out: Path, *, quick=False, command=None) -> Pat
     timing_text = "" if not timing else \
         (f" This run took {timing['wall_s'] / 60:.1f} min of wall time ({timing['computed']} "
          f"cells computed, {timing['cached']} from the cache), with "
-         + ", ".join(_library_versions().split(";")) + ".")
+         + ", ".join(_environment().split(";")) + ".")
     lines = ["# Runtime model evaluation", "",
              f"Generated {today} by `bench/evaluate.py`"
              + (" in **quick mode (smoke run: fewer folds and epochs, not a result)**" if quick
@@ -651,10 +651,11 @@ def write_quiet_report(result, out: Path, *, quick=False, command=None, what_if=
              f"{timing.get('wall_s', 0.0) / 60:.1f} min of wall time "
              f"({timing.get('computed', 0)} cells computed, {timing.get('cached', 0)} from "
              "the cache in `bench/reports/cache/`), with "
-             + ", ".join(_library_versions().split(";"))
-             + ": the same code gives other figures with other versions of these "
-             "(ff99e5c's scale-up from SF <= 1, 17.1 / 16.5 % in session 63's environment, "
-             "is 16.8 / 16.8 % in session 64's).", "",
+             + ", ".join(_environment().split(";"))
+             + ": the same code gives other figures with other versions of these or on "
+             "another machine (ff99e5c's scale-up from SF <= 1, 17.1 / 16.5 % in sessions "
+             "63 and 66, is 16.8 / 16.8 % in session 64, with the same library versions; "
+             "`models.evaluation._machine`).", "",
              f"Models: `stage` (the stage predictor), `ernest` (Ernest), the current "
              f"default model `{DEFAULT_MODEL}` (`models.DEFAULT_MODEL`), `fc` (the "
              "default when issue 13 was filed) and `rnn` (the DAG network, which target (c) "

@@ -592,12 +592,46 @@ def _library_versions() -> str:
     return ";".join(versions)
 
 
+#: numpy's SIMD levels, the widest first (:func:`_machine`).
+SIMD_LEVELS = ("AVX512F", "AVX2", "AVX", "SSE42", "ASIMD")
+
+
+def _machine() -> str:
+    """The CPU the figures were computed on, and the widest SIMD level numpy dispatches
+    to there: the same code, runs and library versions (:func:`_library_versions`) gave
+    ff99e5c's scale-up from SF <= 1 as 17.1 / 16.5 % in sessions 63 and 66 (an AMD EPYC
+    with AVX-512) and 16.8 / 16.8 % in session 64, and each of them again on rerun;
+    floating-point sums taken in other orders by other vector widths are the likely
+    cause."""
+    import platform
+
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            model = next((line.split(":", 1)[1].strip() for line in handle
+                          if line.lower().startswith("model name")), "")
+    except OSError:
+        pass
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:     # another numpy layout: the level is not known
+        features = {}
+    simd = next((level for level in SIMD_LEVELS if features.get(level)), "unknown")
+    return f"cpu={model or platform.machine() or 'unknown'};simd={simd}"
+
+
+def _environment() -> str:
+    """:func:`_library_versions` and :func:`_machine`: what a cached cell is keyed on
+    besides the model's code, runs and protocol, and what a report says it ran with."""
+    return f"{_library_versions()};{_machine()}"
+
+
 def _cache_key(frame, dataset, protocol, model, quick) -> str:
     digest = hashlib.sha1()
     digest.update(json.dumps([EVAL_VERSION, dataset, protocol, repr(sorted(
         model.get_params(deep=False).items(), key=str)), quick]).encode())
     digest.update(_model_code(model))
-    digest.update(_library_versions().encode())
+    digest.update(_environment().encode())
     digest.update("|".join(frame["run_id"].astype(str)).encode())
     digest.update(np.asarray(frame["runtime_s"], float).tobytes())
     if "profile_reference" in frame.columns:  # which runs stand for their workload's profile

@@ -605,6 +605,23 @@ def test_a_cached_cell_is_keyed_on_the_library_versions(monkeypatch):
     assert evaluation._cache_key(frame, "local", "configs", model, False) != before
 
 
+def test_a_cached_cell_is_keyed_on_the_machine(monkeypatch):
+    """The same code, runs and library versions gave the scale-up from SF <= 1 as 17.1 /
+    16.5 % on one machine and 16.8 / 16.8 % on another: a cell cached on one is computed
+    again on the other, and the report names the CPU and its SIMD level."""
+    import pandas as pd
+
+    from jobgauge.models import evaluation
+
+    frame = pd.DataFrame({"run_id": ["a", "b"], "runtime_s": [1.0, 2.0]})
+    model = make_model("tree")
+    here = evaluation._machine()
+    assert here.startswith("cpu=") and ";simd=" in here and here in evaluation._environment()
+    before = evaluation._cache_key(frame, "local", "configs", model, False)
+    monkeypatch.setattr(evaluation, "_machine", lambda: "cpu=Another;simd=AVX2")
+    assert evaluation._cache_key(frame, "local", "configs", model, False) != before
+
+
 def test_local_workload_folds_keep_frameworks_apart(local_frame):
     from jobgauge.models.evaluation import MAX_LEAVE_ONE_OUT, protocol_folds
 
