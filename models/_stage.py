@@ -2650,12 +2650,13 @@ class StagePredictor(RuntimeModel):
         # with the data (:meth:`_below_exponent`), where they ran at two sizes or more
         # with the same settings, less those that set the size (C3O's sort: ``lines``)
         self.fallback_origin_exponents_ = {}
+        public = done & (X["origin"].to_numpy() != "")     # only their runs are asked
         origin_groups = join_columns(X.assign(settings=_without_size_settings(
-            row_configs(X), size, join_columns(X, ["workload", "framework", "origin"]), done)),
-            ["workload", "framework", "origin", "instance_type", "instance_count", "settings"],
-            missing="{}")
-        for origin in sorted(set(X["origin"].to_numpy()[done]) - {""}):
-            mine = done & (X["origin"].to_numpy() == origin)
+            row_configs(X), size, join_columns(X, ["workload", "framework", "origin"]),
+            public)), ["workload", "framework", "origin", "instance_type", "instance_count",
+                       "settings"], missing="{}")
+        for origin in sorted(set(X["origin"].to_numpy()[public])):
+            mine = public & (X["origin"].to_numpy() == origin)
             slope = _pooled_slope(size, log_y, mine, origin_groups)
             if slope is not None:
                 self.fallback_origin_exponents_[str(origin)] = float(np.clip(slope, 0.0, 1.0))

@@ -596,6 +596,7 @@ def _library_versions() -> str:
 SIMD_LEVELS = ("AVX512F", "AVX2", "AVX", "SSE42", "ASIMD")
 
 
+@functools.lru_cache(maxsize=1)
 def _machine() -> str:
     """The CPU the figures were computed on, and the widest SIMD level numpy dispatches
     to there: the same code, runs and library versions (:func:`_library_versions`) gave
