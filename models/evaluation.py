@@ -597,20 +597,29 @@ SIMD_LEVELS = ("AVX512F", "AVX2", "AVX", "SSE42", "ASIMD")
 
 
 @functools.lru_cache(maxsize=1)
-def _machine() -> str:
-    """The CPU the figures were computed on, and the widest SIMD level numpy dispatches
-    to there: the same code, runs and library versions (:func:`_library_versions`) gave
-    ff99e5c's scale-up from SF <= 1 as 17.1 / 16.5 % in sessions 63 and 66 (an AMD EPYC
-    with AVX-512) and 16.8 / 16.8 % in session 64, and each of them again on rerun;
-    floating-point sums taken in other orders by other vector widths are the likely
-    cause."""
+def _machine(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU the figures were computed on (``cpuinfo``: the file that describes it): its model, the widest SIMD level numpy
+    dispatches to there, a digest of its feature flags and the core OpenBLAS picked for
+    it.  The same code, runs and library versions (:func:`_library_versions`) gave
+    ff99e5c's scale-up from SF <= 1 as 17.1 / 16.5 % in sessions 63 and 66 and
+    16.8 / 16.8 % in sessions 64 and 67, each again on rerun and with any
+    ``PYTHONHASHSEED``, on machines that all call themselves an AMD EPYC with AVX-512:
+    floating-point sums taken in other orders by other vector units and BLAS kernels are
+    the likely cause, and the model name and SIMD level alone did not tell them apart."""
     import platform
 
-    model = ""
+    import numpy  # noqa: F401  (loads OpenBLAS, so threadpoolctl sees its core)
+
+    model, flags = "", ""
     try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
-            model = next((line.split(":", 1)[1].strip() for line in handle
-                          if line.lower().startswith("model name")), "")
+        with open(cpuinfo, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                name, _, value = line.partition(":")
+                name = name.strip().lower()
+                if name == "model name" and not model:
+                    model = value.strip()
+                elif name in ("flags", "features") and not flags:
+                    flags = " ".join(sorted(value.split()))
     except OSError:
         pass
     try:
@@ -618,7 +627,17 @@ def _machine() -> str:
     except ImportError:     # another numpy layout: the level is not known
         features = {}
     simd = next((level for level in SIMD_LEVELS if features.get(level)), "unknown")
-    return f"cpu={model or platform.machine() or 'unknown'};simd={simd}"
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = next((str(info.get("architecture")) for info in threadpool_info()
+                     if info.get("user_api") == "blas" and info.get("architecture")),
+                    "unknown")
+    except ImportError:
+        blas = "unknown"
+    digest = hashlib.sha1(flags.encode()).hexdigest()[:8] if flags else "unknown"
+    return (f"cpu={model or platform.machine() or 'unknown'};simd={simd};"
+            f"flags={digest};blas={blas}")
 
 
 def _environment() -> str:

@@ -605,21 +605,33 @@ def test_a_cached_cell_is_keyed_on_the_library_versions(monkeypatch):
     assert evaluation._cache_key(frame, "local", "configs", model, False) != before
 
 
-def test_a_cached_cell_is_keyed_on_the_machine(monkeypatch):
+def test_a_cached_cell_is_keyed_on_the_machine(monkeypatch, tmp_path):
     """The same code, runs and library versions gave the scale-up from SF <= 1 as 17.1 /
-    16.5 % on one machine and 16.8 / 16.8 % on another: a cell cached on one is computed
-    again on the other, and the report names the CPU and its SIMD level."""
+    16.5 % on one machine and 16.8 / 16.8 % on another, both calling themselves an AMD
+    EPYC with AVX-512: a cell cached on one is computed again on the other, and the
+    report names the CPU, its SIMD level, a digest of its feature flags and the BLAS
+    core."""
     import pandas as pd
 
     from jobgauge.models import evaluation
 
     frame = pd.DataFrame({"run_id": ["a", "b"], "runtime_s": [1.0, 2.0]})
     model = make_model("tree")
+    machine = evaluation._machine.__wrapped__
     here = evaluation._machine()
-    assert here.startswith("cpu=") and ";simd=" in here and here in evaluation._environment()
+    assert here.startswith("cpu=") and here in evaluation._environment()
+    assert all(f";{part}=" in here for part in ("simd", "flags", "blas"))
     before = evaluation._cache_key(frame, "local", "configs", model, False)
     monkeypatch.setattr(evaluation, "_machine", lambda: "cpu=Another;simd=AVX2")
     assert evaluation._cache_key(frame, "local", "configs", model, False) != before
+    # one model name, other feature flags: other machines
+    described = []
+    for flags in ("fpu sse2 avx512f avx512_bf16", "fpu sse2 avx512f"):
+        path = tmp_path / f"cpuinfo-{len(described)}"
+        path.write_text(f"processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: {flags}\n")
+        described.append(machine(str(path)))
+    assert described[0] != described[1]
+    assert all(d.startswith("cpu=AMD EPYC;") for d in described)
 
 
 def test_local_workload_folds_keep_frameworks_apart(local_frame):
