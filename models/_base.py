@@ -29,7 +29,7 @@ then widen the interval of a row asked beyond what was measured (``_extrapolated
 the stage predictor, by the error per unit of log distance that it measured by
 holding out each job's largest size), so a far answer is never surer than a near one,
 and then raise a low bound that would fall below a smaller size's
-(``_never_falling_low``), so more data is never answered with a lower low bound.
+(``_never_falling_bounds``), so more data is never answered with a lower bound.
 
 ``fit`` also keeps ``measured_range_``, what the training runs covered
 (:class:`jobgauge.models._coverage.MeasuredRange`), so that a prediction far
@@ -304,7 +304,7 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
     def _answer_with_interval(self, X, coverage):
         """(runtime, low, high) of ``X`` inside its question."""
         center, low, high = self._log_interval(X, coverage)
-        low = self._never_falling_low(X, center, low, coverage)
+        low, high = self._never_falling_bounds(X, center, low, high, coverage)
         return np.exp(center), np.exp(center + low), np.exp(center + high)
 
     def _log_interval(self, X, coverage):
@@ -379,12 +379,12 @@ class RuntimeModel(RegressorMixin, BaseEstimator):
         nothing."""
         return low, high
 
-    def _never_falling_low(self, X, center, low, coverage):
-        """The low log offsets of ``X`` (``center``: its log predictions), raised where a
-        smaller input of the same question has a higher low bound (a model that widens
-        its intervals with the distance beyond what was measured); this default raises
-        nothing."""
-        return low
+    def _never_falling_bounds(self, X, center, low, high, coverage):
+        """The (low, high) log offsets of ``X`` (``center``: its log predictions), each
+        raised where a smaller input of the same question has a higher bound (a model
+        that widens its intervals with the distance beyond what was measured); this
+        default raises nothing."""
+        return low, high
 
     def _calibration_split(self, X, censored):
         keys = configuration_keys(X)

@@ -242,7 +242,7 @@ MEASURED_REACH = SIZE_FACTOR
 MIN_NEW_JOB_FACTORS = 5
 #: Sizes (from the largest in the measured interval up to the asked size, evenly spaced
 #: in log size) at which a question beyond the measured sizes is asked again for its
-#: low bound (:meth:`StagePredictor._never_falling_low`).
+#: low and high bounds (:meth:`StagePredictor._never_falling_bounds`).
 LOW_PATH_STEPS = 4
 #: The largest learned contention: a slot's speed is ``cores ** -contention`` for
 #: executors of ``cores`` cores (tasks on one machine share its memory bandwidth and
@@ -255,6 +255,13 @@ MAX_CONTENTION = 0.9
 #: garbage more (measured on the quiet SF 1 runs, local[2]: a 4g driver runs the 22
 #: queries at 0.83 of the 1g time, 8g at 0.81, median over queries).
 MAX_MEMORY_COST = 2.0
+#: The steepest a job's time may fall with its instance type's memory per vCPU (log-log)
+#: where no profile replays it (:meth:`StagePredictor._fit_fallback`).
+MAX_MEMORY_SLOPE = 2.0
+#: The gentlest such slope taken as the job's: a job whose time falls less than that
+#: (30 % per doubling of the memory per vCPU) is not taken as bound by its memory, since
+#: instance families differ in their CPUs too.
+MIN_MEMORY_SLOPE = 0.5
 
 
 #: Weight of the pull of Spark's learned contention to the one the training runs' CPU
@@ -1971,7 +1978,9 @@ class StagePredictor(RuntimeModel):
         pool (:meth:`_fit_scale_pool`: jobs measured at as many sizes as its own, one or
         several) at its distance: for a measured job (the pooled
         kind, ``""``) that pool's offsets, never narrower than the same question's at
-        the edge of the measured sizes (each bound the wider of the two): a measured
+        the edge of the measured sizes (the wider of the two intervals, whole; each
+        bound the wider of the two joined two 80 % intervals: the scale-up from SF <= 1
+        covered 89.9 % at x2.42 high/low, against 87.8 % at x2.28): a measured
         configuration's where its configuration reaches the job's largest measured size
         (:meth:`_configured`), else a measured job's (with a measured job's always:
         the scale-up from SF <= 1 covered 89.4 % at x2.41 high/low, against 87.4 % at
@@ -2018,8 +2027,12 @@ class StagePredictor(RuntimeModel):
                 far_low, far_high = conformal_offsets(
                     pool * self._growth_at(value, key.startswith("fallback")), coverage)
                 known = rows & (groups == "") if groups is not None else np.zeros_like(rows)
-                low[known] = np.minimum(floor_low[known], far_low)
-                high[known] = np.maximum(floor_high[known], far_high)
+                # the wider of the two intervals, whole: each bound the wider of the two
+                # joined two 80 % intervals, and covered more than 80 %
+                wider = known & (floor_high - floor_low > far_high - far_low)
+                nearer = known & ~wider
+                low[wider], high[wider] = floor_low[wider], floor_high[wider]
+                low[nearer], high[nearer] = far_low, far_high
                 other = rows & ~known
                 low[other] = np.minimum(low[other], far_low)
                 high[other] = np.maximum(high[other], far_high)
@@ -2073,20 +2086,22 @@ class StagePredictor(RuntimeModel):
             high[rows] = np.maximum(high[rows], own_high)
         return low, high
 
-    def _never_falling_low(self, X, center, low, coverage):
-        """Raise the low bound of a row asked beyond its job's measured sizes to the
-        highest low bound of the same question at :data:`LOW_PATH_STEPS` sizes from the
+    def _never_falling_bounds(self, X, center, low, high, coverage):
+        """Raise each bound of a row asked beyond its job's measured sizes to the highest
+        of that bound of the same question at :data:`LOW_PATH_STEPS` sizes from the
         largest its measured interval holds (:data:`MEASURED_REACH` x the largest
         measured) up to the asked one (evenly spaced in log size), so that more data
-        never has a lower low bound.  The widening grows with the distance
+        never has a lower bound.  The widening grows with the distance
         (:meth:`_extrapolated`) faster than the prediction grows for a job whose time is
         mostly fixed, and it jumps where an answer leaves the measured job's interval:
         the web form's Q3 on local[2] went 12.9 s low at SF 10 (measured 19.2 s), 11.0 s
-        at SF 20 and 14.8 s at SF 30."""
+        at SF 20 and 14.8 s at SF 30.  The high bound falls where the scale pool's
+        interval, shifted down from the measured job's, becomes the wider of the two
+        (HiBench aggregation 3.64 s high at 1.5x its largest input, 3.11 s at 2x)."""
         distance = self._scale_distances(X)
         far = np.flatnonzero(distance > 0)
         if not len(far):
-            return low
+            return low, high
         steps = np.arange(LOW_PATH_STEPS) / LOW_PATH_STEPS
         # the largest size of the measured interval, a hair inside it (a distance counts
         # as beyond only above it, _scale_distances)
@@ -2096,11 +2111,13 @@ class StagePredictor(RuntimeModel):
         path["input_bytes"] = np.exp(np.repeat(start, len(steps)) + np.outer(
             distance[far] - reach, steps).ravel())
         with self._one_question(path):
-            path_center, path_low, _ = self._log_interval(path, coverage)
-        highest = (path_center + path_low).reshape(len(far), len(steps)).max(axis=1)
-        low = low.copy()
-        low[far] = np.maximum(low[far], highest - center[far])
-        return low
+            path_center, path_low, path_high = self._log_interval(path, coverage)
+        lowest = (path_center + path_low).reshape(len(far), len(steps)).max(axis=1)
+        highest = (path_center + path_high).reshape(len(far), len(steps)).max(axis=1)
+        low, high = low.copy(), high.copy()
+        low[far] = np.maximum(low[far], lowest - center[far])
+        high[far] = np.maximum(high[far], highest - center[far])
+        return low, high
 
     def fit(self, X, y=None):
         """``RuntimeModel.fit``, then a new job's interval (:meth:`_fit_new_job_pool`),
@@ -2613,7 +2630,20 @@ class StagePredictor(RuntimeModel):
         A public table's job is a job apart from jobgauge's and the other tables' of the
         same name (an ``origin`` column, :meth:`_with_origin`): C3O's pagerank on 2
         r4.xlarge answered Scout's at bigdata there, 1143 s, where 3 nodes took 1760 s
-        from Scout's own runs."""
+        from Scout's own runs.
+
+        A job whose time falls with its instance type's memory per vCPU at the same
+        size, settings and slots, by :data:`MIN_MEMORY_SLOPE` or more (log-log, pooled
+        within those groups: ``fallback_memory_slopes_``, job -> (slope, the smallest
+        and largest log memory per vCPU it was measured with)), moves each anchor of
+        another type to the asked type's memory per vCPU, never beyond the span it was
+        measured with: a new family is answered from the memory nearest its own.  (Held
+        out per instance family, ``bench/evaluate.py --quiet-corpus --protocol
+        families``: C3O's c4 16.9 to 7.7 % MdAPE, m4 25.7 to 25.5 %, r4 26.9 %
+        unchanged; Scout's c 16.6 to 16.7 %, m 10.8 to 10.3 %, r 13.4 to 12.5 %.  Every
+        negative slope taken: Scout's c 17.7 %, C3O's m4 27.0 %, since the families
+        differ in their CPUs too; extrapolated beyond the measured span, C3O's c4
+        97.7 %.)"""
         names = list(self.features_.get_feature_names_out())
         size = matrix[:, names.index("log_input_bytes")]
         slots = matrix[:, names.index("log_parallel_slots")]
@@ -2660,6 +2690,22 @@ class StagePredictor(RuntimeModel):
             slope = _pooled_slope(size, log_y, mine, origin_groups)
             if slope is not None:
                 self.fallback_origin_exponents_[str(origin)] = float(np.clip(slope, 0.0, 1.0))
+        # a job's time against its instance type's memory per vCPU at the same size,
+        # settings and slots (types of one size, families apart): Scout's kmeans at 32
+        # vCPUs of huge ran 1733 s on c5 (2 GiB per vCPU), 1236 s on m5 (4), 337 s on r5
+        # (8), where its join ran 358 / 436 / 390 s
+        memory = np.log(np.maximum(matrix[:, names.index("memory_per_vcpu")], 1e-3))
+        self.fallback_memory_slopes_ = {}
+        alike = join_columns(X, ["workload", "framework", "origin", "settings"], missing="{}") \
+            + "|" + np.round(size, 3).astype(str).astype(object) \
+            + "|" + np.round(slots, 3).astype(str).astype(object)
+        for job in np.unique(jobs[done]):
+            mine = done & (jobs == job)
+            slope = _pooled_slope(memory, log_y, mine, alike)
+            if slope is not None and slope <= -MIN_MEMORY_SLOPE:
+                self.fallback_memory_slopes_[str(job)] = (
+                    float(max(slope, -MAX_MEMORY_SLOPE)), float(memory[mine].min()),
+                    float(memory[mine].max()))
         clusters = join_columns(X, ["instance_type", "settings"], missing="{}")
         self.fallback_curves_ = {}
         for job in np.unique(jobs[done]):
@@ -2677,10 +2723,10 @@ class StagePredictor(RuntimeModel):
                 rows = np.flatnonzero(done & (keys == key))
                 points = {}
                 for i in rows:
-                    points.setdefault((round(size[i], 3), round(slots[i], 3)), []).append(
-                        log_y[i])
-                table[key] = np.array([(s, c, float(np.median(v)))
-                                       for (s, c), v in sorted(points.items())])
+                    points.setdefault((round(size[i], 3), round(slots[i], 3),
+                                       round(memory[i], 3)), []).append(log_y[i])
+                table[key] = np.array([(s, c, float(np.median(v)), m)
+                                       for (s, c, m), v in sorted(points.items())])
             anchors[level] = table
         self.fallback_anchors_ = anchors
         # per count level: (job, instance type[, settings]) -> the node counts it finished at
@@ -2726,6 +2772,8 @@ class StagePredictor(RuntimeModel):
         # a job's curves are keyed as the anchors of its job level (the one before ())
         jobs = join_columns(X, list(self._fallback_levels()[-2]), missing="{}")
         curves = getattr(self, "fallback_curves_", {})
+        memory_slopes = getattr(self, "fallback_memory_slopes_", None) or {}
+        memory = np.log(np.maximum(matrix[:, names.index("memory_per_vcpu")], 1e-3))
         level_used = [None] * len(X)
         for level, columns in enumerate(self._fallback_levels()):
             if between and level == max(self._COUNT_LEVELS) + 1:
@@ -2752,6 +2800,10 @@ class StagePredictor(RuntimeModel):
                     if slot_curve is not None else \
                     -self.fallback_slot_exponent_ * (slots[i] - points[:, 1])
                 scaled = points[:, 2] + size_term + slot_term
+                if points.shape[1] > 3 and jobs[i] in memory_slopes:
+                    slope, least, most = memory_slopes[jobs[i]]
+                    scaled = scaled + slope * (min(max(memory[i], least), most)
+                                               - points[:, 3])
                 out[i] = float(np.median(scaled))
                 level_used[i] = columns
         return out, level_used
@@ -2952,7 +3004,7 @@ class StagePredictor(RuntimeModel):
         less than the smaller one does up to there: without this, more data could be
         faster.  (No other row costs anything: only rows replayed from a level above
         the smallest are asked again, in one question, each question and edge once: the
-        rows of one question at several sizes, as :meth:`_never_falling_low` asks them,
+        rows of one question at several sizes, as :meth:`_never_falling_bounds` asks them,
         share their edges.)"""
         edges, keys = {}, None
         for i, row in enumerate(rows):
