@@ -2643,7 +2643,12 @@ class StagePredictor(RuntimeModel):
         unchanged; Scout's c 16.6 to 16.7 %, m 10.8 to 10.3 %, r 13.4 to 12.5 %.  Every
         negative slope taken: Scout's c 17.7 %, C3O's m4 27.0 %, since the families
         differ in their CPUs too; extrapolated beyond the measured span, C3O's c4
-        97.7 %.)"""
+        97.7 %.)  One slope is a straight line through a step: with all three of
+        C3O's families, its sort's (c4 and m4 alike, r4 x0.55) is -0.33, under
+        :data:`MIN_MEMORY_SLOPE`, so the served answers on c5, m5 and r5 stay the median
+        of the measured families'; Scout's kmeans keeps -0.75 (fitted on Scout's runs
+        alone, 4 x 2xlarge at huge: c5 1632 s, m5 971 s, r5 599 s, beside c4 1925 s,
+        m4 1095 s, r4 600 s, measured 1733, 1236 and 337 s)."""
         names = list(self.features_.get_feature_names_out())
         size = matrix[:, names.index("log_input_bytes")]
         slots = matrix[:, names.index("log_parallel_slots")]
