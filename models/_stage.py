@@ -2699,11 +2699,12 @@ class StagePredictor(RuntimeModel):
         # settings and slots (types of one size, families apart): Scout's kmeans at 32
         # vCPUs of huge ran 1733 s on c5 (2 GiB per vCPU), 1236 s on m5 (4), 337 s on r5
         # (8), where its join ran 358 / 436 / 390 s
-        memory = np.log(np.maximum(matrix[:, names.index("memory_per_vcpu")], 1e-3))
-        self.fallback_memory_slopes_ = {}
+        memory = _log_memory_per_vcpu(matrix, names)
         alike = join_columns(X, ["workload", "framework", "origin", "settings"], missing="{}") \
             + "|" + np.round(size, 3).astype(str).astype(object) \
             + "|" + np.round(slots, 3).astype(str).astype(object)
+        clusters = join_columns(X, ["instance_type", "settings"], missing="{}")
+        self.fallback_memory_slopes_, self.fallback_curves_ = {}, {}
         for job in np.unique(jobs[done]):
             mine = done & (jobs == job)
             slope = _pooled_slope(memory, log_y, mine, alike)
@@ -2711,10 +2712,6 @@ class StagePredictor(RuntimeModel):
                 self.fallback_memory_slopes_[str(job)] = (
                     float(max(slope, -MAX_MEMORY_SLOPE)), float(memory[mine].min()),
                     float(memory[mine].max()))
-        clusters = join_columns(X, ["instance_type", "settings"], missing="{}")
-        self.fallback_curves_ = {}
-        for job in np.unique(jobs[done]):
-            mine = done & (jobs == job)
             curves = _job_curves(size[mine], slots[mine], log_y[mine], clusters[mine],
                                  self.fallback_size_exponent_, self.fallback_slot_exponent_)
             if any(curve is not None for curve in curves):
@@ -2778,7 +2775,7 @@ class StagePredictor(RuntimeModel):
         jobs = join_columns(X, list(self._fallback_levels()[-2]), missing="{}")
         curves = getattr(self, "fallback_curves_", {})
         memory_slopes = getattr(self, "fallback_memory_slopes_", None) or {}
-        memory = np.log(np.maximum(matrix[:, names.index("memory_per_vcpu")], 1e-3))
+        memory = _log_memory_per_vcpu(matrix, names)
         level_used = [None] * len(X)
         for level, columns in enumerate(self._fallback_levels()):
             if between and level == max(self._COUNT_LEVELS) + 1:
@@ -3382,6 +3379,13 @@ def _shrunk_below(distance, exponent, first=None):
     if exponent >= 1.0:
         return -exponent * distance
     return np.log1p(exponent * np.expm1(-distance))
+
+
+def _log_memory_per_vcpu(matrix, names) -> np.ndarray:
+    """Per row of a RunFeatures ``matrix`` (its feature ``names``), the log GiB of
+    memory per vCPU of its instance type (the measured curves' memory axis,
+    :meth:`StagePredictor._fit_fallback`)."""
+    return np.log(np.maximum(matrix[:, names.index("memory_per_vcpu")], 1e-3))
 
 
 def _frameworks(X) -> np.ndarray:

@@ -598,17 +598,15 @@ SIMD_LEVELS = ("AVX512F", "AVX2", "AVX", "SSE42", "ASIMD")
 
 @functools.lru_cache(maxsize=1)
 def _machine(cpuinfo: str = "/proc/cpuinfo") -> str:
-    """The CPU the figures were computed on (``cpuinfo``: the file that describes it): its model, the widest SIMD level numpy
-    dispatches to there, a digest of its feature flags and the core OpenBLAS picked for
-    it.  The same code, runs and library versions (:func:`_library_versions`) gave
+    """The CPU the figures were computed on (``cpuinfo``: the file that describes it):
+    its model, the widest SIMD level numpy dispatches to there, a digest of its feature
+    flags and the core OpenBLAS (loaded with numpy) picked for it.  The same code, runs and library versions (:func:`_library_versions`) gave
     ff99e5c's scale-up from SF <= 1 as 17.1 / 16.5 % in sessions 63 and 66 and
     16.8 / 16.8 % in sessions 64 and 67, each again on rerun and with any
     ``PYTHONHASHSEED``, on machines that all call themselves an AMD EPYC with AVX-512:
     floating-point sums taken in other orders by other vector units and BLAS kernels are
     the likely cause, and the model name and SIMD level alone did not tell them apart."""
     import platform
-
-    import numpy  # noqa: F401  (loads OpenBLAS, so threadpoolctl sees its core)
 
     model, flags = "", ""
     try:
