@@ -532,3 +532,23 @@ def test_a_query_never_measured_has_an_interval_of_its_own(default_model):
     width = np.subtract(*np.percentile(pasted, [90, 10]))
     measured = pools["measured job|spark|TPC-H"]
     assert width > np.subtract(*np.percentile(measured, [90, 10]))
+
+
+def test_far_beyond_the_measured_sizes_the_interval_keeps_its_room_above(default_model):
+    """Every TPC-H query on the web form (local[2], Spark's defaults) at SF 100, ten times
+    its largest measured scale: its high bound is at least as far above the answer as at
+    SF 10, where it was measured.  The scale pool of the shipped runs lies below the
+    answer (SF 10 asked from smaller sizes was answered slow), and taken whole it left
+    Q3 at SF 100 176.7 s [126.9, 194.8], x1.10 above, where SF 10 kept x1.30: beyond
+    the measured sizes the time can jump (Q9 took 3.5x from SF 10 to SF 20)."""
+    from jobgauge.job import Cluster, Job, jobs_frame
+
+    cluster = Cluster.local_mode("local[2]")
+    queries = [f"tpch-q{n}" for n in range(1, 23)]
+    jobs = [Job(query, label, cluster, {"spark.master": "local[2]"})
+            for query in queries for label in ("sf10", "sf100")]
+    center, low, high = default_model.predict_with_interval(jobs_frame(jobs))
+    room = np.log(high / center).reshape(len(queries), 2)
+    assert (low < center).all() and (center < high).all()
+    short = [(q, *np.round(r, 3)) for q, r in zip(queries, room) if r[1] < r[0] - 1e-9]
+    assert not short, short
