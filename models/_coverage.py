@@ -234,9 +234,10 @@ class MeasuredRange:
     ``workloads``: (workload, framework) -> :class:`WorkloadRange`; ``everything``:
     the range of all runs (for a workload never measured); ``instance_types``:
     instance type -> (fewest, most) nodes measured on it; ``failures``: configuration
-    at a size (:func:`_sized_configurations`) -> (failed runs, runs) of those with a
-    failed run; ``configuration_runs``: the same key -> runs, for every configuration
-    (how many runs a failure in the store is one more of: :meth:`with_runs`);
+    at a size (:func:`_sized_configurations`) -> its failed runs, for those with one;
+    ``configuration_runs``: the same key -> its runs, failed or not, for every
+    configuration (how many runs a failure in the store is one more of:
+    :meth:`with_runs`);
     ``origins``: (workload, framework) -> {origin: :class:`WorkloadRange`} of a job
     with runs of a public table (``runtable.public_origins``; ``""``: jobgauge's runs
     and the user's), one range per origin; a note names the origin where there are
@@ -266,6 +267,14 @@ class MeasuredRange:
             state = {**state, "configuration_runs": {},
                      "failures": {_rekeyed(key): counts
                                   for key, counts in (state.get("failures") or {}).items()}}
+        # one pickled while a failure kept (failed runs, runs): the runs go to the tally
+        # of every configuration's runs, where they are kept once
+        failures = state.get("failures") or {}
+        if any(isinstance(counts, tuple) for counts in failures.values()):
+            state = {**state, "failures": {key: counts[0] for key, counts in failures.items()},
+                     "configuration_runs": {**{key: counts[1]
+                                               for key, counts in failures.items()},
+                                            **state["configuration_runs"]}}
         # one made before the origins were kept
         self.__dict__.update({"origins": {}, "origin_types": {}, **state})
 
@@ -294,8 +303,8 @@ class MeasuredRange:
         return cls(workloads=workloads, everything=WorkloadRange.from_frame(frame),
                    instance_types=_node_counts(frame),
                    origin_types=origin_types if len(origin_types) > 1 else {},
-                   failures={key: counts for key, counts in tally.items() if counts[0]},
-                   configuration_runs={key: counts[1] for key, counts in tally.items()},
+                   failures={key: failed for key, (failed, _) in tally.items() if failed},
+                   configuration_runs={key: runs for key, (_, runs) in tally.items()},
                    origins=origins)
 
     def with_runs(self, frame, failed=None) -> "MeasuredRange":
@@ -307,11 +316,11 @@ class MeasuredRange:
         configuration's runs are then the larger of the training runs and ``frame``'s
         runs of it (the store's runs may be among the training runs), plus the failed."""
         if failed is not None and len(failed):
+            failures, runs = self._failures_with(frame, failed)
             self = MeasuredRange(workloads=self.workloads, everything=self.everything,
-                                 instance_types=self.instance_types,
-                                 failures=self._failures_with(frame, failed),
-                                 configuration_runs=self.configuration_runs,
-                                 origins=self.origins, origin_types=self.origin_types)
+                                 instance_types=self.instance_types, failures=failures,
+                                 configuration_runs=runs, origins=self.origins,
+                                 origin_types=self.origin_types)
         if frame is None or not len(frame):
             return self
         more = MeasuredRange.from_frame(frame)
@@ -348,25 +357,20 @@ class MeasuredRange:
         more = _tally(frame) if frame is not None else {}
         if not more:
             return self
-        tally = {key: (self.failures.get(key, (0, 0))[0], runs)
-                 for key, runs in self.configuration_runs.items()}
-        tally.update({key: counts for key, counts in self.failures.items()
-                      if key not in tally})      # a re-keyed older record keeps no runs
-        for key, (failed, runs) in more.items():
-            known_failed, known_runs = tally.get(key, (0, 0))
-            tally[key] = (known_failed + failed, known_runs + runs)
+        failures, runs = dict(self.failures), dict(self.configuration_runs)
+        for key, (failed, count) in more.items():
+            if failed:
+                failures[key] = failures.get(key, 0) + failed
+            runs[key] = runs.get(key, 0) + count
         return MeasuredRange(workloads=self.workloads, everything=self.everything,
-                             instance_types=self.instance_types,
-                             failures={key: counts for key, counts in tally.items()
-                                       if counts[0]},
-                             configuration_runs={key: counts[1]
-                                                 for key, counts in tally.items()},
-                             origins=self.origins, origin_types=self.origin_types)
+                             instance_types=self.instance_types, failures=failures,
+                             configuration_runs=runs, origins=self.origins,
+                             origin_types=self.origin_types)
 
-    def _failures_with(self, frame, failed) -> dict:
-        """:attr:`failures` with the configurations of ``failed`` tallied as failed runs
-        (see :meth:`with_runs`)."""
-        failures = dict(self.failures)
+    def _failures_with(self, frame, failed) -> tuple[dict, dict]:
+        """:attr:`failures` and :attr:`configuration_runs` with the configurations of
+        ``failed`` tallied as failed runs (see :meth:`with_runs`)."""
+        failures, runs = dict(self.failures), dict(self.configuration_runs)
         finished: dict = {}
         if frame is not None and len(frame):
             for key in _sized_configurations(frame, unsized=True):
@@ -375,10 +379,10 @@ class MeasuredRange:
         for key in _sized_configurations(failed, unsized=True):
             extra[key] = extra.get(key, 0) + 1
         for key, count in extra.items():
-            known_failed, known_runs = failures.get(key, (0, self.configuration_runs.get(key, 0)))
-            runs = max(known_runs, known_failed + finished.get(key, 0))
-            failures[key] = (known_failed + count, runs + count)
-        return failures
+            known = failures.get(key, 0)
+            runs[key] = max(runs.get(key, 0), known + finished.get(key, 0)) + count
+            failures[key] = known + count
+        return failures, runs
 
     def workload_names(self) -> list[str]:
         """The measured workloads, sorted."""
@@ -424,7 +428,8 @@ class MeasuredRange:
             if key is None:
                 out.append(None)
                 continue
-            failed, runs = failures[key]
+            failed = failures[key]
+            runs = self.configuration_runs.get(key, failed)
             workload, _, label, instance_type, count, _ = key
             where = instance_type if count == "1" else f"{count} x {instance_type}"
             at = f" at {label}" if label else ""

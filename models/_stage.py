@@ -255,12 +255,14 @@ MAX_CONTENTION = 0.9
 #: garbage more (measured on the quiet SF 1 runs, local[2]: a 4g driver runs the 22
 #: queries at 0.83 of the 1g time, 8g at 0.81, median over queries).
 MAX_MEMORY_COST = 2.0
-#: The steepest a job's time may fall with its instance type's memory per vCPU (log-log)
-#: where no profile replays it (:meth:`StagePredictor._fit_fallback`).
+#: The steepest a job's time may fall with its instance type's memory per vCPU (log-log,
+#: between two adjacent measured levels) where no profile replays it
+#: (:meth:`StagePredictor._fit_fallback`).
 MAX_MEMORY_SLOPE = 2.0
-#: The gentlest such slope taken as the job's: a job whose time falls less than that
-#: (30 % per doubling of the memory per vCPU) is not taken as bound by its memory, since
-#: instance families differ in their CPUs too.
+#: The gentlest such fall taken as the job's: a job whose time falls less than that
+#: (30 % per doubling of the memory per vCPU) between every two adjacent levels it was
+#: measured at is not taken as bound by its memory, since instance families differ in
+#: their CPUs too.
 MIN_MEMORY_SLOPE = 0.5
 
 
@@ -942,6 +944,11 @@ class StagePredictor(RuntimeModel):
         # saved before the factor was a parameter
         state.setdefault("broadcast_size_factor", BROADCAST_SIZE_FACTOR)
         state.setdefault("broadcast_file_share", BROADCAST_FILE_SHARE)
+        if "fallback_memory_slopes_" in state:      # one line through two ends: a curve
+            state["fallback_memory_curves_"] = {
+                job: ((least, most), (0.0, slope * (most - least))) if most > least
+                else ((least,), (0.0,))
+                for job, (slope, least, most) in state.pop("fallback_memory_slopes_").items()}
         super().__setstate__(state)
 
     def _calibration_split(self, X, censored):
@@ -2637,22 +2644,23 @@ class StagePredictor(RuntimeModel):
         from Scout's own runs.
 
         A job whose time falls with its instance type's memory per vCPU at the same
-        size, settings and slots, by :data:`MIN_MEMORY_SLOPE` or more (log-log, pooled
-        within those groups: ``fallback_memory_slopes_``, job -> (slope, the smallest
-        and largest log memory per vCPU it was measured with)), moves each anchor of
-        another type to the asked type's memory per vCPU, never beyond the span it was
-        measured with: a new family is answered from the memory nearest its own.  (Held
+        size, settings and slots, by :data:`MIN_MEMORY_SLOPE` or more between two
+        adjacent levels it was measured at (log-log, :func:`_memory_curve`:
+        ``fallback_memory_curves_``, job -> (the log memory per vCPU of each level, the
+        level's log effect)), moves each anchor of another type along that curve to the
+        asked type's memory per vCPU, never beyond the span it was measured with: a new
+        family is answered from the memory nearest its own.  (Held
         out per instance family, ``bench/evaluate.py --quiet-corpus --protocol
         families``: C3O's c4 16.9 to 7.7 % MdAPE, m4 25.7 to 25.5 %, r4 26.9 %
         unchanged; Scout's c 16.6 to 16.7 %, m 10.8 to 10.3 %, r 13.4 to 12.5 %.  Every
         negative slope taken: Scout's c 17.7 %, C3O's m4 27.0 %, since the families
         differ in their CPUs too; extrapolated beyond the measured span, C3O's c4
-        97.7 %.)  One slope is a straight line through a step: with all three of
-        C3O's families, its sort's (c4 and m4 alike, r4 x0.55) is -0.33, under
-        :data:`MIN_MEMORY_SLOPE`, so the served answers on c5, m5 and r5 stay the median
-        of the measured families'; Scout's kmeans keeps -0.75 (fitted on Scout's runs
-        alone, 4 x 2xlarge at huge: c5 1632 s, m5 971 s, r5 599 s, beside c4 1925 s,
-        m4 1095 s, r4 600 s, measured 1733, 1236 and 337 s)."""
+        97.7 %.  Those figures were of one pooled slope, a straight line: with two
+        families in training the curve is that line, and the cells are the same.)
+        With all three of C3O's families, the line through its sort's step (c4 and m4
+        alike, r4 x0.58) was -0.33, under :data:`MIN_MEMORY_SLOPE`, and c5, m5 and r5
+        were all answered 231.9 s (sort at its median size on 4 2xlarge nodes); along
+        the curve, 250, 250 and 156 s, where c4, m4 and r4 ran 260, 258 and 150 s."""
         names = list(self.features_.get_feature_names_out())
         size = matrix[:, names.index("log_input_bytes")]
         slots = matrix[:, names.index("log_parallel_slots")]
@@ -2708,14 +2716,12 @@ class StagePredictor(RuntimeModel):
             + "|" + np.round(size, 3).astype(str).astype(object) \
             + "|" + np.round(slots, 3).astype(str).astype(object)
         clusters = join_columns(X, ["instance_type", "settings"], missing="{}")
-        self.fallback_memory_slopes_, self.fallback_curves_ = {}, {}
+        self.fallback_memory_curves_, self.fallback_curves_ = {}, {}
         for job in np.unique(jobs[done]):
             mine = done & (jobs == job)
-            slope = _pooled_slope(memory, log_y, mine, alike)
-            if slope is not None and slope <= -MIN_MEMORY_SLOPE:
-                self.fallback_memory_slopes_[str(job)] = (
-                    float(max(slope, -MAX_MEMORY_SLOPE)), float(memory[mine].min()),
-                    float(memory[mine].max()))
+            curve = _memory_curve(memory, log_y, mine, alike)
+            if curve is not None:
+                self.fallback_memory_curves_[str(job)] = curve
             curves = _job_curves(size[mine], slots[mine], log_y[mine], clusters[mine],
                                  self.fallback_size_exponent_, self.fallback_slot_exponent_)
             if any(curve is not None for curve in curves):
@@ -2778,7 +2784,7 @@ class StagePredictor(RuntimeModel):
         # a job's curves are keyed as the anchors of its job level (the one before ())
         jobs = join_columns(X, list(self._fallback_levels()[-2]), missing="{}")
         curves = getattr(self, "fallback_curves_", {})
-        memory_slopes = getattr(self, "fallback_memory_slopes_", None) or {}
+        memory_curves = getattr(self, "fallback_memory_curves_", None) or {}
         memory = _log_memory_per_vcpu(matrix, names)
         level_used = [None] * len(X)
         for level, columns in enumerate(self._fallback_levels()):
@@ -2806,10 +2812,11 @@ class StagePredictor(RuntimeModel):
                     if slot_curve is not None else \
                     -self.fallback_slot_exponent_ * (slots[i] - points[:, 1])
                 scaled = points[:, 2] + size_term + slot_term
-                if points.shape[1] > 3 and jobs[i] in memory_slopes:
-                    slope, least, most = memory_slopes[jobs[i]]
-                    scaled = scaled + slope * (min(max(memory[i], least), most)
-                                               - points[:, 3])
+                if points.shape[1] > 3 and jobs[i] in memory_curves:
+                    # np.interp holds the ends: never beyond the measured memory
+                    knots, values = memory_curves[jobs[i]]
+                    scaled = scaled + np.interp(memory[i], knots, values) \
+                        - np.interp(points[:, 3], knots, values)
                 out[i] = float(np.median(scaled))
                 level_used[i] = columns
         return out, level_used
@@ -3390,6 +3397,45 @@ def _log_memory_per_vcpu(matrix, names) -> np.ndarray:
     memory per vCPU of its instance type (the measured curves' memory axis,
     :meth:`StagePredictor._fit_fallback`)."""
     return np.log(np.maximum(matrix[:, names.index("memory_per_vcpu")], 1e-3))
+
+
+def _memory_curve(memory, log_y, done, groups, tolerance=1e-9):
+    """A job's log runtime against its instance type's log memory per vCPU (``memory``)
+    at the levels it was measured at, as (knots, values): the levels in increasing
+    order, and each level's effect (0 at the smallest) from the runs ``done`` of the
+    ``groups`` that ran at two levels or more (the same size, settings and slots),
+    fitted by least squares with a log offset per group.  More memory is never slower
+    (each value is at most the one before: families differ in their CPUs too), and the
+    time never falls faster than :data:`MAX_MEMORY_SLOPE` between two adjacent levels.
+    None unless the time falls by :data:`MIN_MEMORY_SLOPE` or more between two of
+    them, or where the groups leave a level's effect unknown (it never ran beside
+    another level).  A step, where one straight line is not: C3O's sort runs alike on
+    c4 and m4 (1.9 and 4 GiB per vCPU) and x0.55 on r4 (7.6 GiB), a slope of -0.93
+    from m4 to r4 where one line through the three has -0.33."""
+    levels = np.round(memory, 3)
+    rows = np.flatnonzero(done)
+    keep = [i for key in np.unique(groups[rows])
+            for i in [rows[groups[rows] == key]] if len(np.unique(levels[i])) >= 2]
+    if not keep:
+        return None
+    rows = np.concatenate(keep)
+    knots = np.unique(levels[rows])
+    design = (levels[rows][:, None] == knots[None, 1:]).astype(float)
+    target = np.asarray(log_y, dtype=float)[rows].copy()
+    for key in np.unique(groups[rows]):         # within each group: its offset taken out
+        mine = groups[rows] == key
+        design[mine] -= design[mine].mean(axis=0)
+        target[mine] -= target[mine].mean()
+    if np.linalg.matrix_rank(design, tol=1e-6) < len(knots) - 1:
+        return None
+    effects = np.concatenate([[0.0], np.linalg.lstsq(design, target, rcond=None)[0]])
+    values = np.minimum.accumulate(effects)
+    gaps = np.diff(knots)
+    values = np.concatenate([[0.0], np.cumsum(np.maximum(
+        np.diff(values), -MAX_MEMORY_SLOPE * gaps))])
+    if not (np.diff(values) <= -MIN_MEMORY_SLOPE * gaps + tolerance).any():
+        return None
+    return tuple(float(k) for k in knots), tuple(float(v) for v in values)
 
 
 def _frameworks(X) -> np.ndarray:

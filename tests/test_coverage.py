@@ -370,8 +370,9 @@ def test_a_record_pickled_before_the_keys_changed_keeps_its_failures(runs):
     state.pop("configuration_runs")
     state["failures"] = {(*key[:5], json.dumps({k: read_setting(k, v) for k, v in
                                                 json.loads(key[5]).items()},
-                                               sort_keys=True, default=str)): counts
-                         for key, counts in record.failures.items()}
+                                               sort_keys=True, default=str)):
+                         (failed, record.configuration_runs[key])
+                         for key, failed in record.failures.items()}
     old = MeasuredRange.__new__(MeasuredRange)
     old.__setstate__(pickle.loads(pickle.dumps(state)))
     asked = configuration_frame([{"workload": "tpch-q3", "datasize": "sf1",
@@ -380,6 +381,23 @@ def test_a_record_pickled_before_the_keys_changed_keeps_its_failures(runs):
                                       "spark.sql.autoBroadcastJoinThreshold": "100m"}}])
     assert old.failure_notes(asked)[0].startswith("2 of the 2 measured runs of tpch-q3")
     assert old.failure_notes(asked) == record.failure_notes(asked)
+
+
+def test_a_record_pickled_with_the_runs_in_its_failures_keeps_its_counts(runs):
+    """A failure kept (failed runs, runs), and every configuration's runs were kept
+    again beside it; the runs are kept once now.  A record pickled the old way loads
+    with the same counts and says the same."""
+    import pickle
+
+    record = MeasuredRange.from_frame(runs)
+    assert record.failures and all(isinstance(v, int) for v in record.failures.values())
+    state = dict(vars(record))
+    state["failures"] = {key: (failed, record.configuration_runs[key])
+                         for key, failed in record.failures.items()}
+    old = MeasuredRange.__new__(MeasuredRange)
+    old.__setstate__(pickle.loads(pickle.dumps(state)))
+    assert old.failures == record.failures
+    assert old.configuration_runs == record.configuration_runs
 
 
 def test_the_form_shows_a_warning_line(client):
