@@ -72,14 +72,14 @@ def figures() -> dict:
     from jobgauge.models.evaluation import shared_run_tables
     from jobgauge.models._registry import predict_frame
     from jobgauge.models.features import instance_family
-    from jobgauge.runtable import read_run_tables
+    from jobgauge.runtable import PUBLIC_TABLES, read_run_tables
 
     shipped = prior_run_tables()
     public_files = list(shared_run_tables())
     if not public_files:
         raise UsageError("no public run tables: set $JOBGAUGE_SHARED_DATASETS to the folder "
-                         "of scout_multinode.csv and c3o_emr.csv (or run from the project "
-                         "folder beside ../shared)")
+                         f"of {' and '.join(PUBLIC_TABLES.values())} (or run from the "
+                         "project folder beside ../shared)")
     shipped = [p for p in shipped if p not in public_files]
     profiles = reference_profile_records("stage", prior_profile_files(shipped))
     own = read_run_tables(shipped)

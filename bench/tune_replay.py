@@ -33,8 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
+from jobgauge.runtable import PUBLIC_TABLES
+
 REPO = Path(__file__).resolve().parent.parent
-DATASETS = {"scout": "scout_multinode.csv", "c3o": "c3o_emr.csv"}
+# the public run tables by their short names here (jobgauge.runtable.PUBLIC_TABLES)
+DATASETS = {"scout": PUBLIC_TABLES["scout-multinode"], "c3o": PUBLIC_TABLES["c3o-emr"]}
 METHODS = ("ours", "random", "gp")
 TOLERANCES = (0.10, 0.05)
 # --ablation: ours with one design choice changed at a time (defaults: kappa 0.5,

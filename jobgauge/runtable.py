@@ -35,13 +35,26 @@ COLUMNS = (
 # Read when a file has them; written only when some row has a value.
 GUARD_COLUMNS = ("load_at_start", "cpu_time_s", "quiet_start", "first_runtime_s", "host_cores",
                  "cpu_tasks_s", "cpu_compiler_s", "cpu_gc_s", "machine_probe_s")
-#: The sources of the public run tables (``../shared/datasets``: Scout's multi-node
-#: runs and C3O's EMR runs).  Their jobs are other builds of same-named benchmarks
-#: (HiBench and spark-perf on EC2, C3O's own Spark jobs on EMR), run on HDFS at
-#: 10^4-10^6 times the input jobgauge profiled its own under those names: a profile
-#: jobgauge took stands for its own program, never for theirs
+#: The public run tables (``../shared/datasets``: Scout's multi-node runs and C3O's EMR
+#: runs): the source their rows carry -> their file.  Their jobs are other builds of
+#: same-named benchmarks (HiBench and spark-perf on EC2, C3O's own Spark jobs on EMR),
+#: run on HDFS at 10^4-10^6 times the input jobgauge profiled its own under those
+#: names: a profile jobgauge took stands for its own program, never for theirs
 #: (``models.evaluation.attach_reference_profiles``).
-PUBLIC_SOURCES = ("scout-multinode", "c3o-emr")
+PUBLIC_TABLES = {"scout-multinode": "scout_multinode.csv", "c3o-emr": "c3o_emr.csv"}
+#: Their sources.
+PUBLIC_SOURCES = tuple(PUBLIC_TABLES)
+#: The folder of the public run tables: ``$JOBGAUGE_SHARED_DATASETS`` (the evaluation
+#: looks in ``../shared/datasets`` from the current folder without it, as in the README's
+#: examples; a store learns from them only where it is set).
+SHARED_DATASETS_ENV = "JOBGAUGE_SHARED_DATASETS"
+
+
+def public_run_tables(folder) -> list[Path]:
+    """The public run tables (:data:`PUBLIC_TABLES`) that ``folder`` holds, in that
+    order."""
+    return [path for path in (Path(folder) / name for name in PUBLIC_TABLES.values())
+            if path.is_file()]
 
 
 def public_origins(frame):

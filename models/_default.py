@@ -59,7 +59,7 @@ def prior_run_tables(runs_dir=None) -> list[Path]:
     """The run tables a fresh store learns from: those in ``runs_dir`` (default: the
     ones shipped in :mod:`jobgauge.data`) plus the public Scout and C3O tables of
     ``$JOBGAUGE_SHARED_DATASETS`` when that folder is set."""
-    from jobgauge.models.evaluation import SHARED_DATASETS_ENV
+    from jobgauge.runtable import SHARED_DATASETS_ENV, public_run_tables
 
     if runs_dir is None:
         from jobgauge.data import runs_dir as shipped_runs_dir
@@ -69,8 +69,7 @@ def prior_run_tables(runs_dir=None) -> list[Path]:
     paths = sorted(runs_dir.glob("*.csv.gz")) + sorted(runs_dir.glob("*.csv"))
     shared = os.environ.get(SHARED_DATASETS_ENV)
     if shared:
-        paths += [p for p in (Path(shared) / "scout_multinode.csv", Path(shared) / "c3o_emr.csv")
-                  if p.is_file()]
+        paths += public_run_tables(shared)
     return paths
 
 

@@ -60,10 +60,8 @@ from pathlib import Path
 import numpy as np
 
 from jobgauge.errors import UsageError
+from jobgauge.runtable import SHARED_DATASETS_ENV, public_run_tables
 
-#: The shared Scout and C3O run tables: ``$JOBGAUGE_SHARED_DATASETS``, else
-#: ``../shared/datasets`` from the current folder (as in the README's examples).
-SHARED_DATASETS_ENV = "JOBGAUGE_SHARED_DATASETS"
 #: Where reports go unless told: ``bench/reports`` in the current folder.
 DEFAULT_REPORT_DIR = Path("bench") / "reports"
 EVAL_VERSION = 4
@@ -114,9 +112,11 @@ QUICK_PARAMS = {"fc": {"epochs": 20, "n_networks": 1}, "rnn": {"epochs": 20, "n_
 
 
 def shared_run_tables() -> list[Path]:
-    """The shared Scout and C3O tables, where they exist."""
-    shared = Path(os.environ.get(SHARED_DATASETS_ENV) or Path("..") / "shared" / "datasets")
-    return [p for p in (shared / "scout_multinode.csv", shared / "c3o_emr.csv") if p.is_file()]
+    """The shared Scout and C3O tables, where they exist: in ``$JOBGAUGE_SHARED_DATASETS``,
+    else in ``../shared/datasets`` from the current folder (as in the README's
+    examples)."""
+    return public_run_tables(os.environ.get(SHARED_DATASETS_ENV)
+                             or Path("..") / "shared" / "datasets")
 
 
 def default_run_tables() -> list[Path]:

@@ -23,7 +23,7 @@ from jobgauge.runtable import read_run_table, read_run_tables
 from jobgauge.store import open_store
 from jobgauge.tuner import Goal, spark_sql_space, tune_with_model
 from jobgauge.tuner._modes import model_evaluator
-from jobgauge.tuner._recommend import (KEPT_DEFAULTS, NOISE_FLOOR, MeasuredRange, TrustRegion,
+from jobgauge.tuner._recommend import (KEPT_DEFAULTS, NOISE_FLOOR, MeasuredSetting, TrustRegion,
                                        _faster, recommend, store_trust_region)
 
 MiB = 1024 * 1024
@@ -113,13 +113,13 @@ def test_only_runs_at_the_jobs_size_are_evidence_where_it_was_measured(corpus):
 
 
 def test_a_measured_range_holds_numbers_between_and_switches_as_seen():
-    threshold = MeasuredRange("spark.sql.autoBroadcastJoinThreshold",
-                              frozenset({-1, MiB, 10 * MiB, 100 * MiB}), "runs")
+    threshold = MeasuredSetting("spark.sql.autoBroadcastJoinThreshold",
+                                frozenset({-1, MiB, 10 * MiB, 100 * MiB}), "runs")
     assert -1 in threshold and "-1" in threshold and 50 * MiB in threshold
     assert "64m" in threshold                      # text as a configuration writes it
     assert 256 * MiB not in threshold and 0 not in threshold and MiB // 2 not in threshold
     assert threshold.describe() == "1m to 100m, -1"
-    aqe = MeasuredRange("spark.sql.adaptive.enabled", frozenset({True}), "runs")
+    aqe = MeasuredSetting("spark.sql.adaptive.enabled", frozenset({True}), "runs")
     assert True in aqe and "true" in aqe and False not in aqe
 
 
@@ -281,8 +281,8 @@ def test_changes_only_outside_the_measured_ranges_keep_the_defaults(corpus, tree
     job = _job("tpch-q3", "sf1")
     space, result = _search(model, job)
     defaults = space.defaults()
-    only_defaults = TrustRegion({name: MeasuredRange(name, frozenset({defaults[name]}),
-                                                     "the 2 runs of tpch-q3")
+    only_defaults = TrustRegion({name: MeasuredSetting(name, frozenset({defaults[name]}),
+                                                       "the 2 runs of tpch-q3")
                                  for name in space.names}, NOISE_FLOOR)
     answer = recommend(result, space, model_evaluator(model, job), metrics=metrics,
                        region=only_defaults)

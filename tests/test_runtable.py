@@ -150,3 +150,20 @@ def test_a_configuration_is_the_same_on_every_start_of_the_standalone_cluster():
         '{"spark.master": "local[2]", "spark.sql.shuffle.partitions": 8}'
     assert config_json({"spark.master": "spark://a:7077,b:7077"}) == \
         '{"spark.master": "spark://a,b"}'
+
+
+def test_each_public_table_carries_the_source_it_is_known_by(datasets_dir, tmp_path):
+    """The public tables are named once (``PUBLIC_TABLES``: source -> file): each file in
+    the shared folder holds only rows of its source, so the runs a model keeps apart as
+    another program of the same name (``public_origins``) are exactly that file's; a
+    folder holding one of them lists that one."""
+    from jobgauge.runtable import PUBLIC_TABLES, public_origins, public_run_tables
+
+    paths = public_run_tables(datasets_dir)
+    assert [p.name for p in paths] == list(PUBLIC_TABLES.values())
+    for source, path in zip(PUBLIC_TABLES, paths):
+        frame = read_run_tables([path])
+        assert set(frame["source"]) == {source}
+        assert set(public_origins(frame)) == {source}
+    (tmp_path / PUBLIC_TABLES["c3o-emr"]).write_text("")
+    assert public_run_tables(tmp_path) == [tmp_path / "c3o_emr.csv"]

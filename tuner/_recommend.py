@@ -69,7 +69,7 @@ from typing import Iterable, Mapping
 from jobgauge import knobs as _table
 from jobgauge.tuner._space import format_setting
 
-__all__ = ["KEPT_DEFAULTS", "MIN_GAIN", "NOISE_FLOOR", "SLOWER_SHARE", "MeasuredRange",
+__all__ = ["KEPT_DEFAULTS", "MIN_GAIN", "NOISE_FLOOR", "SLOWER_SHARE", "MeasuredSetting",
            "Recommendation", "TrustRegion", "changed_settings", "recommend",
            "store_trust_region"]
 
@@ -136,7 +136,7 @@ def _is_number(value) -> bool:
 
 
 @dataclass(frozen=True)
-class MeasuredRange:
+class MeasuredSetting:
     """The values of one setting that runs measured, and whose runs they were.
 
     Numbers count as measured from the lowest to the highest positive value seen;
@@ -181,7 +181,7 @@ class MeasuredRange:
 
 @dataclass
 class TrustRegion:
-    """Where a recommendation may go: per setting, the :class:`MeasuredRange` of the
+    """Where a recommendation may go: per setting, the :class:`MeasuredSetting` of the
     runs that are its evidence, and ``noise``, the repeat noise of runs of the job's
     size (a fraction): a predicted gain within it is no evidence.  A setting without
     a range (no run measured it) is trusted nowhere but at its default."""
@@ -238,12 +238,13 @@ class TrustRegion:
                 continue
             measured = _values(name, mine, defaults.get(name))
             if len(measured) >= 2:
-                ranges[name] = MeasuredRange(name, measured, f"the {len(mine)} runs of "
-                                                             f"{workload}{at}")
+                ranges[name] = MeasuredSetting(name, measured, f"the {len(mine)} runs of "
+                                                               f"{workload}{at}")
             elif configs:
-                ranges[name] = MeasuredRange(name, _values(name, configs, defaults.get(name)),
-                                             f"the {len(configs)} runs{at} the model "
-                                             f"learns from")
+                ranges[name] = MeasuredSetting(name,
+                                               _values(name, configs, defaults.get(name)),
+                                               f"the {len(configs)} runs{at} the model "
+                                               f"learns from")
         rows = [i for i, here in enumerate(sized) if here] if any(sized) \
             else list(range(len(frame)))
         return cls(ranges, _repeat_noise(noise_frame, noise_own, datasize),

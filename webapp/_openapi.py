@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from jobgauge.knobs import knob
 from jobgauge.models._default import HISTORY_REACH
+from jobgauge.runtable import PUBLIC_SOURCES
 from jobgauge.units import MAX_SCALE
 from jobgauge.webapp.requests import (
     AQE_CHOICES, DEFAULT_SIZE, HIBENCH_SIZES, MAX_INSTANCE_TYPES, MAX_NODES, RUN_FILTERS,
@@ -21,8 +22,8 @@ def _nullable(schema: dict) -> dict:
 
 NUMBER = {"type": "number"}
 #: What ``answered_from_table`` means, for an option and for the recommended one.
-TABLE_NOTE = ("the public run table (scout-multinode, c3o-emr) whose runs of a job of this "
-              "name answer it: its own program of that name on its clusters, not the one "
+TABLE_NOTE = (f"the public run table ({', '.join(PUBLIC_SOURCES)}) whose runs of a job of "
+              "this name answer it: its own program of that name on its clusters, not the one "
               "jobgauge runs; null where jobgauge's runs and yours answer it")
 _PARTITIONS = knob("spark.sql.shuffle.partitions").valid_range()   # from the knob table
 # What a pasted query must start with (ECMA regex, so no inline flags).
