@@ -76,14 +76,21 @@ def nearest_origin(found, size: float, mode: str = "", modes=None) -> str:
     nearest its log input ``size``.  Where: ``mode``, the question's run mode
     (``models.features.run_modes``: ``"local"`` on this machine, ``"remote"`` on a
     cluster), against ``modes`` (origin -> the run modes of its runs); an origin whose
-    runs never ran in that mode is taken only where none did.  Nearest: 0 inside their
-    span, else the distance to its nearer end.  A tie, or a size not known (NaN), goes
+    runs never ran in that mode is taken only where none did.  Nearest: an origin whose
+    span holds the size (0), else one whose runs are all larger, the nearest first
+    (its smallest size), else the one whose runs are all smaller nearest it (its
+    largest): a size between two origins' spans is answered from the runs above it,
+    shrunk to it, never from the runs below it grown into the next one's sizes (the
+    stage model's answer then never falls where it moves from one to the next,
+    ``StagePredictor._above_smaller_origins``).  A tie, or a size not known (NaN), goes
     to ``""`` (jobgauge's and the user's runs) where it is among them, else to the first
     origin by name.  The stage model answers a question from that origin's runs
     (``StagePredictor._with_origin``) and the coverage notes compare it with them
     (``models._coverage.MeasuredRange``): Scout's pagerank at bigdata is Scout's; at
     HiBench tiny on local[2], jobgauge's.  By size alone, sort on 4 m4.2xlarge was
-    jobgauge's local[2] runs' at 1 GB (1.19 s) and C3O's EMR runs' at 2 GB (104 s)."""
+    jobgauge's local[2] runs' at 1 GB (1.19 s) and C3O's EMR runs' at 2 GB (104 s).
+    By the nearer end, pagerank on 4 m5.2xlarge was C3O's (0.13-0.43 GB) grown to
+    0.9 GB, 635 s, and Scout's (2.8-5.7 GB) shrunk to 1.2 GB, 199 s."""
     spans = {origin: (min(values), max(values)) for origin, values in found.items()
              if len(values)}
     if not spans:
@@ -94,7 +101,7 @@ def nearest_origin(found, size: float, mode: str = "", modes=None) -> str:
 
     if not math.isfinite(size):
         return min(spans, key=lambda origin: (elsewhere(origin), origin != "", origin))
-    return min(spans, key=lambda origin: (elsewhere(origin),
+    return min(spans, key=lambda origin: (elsewhere(origin), size > spans[origin][1],
                                           max(spans[origin][0] - size,
                                               size - spans[origin][1], 0.0),
                                           origin != "", origin))

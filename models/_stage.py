@@ -3006,7 +3006,59 @@ class StagePredictor(RuntimeModel):
         rest = sorted(set(range(len(rows))) - set(staged))
         if rest:
             out[rest] = self._fallback_log(X, matrix, rest)[0][rest]
+            out = self._above_smaller_origins(X, matrix, rest, out)
         return self._above_smaller_levels(X, rows, out) if levels else out
+
+    def _above_smaller_origins(self, X, matrix, rest, out):
+        """``out`` (log seconds per row), raised for a question answered from measured
+        runs (the rows numbered ``rest``) to its answer at the largest size of each
+        other origin of its job (``job_origins_``) whose runs all lie below the asked
+        size and ran where the question runs (``job_origin_modes_``, as
+        :func:`runtable.nearest_origin` takes them), asked from that origin.  Two
+        tables' programs of one name differ: Scout's pagerank runs 2.8-5.7 GB in the
+        time C3O's runs 0.13-0.43 GB, so where a question moves from one origin's runs
+        to the next one's, more data could be faster (on 4 m5.2xlarge, 635 s at 0.9 GB
+        from C3O's runs grown, 199 s at 1.2 GB from Scout's shrunk, by the nearer end;
+        442 s at C3O's largest size, 418 s at 3.0 GB from Scout's).  Each edge is asked
+        once per question (its rows at several sizes share it), and only for a job
+        measured in several origins."""
+        known = getattr(self, "job_origins_", None) or {}
+        where = getattr(self, "job_origin_modes_", None)     # None: a model saved before
+        if where is None or not any(len(found) > 1 for found in known.values()):
+            return out
+        names = list(self.features_.get_feature_names_out())
+        size = matrix[:, names.index("log_input_bytes")]
+        jobs = join_columns(X, ["workload", "framework"])
+        modes = run_modes(X)
+        learned = set(getattr(self, "fallback_sources_", None) or ())
+        sources = X["source"].astype(str).to_numpy() if "source" in X.columns \
+            else np.full(len(X), "", dtype=object)
+        own = X["origin"].to_numpy() if "origin" in X.columns else None
+        edges, keys = {}, None
+        for i in rest:
+            found = known.get(jobs[i])
+            if not found or len(found) < 2 or not np.isfinite(size[i]) \
+                    or sources[i] in learned or own is not None:
+                continue
+            ran = [origin for origin in found
+                   if str(modes[i]) in where.get(jobs[i], {}).get(origin, ())]
+            for origin in ran or list(found):
+                largest = max(found[origin])
+                if largest < size[i]:       # a hair inside its span: asked from its runs
+                    keys = _question_keys(X) if keys is None else keys
+                    edges.setdefault((keys[i], largest), []).append(i)
+        if not edges:
+            return out
+        asked = X.iloc[[rows_of[0] for rows_of in edges.values()]].reset_index(drop=True)
+        asked = asked.assign(input_bytes=[math.expm1(largest) * (1.0 - 1e-9)
+                                          for _, largest in edges], datasize="")
+        with self._one_question(asked):
+            at_edges = self._answer_log(asked, levels=False)
+        out = np.array(out, dtype=float)
+        for rows_of, value in zip(edges.values(), at_edges):
+            if np.isfinite(value):
+                out[rows_of] = np.maximum(out[rows_of], value)
+        return out
 
     def _above_smaller_levels(self, X, rows, out):
         """``out`` (log seconds per row), raised for a job profiled at several sizes to

@@ -481,20 +481,29 @@ def test_the_origin_a_question_is_answered_from_ran_where_the_question_runs():
     """``runtable.nearest_origin``: by size alone, sort on 4 m4.2xlarge was jobgauge's
     local[2] runs' at 1 GB and C3O's EMR runs' at 2 GB.  An origin whose runs ran where
     the question runs (this machine, a cluster) wins at any size; among those, or where
-    no origin says, the nearest in size."""
+    no origin says, the one whose span holds the size, else the nearest whose runs are
+    all larger, else the nearest whose runs are all smaller."""
     from jobgauge.runtable import nearest_origin
 
     found = {"": [10.0, 12.0], "c3o-emr": [23.0, 24.0]}      # log input bytes
     modes = {"": ["local"], "c3o-emr": ["remote"]}
-    assert nearest_origin(found, 14.0) == ""
+    assert nearest_origin(found, 11.0) == ""
+    assert nearest_origin(found, 9.0) == ""
+    assert nearest_origin(found, 12.5) == "c3o-emr"     # between them: the larger runs
     assert nearest_origin(found, 21.0) == "c3o-emr"
+    assert nearest_origin(found, 30.0) == "c3o-emr"
     assert nearest_origin(found, 14.0, "remote", modes) == "c3o-emr"
     assert nearest_origin(found, 30.0, "local", modes) == ""
     assert nearest_origin(found, float("nan"), "remote", modes) == "c3o-emr"
     assert nearest_origin(found, 21.0, "local", {"": ["local"],
                                                  "c3o-emr": ["local", "remote"]}) == "c3o-emr"
-    assert nearest_origin(found, 14.0, "remote", {"": ["local"], "c3o-emr": ["local"]}) == ""
-    assert nearest_origin(found, 14.0, "", modes) == ""       # a mode not known: by size
+    assert nearest_origin(found, 11.0, "remote", {"": ["local"], "c3o-emr": ["local"]}) == ""
+    assert nearest_origin(found, 14.0, "remote", {"": ["local"],
+                                                  "c3o-emr": ["local"]}) == "c3o-emr"
+    assert nearest_origin(found, 11.0, "", modes) == ""       # a mode not known: by size
+    three = {**found, "scout-multinode": [16.0, 18.0]}
+    assert [nearest_origin(three, x) for x in (13.0, 15.0, 17.0, 19.0, 25.0)] == [
+        "scout-multinode", "scout-multinode", "scout-multinode", "c3o-emr", "c3o-emr"]
 
 
 def test_a_job_a_public_table_shares_is_compared_with_the_runs_of_its_nearest_origin(

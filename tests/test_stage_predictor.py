@@ -1736,3 +1736,39 @@ def test_a_step_in_memory_carries_to_the_families_never_measured(c3o):
     for new, old in zip(types, ("c4", "m4", "r4")):
         assert abs(math.log(answers[new] / measured[old])) < 0.1, (new, answers, measured)
     assert answers["c5.2xlarge"] >= answers["m5.2xlarge"] > 1.4 * answers["r5.2xlarge"] > 0
+
+
+def test_more_data_is_never_faster_where_a_job_moves_from_one_tables_runs_to_the_next(
+        scout, c3o):
+    """Scout's and C3O's pagerank are two programs: C3O's ran 0.13-0.43 GB, Scout's
+    2.8-5.7 GB in about the time C3O's took for 0.43 GB.  A question between them was
+    answered from the nearer end's runs, C3O's grown or Scout's shrunk, and on 4
+    m5.2xlarge 0.9 GB took 635 s and 1.2 GB 199 s.  It is now answered from the runs
+    above it (Scout's, shrunk), never below C3O's answer at its largest size; inside
+    Scout's sizes the answer is Scout's own where it is above that."""
+    import pandas as pd
+
+    from jobgauge.job import Cluster, Job, jobs_frame
+    from jobgauge.models import predict_frame
+
+    model = make_model("stage").fit(pd.concat([scout, c3o], ignore_index=True))
+    gib = 2.0 ** 30
+    sizes = np.geomspace(0.05, 12, 25) * gib
+    for instance_type, nodes in (("m5.2xlarge", 4), ("c5.xlarge", 1), ("m4.2xlarge", 8)):
+        answers = predict_frame(model, jobs_frame([
+            Job("pagerank", "", Cluster.from_catalog(instance_type, nodes), input_bytes=size)
+            for size in sizes]))
+        for column in ("predicted_runtime_s", "predicted_low_s", "predicted_high_s"):
+            values = answers[column].to_numpy()
+            assert np.all(np.diff(values) >= -1e-9 * values[1:]), (instance_type, column,
+                                                                   values.round(1))
+        tables = answers["answered_from_table"].tolist()
+        inside = sizes <= 0.43 * gib
+        assert set(tables[i] for i in np.flatnonzero(inside)) == {"c3o-emr"}
+        assert set(tables[i] for i in np.flatnonzero(~inside & (sizes > 0.5 * gib))) == {
+            "scout-multinode"}
+    # Scout's own runs at its sizes are still answered as they ran
+    runs = scout[(scout["workload"] == "pagerank").to_numpy()
+                 & (scout["framework"] == "spark").to_numpy() & scout["completed"].to_numpy()]
+    ratio = model.predict(runs.reset_index(drop=True)) / runs["runtime_s"].to_numpy()
+    assert abs(math.log(np.median(ratio))) < 0.1
