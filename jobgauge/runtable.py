@@ -82,7 +82,7 @@ def nearest_origin(found, size: float, mode: str = "", modes=None) -> str:
     largest): a size between two origins' spans is answered from the runs above it,
     shrunk to it, never from the runs below it grown into the next one's sizes (the
     stage model's answer then never falls where it moves from one to the next,
-    ``StagePredictor._above_smaller_origins``).  A tie, or a size not known (NaN), goes
+    ``StagePredictor._measured_log``).  A tie, or a size not known (NaN), goes
     to ``""`` (jobgauge's and the user's runs) where it is among them, else to the first
     origin by name.  The stage model answers a question from that origin's runs
     (``StagePredictor._with_origin``) and the coverage notes compare it with them
