@@ -3016,7 +3016,7 @@ class StagePredictor(RuntimeModel):
         (``job_origin_modes_``, as :func:`runtable.nearest_origin` takes them), asked
         from that origin in the same pass (a what-if grid's edges cost no second
         pass: Scout's pagerank on 3 types x 8 node counts took 25 ms asked again, 14 ms
-        before the edges, 16 ms in one pass).  Two
+        before the edges, 22 ms in one pass; bench/public_prior.py).  Two
         tables' programs of one name differ: Scout's pagerank runs 2.8-5.7 GB in the
         time C3O's runs 0.13-0.43 GB, so where a question moves from one origin's runs
         to the next one's, more data could be faster (on 4 m5.2xlarge, 635 s at 0.9 GB
