@@ -32,6 +32,8 @@ another data size, with other settings and on other slots:
 3. **Replay** the stages in stage order on ``slots`` = executors x cores (capped by the
    cluster's vCPUs): a stage of ``n`` tasks (``floor(n)`` full splits and a smaller
    last one, :func:`busiest_share`) takes its busiest slot's share of the data work
+   (never less work or fewer bytes than one task had where Spark began to spread a
+   small input over the slots, each task keeping its bytes: :func:`spread_count`)
    plus a per-task overhead per wave, times a spill factor when a task's share of
    the data exceeds its share of execution memory, plus its fixed share spread over
    ``min(slots, profiled tasks)``, plus a time per shuffle block for a stage that
@@ -244,6 +246,11 @@ MIN_NEW_JOB_FACTORS = 5
 #: in log size) at which a question beyond the measured sizes is asked again for its
 #: low and high bounds (:meth:`StagePredictor._never_falling_bounds`).
 LOW_PATH_STEPS = 4
+#: And the edge of the measured sizes times each power of this factor below the asked
+#: size, one grid for every question: four steps alone to 1000x the largest measured
+#: input left HiBench pagerank's low bound on 2 c5.2xlarge 5.52 s there, where it was
+#: 5.62 s at 100x (that path passed 178x, not the low bound's peak near 100x).
+LOW_PATH_FACTOR = 2.0
 #: The largest learned contention: a slot's speed is ``cores ** -contention`` for
 #: executors of ``cores`` cores (tasks on one machine share its memory bandwidth and
 #: caches: local[2] on this machine's 2 cores runs the quiet TPC-H runs 1.25-1.44x as
@@ -836,6 +843,24 @@ def task_count(kind, volume, slots, config, framework):
     return count, math.ceil(count - 1e-9)
 
 
+def spread_count(kind, volume, config, framework) -> float:
+    """How many tasks a stage of ``volume`` bytes would be spread over were there slots
+    enough: Spark cuts a small scan into splits of ``spark.sql.files.openCostInBytes``
+    to give every slot one (:func:`task_count`'s ``min(volume / open cost, slots)``),
+    and AQE coalesces shuffle partitions no smaller than its minimum partition size; 0
+    where the count does not follow the bytes so (MapReduce, shuffles without AQE).
+    Each such task has the same bytes however many there are, so its busiest slot never
+    holds less work or fewer bytes than the one task did where the stage began to
+    spread (:meth:`StagePredictor._replayed`, :meth:`StagePredictor._stage_seconds`)."""
+    if framework == "hadoop":
+        return 0.0
+    if kind in ("scan", "broadcast", "map", "other"):
+        return volume / FILE_OPEN_COST_BYTES
+    adaptive = _setting(config, "spark.sql.adaptive.enabled") > 0 and _setting(
+        config, "spark.sql.adaptive.coalescePartitions.enabled") > 0
+    return volume / MIN_COALESCED_PARTITION_BYTES if adaptive else 0.0
+
+
 def busiest_share(fractional, slots) -> float:
     """The share of a stage's work that its busiest slot runs, for ``fractional`` tasks on
     ``slots`` slots: ``floor(fractional)`` full tasks and one smaller last task (Spark
@@ -1319,7 +1344,7 @@ class StagePredictor(RuntimeModel):
                  for key in ("group", "waves", "slot_mib", "slot_work", "slot_blocks",
                              "pressure", "run_s", "profiled_tasks", "fixed_slot",
                              "log_ratio", "work_kind", "tasks", "stage_id", "switched",
-                             "probe", "relief_rank")}
+                             "probe", "relief_rank", "spread", "spill")}
         table.update(row=np.array(owners), kind=[stage["kind"] for stage in stages],
                      # the cores one slot shares its machine with (0: MapReduce, one core)
                      log_cores=np.array([0.0 if rows[i]["framework"] == "hadoop" else
@@ -1533,6 +1558,8 @@ class StagePredictor(RuntimeModel):
         fractional, whole = (1.0, 1) if stage.get("single_partition") else task_count(
             kind, volume if files is None else files, row["slots"], row["config"],
             row["framework"])
+        spread = 0.0 if stage.get("single_partition") else spread_count(
+            kind, volume if files is None else files, row["config"], row["framework"])
         # the splits grow with the files, the counted bytes slower (r ** 0.84 for a
         # large scan): each split's counted bytes are taken at the split count the bytes
         # would give, so a slot's bytes never shrink while its splits stay the same
@@ -1552,10 +1579,20 @@ class StagePredictor(RuntimeModel):
         blocks = waves * (1.0 if stage.get("writes_single") else _setting(
             row["config"], "spark.sql.shuffle.partitions")) \
             if stage.get("writes_shuffle") and row["framework"] != "hadoop" else 0.0
+        slot_bytes = bytes_share * volume
+        if spread > 1.0 and files and row["ratio"] > 1.0 and volume > 0:
+            # spread over more tasks as its files grow (spread_count), each task keeps
+            # its files' bytes: the busiest slot never holds fewer counted bytes than the
+            # one task did where the stage began to spread, the counted bytes growing
+            # slower than the files (volume ~ ratio ** 0.84 for a large scan)
+            grows = min(max(math.log(volume / stage["volume_bytes"]) / math.log(row["ratio"]),
+                            0.0), 1.0) if stage.get("volume_bytes") else 1.0
+            slot_bytes = max(slot_bytes, volume * spread ** -grows)
         return {"stage_id": stage["stage_id"], "kind": kind, "group": RATE_GROUPS[kind],
                 "tasks": whole, "waves": waves,
-                "slot_mib": bytes_share * volume * spill / 2 ** 20,
+                "slot_mib": slot_bytes * spill / 2 ** 20,
                 "slot_work": busiest * spill, "slot_blocks": blocks,
+                "spread": spread, "spill": spill,
                 "pressure": pressure, "run_s": run_s,
                 "profiled_tasks": float(stage.get("n_tasks") or 1),
                 "fixed_slot": run_s / max(min(row["slots"], float(stage.get("n_tasks") or 1)),
@@ -1576,13 +1613,21 @@ class StagePredictor(RuntimeModel):
         work_rate = params["work_rate"] * np.where(
             table["switched"] > 0, params.get("join_share", SHUFFLE_JOIN_WORK_SHARE), 1.0)
         falling = _falling(table, params)
+        exponent = exponents[table["work_kind"]]
+        # a stage spread over more tasks as its bytes grow (spread_count) keeps each
+        # task's bytes: its busiest slot's share of the work falls no faster than the
+        # work grows (HiBench sort on 4 c5.2xlarge was 0.56 s at 0.1x its median input,
+        # 0.50 s at 1x)
+        spread = table.get("spread", np.zeros(len(exponent)))
+        slot_work = np.maximum(table["slot_work"], np.where(
+            spread > 1.0, table.get("spill", 1.0) * np.maximum(spread, 1.0) ** -exponent, 0.0))
         seconds = (params["task_overhead_s"] * table["waves"]
                    + (work_rate * (
                        share * table["fixed_slot"]
-                       + (1.0 - share) * table["slot_work"] * falling
+                       + (1.0 - share) * slot_work * falling
                        * np.maximum(table["run_s"] - params["task_overhead_s"]
                                     * table["profiled_tasks"], MIN_DATA_SHARE * table["run_s"])
-                       * np.exp(exponents[table["work_kind"]] * table["log_ratio"]))
+                       * np.exp(exponent * table["log_ratio"]))
                       + rates[table["group"]] * table["slot_mib"] * falling
                       + params.get("block_s", 0.0) * table["slot_blocks"])
                    * (1.0 + params.get("memory_cost", 0.0) * table["pressure"]) / speed)
@@ -2113,18 +2158,26 @@ class StagePredictor(RuntimeModel):
         far = np.flatnonzero(distance > 0)
         if not len(far):
             return low, high
-        steps = np.arange(LOW_PATH_STEPS) / LOW_PATH_STEPS
         # the largest size of the measured interval, a hair inside it (a distance counts
         # as beyond only above it, _scale_distances)
         reach = np.log(MEASURED_REACH) - 1e-9
+        # per row, LOW_PATH_STEPS sizes evenly spaced from that edge to the asked size,
+        # and the edge times each power of LOW_PATH_FACTOR below it: one grid for every
+        # asked size, so a larger size's path holds a smaller one's grid (without it, a
+        # low bound that peaks between two of one path's sizes fell beyond them)
+        spans = distance[far] - reach
+        grid = np.arange(1, math.ceil(float(np.max(spans)) / math.log(LOW_PATH_FACTOR)) + 1) \
+            * math.log(LOW_PATH_FACTOR)
+        offsets = np.hstack([np.outer(spans, np.arange(LOW_PATH_STEPS) / LOW_PATH_STEPS),
+                             np.where(grid[None, :] < spans[:, None], grid[None, :], 0.0)])
+        steps = offsets.shape[1]
         start = np.log(self._input_sizes(X)[far]) - distance[far] + reach
-        path = X.iloc[np.repeat(far, len(steps))].reset_index(drop=True)
-        path["input_bytes"] = np.exp(np.repeat(start, len(steps)) + np.outer(
-            distance[far] - reach, steps).ravel())
+        path = X.iloc[np.repeat(far, steps)].reset_index(drop=True)
+        path["input_bytes"] = np.exp(np.repeat(start, steps) + offsets.ravel())
         with self._one_question(path):
             path_center, path_low, path_high = self._log_interval(path, coverage)
-        lowest = (path_center + path_low).reshape(len(far), len(steps)).max(axis=1)
-        highest = (path_center + path_high).reshape(len(far), len(steps)).max(axis=1)
+        lowest = (path_center + path_low).reshape(len(far), steps).max(axis=1)
+        highest = (path_center + path_high).reshape(len(far), steps).max(axis=1)
         low, high = low.copy(), high.copy()
         low[far] = np.maximum(low[far], lowest - center[far])
         high[far] = np.maximum(high[far], highest - center[far])
