@@ -511,22 +511,44 @@ class MeasuredRange:
             name = "" if "" in ranges else min(ranges)
         return ranges[name], name
 
-    def _elsewhere(self, key, origin, label, input_bytes) -> list[str]:
+    def _elsewhere(self, key, origin, label, input_bytes, mode="") -> list[str]:
         """The reasons naming the origins of the job ``key`` other than ``origin`` that
         measured it at the asked size, but only in a run mode other than the question's
-        (which is why ``runtable.nearest_origin`` did not pick them): Scout's join at
-        bigdata on local[2] is answered from jobgauge's runs of join at tiny, and Scout's
-        runs at bigdata on EC2 are named beside them."""
+        ``mode`` (which is why ``runtable.nearest_origin`` did not pick them): Scout's
+        join at bigdata on local[2] is answered from jobgauge's runs of join at tiny, and
+        Scout's runs at bigdata on EC2 are named beside them."""
         where = {frozenset({"remote"}): "only on clusters",
                  frozenset({"local"}): "only on this machine"}
         out = []
         for other, theirs in sorted(self.origins.get(key, {}).items()):
             ran = where.get(frozenset(theirs.modes))
-            if other == origin or ran is None \
+            if other == origin or ran is None or (mode and mode in theirs.modes) \
                     or theirs.size_reason(key[0], label, input_bytes) is not None:
                 continue
             whose = f"{key[0]} of the {other} table" if other else f"jobgauge's {key[0]}"
             out.append(f"{whose} was measured at this size, but {ran}")
+        return out
+
+    def _below(self, key, origin, label, input_bytes, mode) -> list[str]:
+        """The reasons naming the origins of the job ``key`` whose runs (in the run
+        ``mode`` asked, where any ran in it) all lie below the asked size where
+        ``origin``'s all lie above it: pagerank at 1 GB on 4 m5.2xlarge lies between
+        C3O's runs (0.13-0.43 GB) and Scout's (from 2.8 GB); the stage model holds its
+        answer at C3O's answer at 0.43 GB (``StagePredictor._measured_log``), and the
+        note names both tables."""
+        ranges = self.origins.get(key, {})
+        asked = self.workloads[key].asked_bytes(label, input_bytes)
+        above = ranges.get(origin)
+        if asked is None or above is None or not above.smallest_bytes \
+                or asked >= above.smallest_bytes:
+            return []
+        smaller = {name: theirs for name, theirs in ranges.items()
+                   if name != origin and theirs.largest_bytes and theirs.largest_bytes < asked}
+        ran = {name: theirs for name, theirs in smaller.items() if mode in theirs.modes}
+        out = []
+        for name, theirs in sorted((ran or smaller).items()):
+            whose = f"{key[0]} of the {name} table" if name else f"jobgauge's {key[0]}"
+            out.append(f"{whose} was measured at {theirs.size_span()}, below it")
         return out
 
     def _note(self, workload, framework, label, input_bytes, instance_type, count,
@@ -558,7 +580,12 @@ class MeasuredRange:
             if reason:
                 reasons.append(reason)
             if reason and several:      # another origin ran it at this size, elsewhere
-                reasons += self._elsewhere((workload, framework), origin, label, input_bytes)
+                reasons += self._elsewhere((workload, framework), origin, label, input_bytes,
+                                           mode)
+            if several and not (source and origin == str(source)):     # between two
+                # origins' runs, the smaller ones' below it (a named table's is its own)
+                reasons += self._below((workload, framework), origin, label, input_bytes,
+                                       mode)
         nodes = float(count) if count is not None and math.isfinite(float(count)) else 1.0
         cores = float(vcpus) * nodes if vcpus is not None else math.nan
         where = instance_type if nodes == 1 else f"{nodes:g} x {instance_type}"

@@ -1480,8 +1480,12 @@ class StagePredictor(RuntimeModel):
         """:meth:`answer_tables` of ``X`` (reset), inside its question."""
         rows = self._rows(X)[0]
         origins = self._origins(X)
-        return ["" if row["stages"] is not None else str(origin)
-                for row, origin in zip(rows, origins)]
+        # an answer held at a smaller origin's answer at its largest size is that
+        # origin's (:meth:`_measured_log`: pagerank on 4 m5.2xlarge at 1 GB is C3O's
+        # answer at 0.43 GB, not Scout's runs from 2.8 GB shrunk)
+        held = self._once(X, "held_origins", dict)
+        return ["" if row["stages"] is not None else str(held.get(i, origin))
+                for i, (row, origin) in enumerate(zip(rows, origins))]
 
     def _failure_risks(self, X) -> list[str | None]:
         """:meth:`failure_risks` of ``X`` (reset), inside its question."""
@@ -3086,20 +3090,26 @@ class StagePredictor(RuntimeModel):
 
         asked = X.iloc[[rows_of[0] for rows_of in edges.values()]].reset_index(drop=True)
         asked = asked.assign(input_bytes=[math.expm1(largest) * (1.0 - 1e-9)
-                                          for _, largest in edges], datasize="")
+                                          for _, largest, _ in edges], datasize="")
         both = pd.concat([X.reset_index(drop=True), asked], ignore_index=True)
         values = self._fallback_log(both, np.vstack([matrix, self.features_.transform(asked)]),
                                     [*rest, *range(len(X), len(both))])[0]
         out[rest] = values[rest]
-        for rows_of, value in zip(edges.values(), values[len(X):]):
+        held = {}       # row -> the origin whose answer at its largest size the row keeps
+        for (_, _, origin), rows_of, value in zip(edges, edges.values(), values[len(X):]):
             if np.isfinite(value):
-                out[rows_of] = np.maximum(out[rows_of], value)
+                for i in rows_of:
+                    if value > out[i]:
+                        out[i], held[i] = value, origin
+        if held:
+            self._once(X, "held_origins", dict).update(held)
         return out
 
     def _origin_edges(self, X, matrix, rest) -> dict:
-        """{(question, log size): its rows} of :meth:`_measured_log`: for each
-        row numbered in ``rest``, the largest log input of each smaller origin of its
-        job that ran where it runs."""
+        """{(question, log size, origin): its rows} of :meth:`_measured_log`: for
+        each row numbered in ``rest`` whose size lies below the runs of the origin it is
+        answered from (between two origins' spans), the largest log input of each
+        smaller origin of its job that ran where it runs."""
         known = getattr(self, "job_origins_", None) or {}
         where = getattr(self, "job_origin_modes_", None)     # None: a model saved before
         if where is None or not any(len(found) > 1 for found in known.values()):
@@ -3112,19 +3122,22 @@ class StagePredictor(RuntimeModel):
         sources = X["source"].astype(str).to_numpy() if "source" in X.columns \
             else np.full(len(X), "", dtype=object)
         own = X["origin"].to_numpy() if "origin" in X.columns else None
+        chosen = self._origins(X)
         edges, keys = {}, None
         for i in rest:
             found = known.get(jobs[i])
             if not found or len(found) < 2 or not np.isfinite(size[i]) \
                     or sources[i] in learned or own is not None:
                 continue
+            if chosen[i] in found and size[i] >= min(found[chosen[i]]):
+                continue        # inside its origin's measured sizes: its runs answer it
             ran = [origin for origin in found
                    if str(modes[i]) in where.get(jobs[i], {}).get(origin, ())]
             for origin in ran or list(found):
                 largest = max(found[origin])
                 if largest < size[i]:       # a hair inside its span: asked from its runs
                     keys = _question_keys(X) if keys is None else keys
-                    edges.setdefault((keys[i], largest), []).append(i)
+                    edges.setdefault((keys[i], largest, origin), []).append(i)
         return edges
 
     def _above_smaller_levels(self, X, rows, out):

@@ -1743,9 +1743,12 @@ def test_more_data_is_never_faster_where_a_job_moves_from_one_tables_runs_to_the
     """Scout's and C3O's pagerank are two programs: C3O's ran 0.13-0.43 GB, Scout's
     2.8-5.7 GB in about the time C3O's took for 0.43 GB.  A question between them was
     answered from the nearer end's runs, C3O's grown or Scout's shrunk, and on 4
-    m5.2xlarge 0.9 GB took 635 s and 1.2 GB 199 s.  It is now answered from the runs
-    above it (Scout's, shrunk), never below C3O's answer at its largest size; inside
-    Scout's sizes the answer is Scout's own where it is above that."""
+    m5.2xlarge 0.9 GB took 635 s and 1.2 GB 199 s.  Between the two spans it is now
+    answered from the runs above it (Scout's, shrunk), never below C3O's answer at its
+    largest size, and named C3O's where it is held there, with a note that names C3O's
+    runs below it.  Inside Scout's sizes Scout's runs answer it, as they ran: held to
+    C3O's answer there too, 87 of Scout's 115 runs of pagerank were answered from C3O's
+    (on 10 r4.2xlarge at 3.0 GB 494 s, where Scout's ran 181 s)."""
     import pandas as pd
 
     from jobgauge.job import Cluster, Job, jobs_frame
@@ -1753,22 +1756,44 @@ def test_more_data_is_never_faster_where_a_job_moves_from_one_tables_runs_to_the
 
     model = make_model("stage").fit(pd.concat([scout, c3o], ignore_index=True))
     gib = 2.0 ** 30
+    pagerank = [(table[(table["workload"] == "pagerank").to_numpy()
+                       & (table["framework"] == "spark").to_numpy()
+                       & table["completed"].to_numpy()]).reset_index(drop=True)
+                for table in (scout, c3o)]
+    scout_smallest = pagerank[0]["input_bytes"].min()
+    c3o_largest = pagerank[1]["input_bytes"].max()
     sizes = np.geomspace(0.05, 12, 25) * gib
+    steps = 0
     for instance_type, nodes in (("m5.2xlarge", 4), ("c5.xlarge", 1), ("m4.2xlarge", 8)):
         answers = predict_frame(model, jobs_frame([
             Job("pagerank", "", Cluster.from_catalog(instance_type, nodes), input_bytes=size)
             for size in sizes]))
+        below = sizes < scout_smallest
         for column in ("predicted_runtime_s", "predicted_low_s", "predicted_high_s"):
-            values = answers[column].to_numpy()
-            assert np.all(np.diff(values) >= -1e-9 * values[1:]), (instance_type, column,
-                                                                   values.round(1))
-        tables = answers["answered_from_table"].tolist()
-        inside = sizes <= 0.43 * gib
-        assert set(tables[i] for i in np.flatnonzero(inside)) == {"c3o-emr"}
-        assert set(tables[i] for i in np.flatnonzero(~inside & (sizes > 0.5 * gib))) == {
-            "scout-multinode"}
-    # Scout's own runs at its sizes are still answered as they ran
-    runs = scout[(scout["workload"] == "pagerank").to_numpy()
-                 & (scout["framework"] == "spark").to_numpy() & scout["completed"].to_numpy()]
-    ratio = model.predict(runs.reset_index(drop=True)) / runs["runtime_s"].to_numpy()
+            for part in (below, ~below):        # up to Scout's runs, and along them
+                values = answers[column].to_numpy()[part]
+                assert np.all(np.diff(values) >= -1e-9 * values[1:]), (
+                    instance_type, column, values.round(1))
+        values = answers["predicted_runtime_s"].to_numpy()
+        tables = np.array(answers["answered_from_table"].tolist())
+        gap = below & (sizes > c3o_largest)
+        assert set(tables[sizes <= c3o_largest]) == {"c3o-emr"}
+        assert set(tables[~below]) == {"scout-multinode"}
+        held = values[gap] <= values[gap].min() * (1 + 1e-9)      # C3O's edge, kept
+        assert set(tables[gap][held]) <= {"c3o-emr"}
+        assert set(tables[gap][~held]) <= {"scout-multinode"}
+        notes = answers["measured_note"].to_numpy()[gap]
+        assert all("pagerank of the c3o-emr table was measured at 131 MiB-436 MiB, below it"
+                   in note for note in notes), notes
+        steps += values[~below][0] < values[below][-1]
+    # where C3O's program ran slower than Scout's, the answer steps down onto Scout's
+    # runs: on 8 m4.2xlarge, 499 s held at C3O's answer at 0.43 GB, then 228 s at 3 GB
+    # where Scout's ran 220 s
+    assert steps >= 1
+    # Scout's own runs at its sizes are answered as they ran, asked as a user asks
+    runs = pagerank[0]
+    asked = predict_frame(model, runs.assign(source=""))
+    assert set(asked["answered_from_table"]) == {"scout-multinode"}
+    ratio = asked["predicted_runtime_s"].to_numpy() / runs["runtime_s"].to_numpy()
+    assert np.median(np.abs(np.log(ratio))) < 0.15
     assert abs(math.log(np.median(ratio))) < 0.1
