@@ -3078,9 +3078,13 @@ class StagePredictor(RuntimeModel):
         time C3O's runs 0.13-0.43 GB, so where a question moves from one origin's runs
         to the next one's, more data could be faster (on 4 m5.2xlarge, 635 s at 0.9 GB
         from C3O's runs grown, 199 s at 1.2 GB from Scout's shrunk, by the nearer end;
-        442 s at C3O's largest size, 418 s at 3.0 GB from Scout's).  Each edge is asked
-        once per question (its rows at several sizes share it), and only for a job
-        measured in several origins."""
+        442 s at C3O's largest size, 418 s at 3.0 GB from Scout's).  Only between two
+        origins' spans: inside its own origin's sizes a row is answered from that
+        origin's runs, though a smaller origin's program ran slower (held there too,
+        Scout's pagerank on 10 r4.2xlarge at 3.0 GB was answered 494 s, C3O's answer at
+        0.43 GB, where Scout's ran 181 s).  Each edge is asked once per question (its
+        rows at several sizes share it), and only for a job measured in several
+        origins."""
         out = np.array(out, dtype=float)
         edges = self._origin_edges(X, matrix, rest)
         if not edges:
