@@ -107,6 +107,27 @@ def nearest_origin(found, size: float, mode: str = "", modes=None) -> str:
                                           origin != "", origin))
 
 
+
+def smaller_origins(found, size: float, mode: str = "", modes=None) -> list[str]:
+    """Of a job measured in several origins (``found``, ``mode`` and ``modes`` as
+    :func:`nearest_origin` takes them), the origins whose runs all lie below the log
+    input ``size`` where it lies between two origins' spans (below the runs of the
+    origin :func:`nearest_origin` answers it from): among the origins that ran where it
+    runs, else among all.  The stage model's answer there is never below each one's
+    answer at its largest size (``StagePredictor._measured_log``), and the coverage note
+    names them (``models._coverage.MeasuredRange``): pagerank at 1 GB on 4 m5.2xlarge,
+    between C3O's runs (0.13-0.43 GB) and Scout's (from 2.8 GB), is C3O's at 0.43 GB.
+    Inside the nearest origin's span, none: its runs answer it."""
+    spans = {origin: (min(values), max(values)) for origin, values in found.items()
+             if len(values)}
+    if len(spans) < 2 or not math.isfinite(size):
+        return []
+    chosen = nearest_origin(found, size, mode, modes)
+    if chosen in spans and size >= spans[chosen][0]:
+        return []
+    ran = [origin for origin in spans if mode in (modes or {}).get(origin, ())]
+    return sorted(origin for origin in (ran or spans) if spans[origin][1] < size)
+
 REQUIRED_TEXT = ("source", "workload", "framework", "instance_type", "run_id")
 _TRUE = {"true", "1", "yes", "t"}
 _FALSE = {"false", "0", "no", "f"}

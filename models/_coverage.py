@@ -502,11 +502,7 @@ class MeasuredRange:
         if source in ranges and source:
             return ranges[source], source
         asked = self.workloads[key].asked_bytes(label, input_bytes)
-        spans = {name: (math.log(r.smallest_bytes), math.log(r.largest_bytes))
-                 for name, r in ranges.items() if r.smallest_bytes}
-        modes = {name: r.modes for name, r in ranges.items()}
-        name = nearest_origin(spans, math.log(asked) if asked else math.nan, mode,
-                              modes if all(modes.values()) else None)
+        name = nearest_origin(*self._spans(key, math.log(asked) if asked else math.nan, mode))
         if name not in ranges:      # no origin's runs know their input sizes
             name = "" if "" in ranges else min(ranges)
         return ranges[name], name
@@ -529,27 +525,34 @@ class MeasuredRange:
             out.append(f"{whose} was measured at this size, but {ran}")
         return out
 
-    def _below(self, key, origin, label, input_bytes, mode) -> list[str]:
-        """The reasons naming the origins of the job ``key`` whose runs (in the run
-        ``mode`` asked, where any ran in it) all lie below the asked size where
-        ``origin``'s all lie above it: pagerank at 1 GB on 4 m5.2xlarge lies between
-        C3O's runs (0.13-0.43 GB) and Scout's (from 2.8 GB); the stage model holds its
-        answer at C3O's answer at 0.43 GB (``StagePredictor._measured_log``), and the
-        note names both tables."""
-        ranges = self.origins.get(key, {})
+    def _below(self, key, label, input_bytes, mode) -> list[str]:
+        """The reasons naming the job ``key``'s :func:`runtable.smaller_origins` at the
+        asked size (as :meth:`_origin_range` takes its origins' spans): pagerank at 1 GB
+        on 4 m5.2xlarge lies between C3O's runs (0.13-0.43 GB) and Scout's (from 2.8 GB);
+        the stage model holds its answer at C3O's answer at 0.43 GB
+        (``StagePredictor._measured_log``), and the note names both tables."""
+        from jobgauge.runtable import smaller_origins
+
         asked = self.workloads[key].asked_bytes(label, input_bytes)
-        above = ranges.get(origin)
-        if asked is None or above is None or not above.smallest_bytes \
-                or asked >= above.smallest_bytes:
+        if not asked:
             return []
-        smaller = {name: theirs for name, theirs in ranges.items()
-                   if name != origin and theirs.largest_bytes and theirs.largest_bytes < asked}
-        ran = {name: theirs for name, theirs in smaller.items() if mode in theirs.modes}
         out = []
-        for name, theirs in sorted((ran or smaller).items()):
+        for name in smaller_origins(*self._spans(key, math.log(asked), mode)):
             whose = f"{key[0]} of the {name} table" if name else f"jobgauge's {key[0]}"
-            out.append(f"{whose} was measured at {theirs.size_span()}, below it")
+            out.append(f"{whose} was measured at {self.origins[key][name].size_span()}, "
+                       f"below it")
         return out
+
+    def _spans(self, key, size, mode) -> tuple:
+        """The arguments of :func:`runtable.nearest_origin` and
+        :func:`runtable.smaller_origins` for the job ``key`` asked at the log input
+        ``size`` in the run ``mode``: its origins' log input spans, the size, the mode and
+        the origins' run modes (None where an origin's runs know none)."""
+        ranges = self.origins.get(key, {})
+        spans = {name: (math.log(r.smallest_bytes), math.log(r.largest_bytes))
+                 for name, r in ranges.items() if r.smallest_bytes}
+        modes = {name: r.modes for name, r in ranges.items()}
+        return spans, size, mode, modes if all(modes.values()) else None
 
     def _note(self, workload, framework, label, input_bytes, instance_type, count,
               vcpus, source="", mode="") -> str | None:
@@ -584,8 +587,7 @@ class MeasuredRange:
                                            mode)
             if several and not (source and origin == str(source)):     # between two
                 # origins' runs, the smaller ones' below it (a named table's is its own)
-                reasons += self._below((workload, framework), origin, label, input_bytes,
-                                       mode)
+                reasons += self._below((workload, framework), label, input_bytes, mode)
         nodes = float(count) if count is not None and math.isfinite(float(count)) else 1.0
         cores = float(vcpus) * nodes if vcpus is not None else math.nan
         where = instance_type if nodes == 1 else f"{nodes:g} x {instance_type}"

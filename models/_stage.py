@@ -128,7 +128,7 @@ from jobgauge.models._coverage import SIZE_FACTOR
 from jobgauge.models._params import Boolean, Interval, Options, store_params
 from jobgauge.models.features import KNOB_DEFAULTS, SLOT_SETTINGS, RunFeatures, _as_summary, \
     instance_family, parse_knob, row_configs, run_modes, settings_key
-from jobgauge.runtable import busy_starts, nearest_origin, public_origins
+from jobgauge.runtable import busy_starts, nearest_origin, public_origins, smaller_origins
 from jobgauge.units import human_size
 
 #: Stage kinds, derived from what a profiled stage read and wrote.
@@ -3111,9 +3111,8 @@ class StagePredictor(RuntimeModel):
 
     def _origin_edges(self, X, matrix, rest) -> dict:
         """{(question, log size, origin): its rows} of :meth:`_measured_log`: for
-        each row numbered in ``rest`` whose size lies below the runs of the origin it is
-        answered from (between two origins' spans), the largest log input of each
-        smaller origin of its job that ran where it runs."""
+        each row numbered in ``rest``, the largest log input of each of its job's
+        :func:`runtable.smaller_origins` (between two origins' spans, those below it)."""
         known = getattr(self, "job_origins_", None) or {}
         where = getattr(self, "job_origin_modes_", None)     # None: a model saved before
         if where is None or not any(len(found) > 1 for found in known.values()):
@@ -3126,22 +3125,15 @@ class StagePredictor(RuntimeModel):
         sources = X["source"].astype(str).to_numpy() if "source" in X.columns \
             else np.full(len(X), "", dtype=object)
         own = X["origin"].to_numpy() if "origin" in X.columns else None
-        chosen = self._origins(X)
         edges, keys = {}, None
         for i in rest:
             found = known.get(jobs[i])
-            if not found or len(found) < 2 or not np.isfinite(size[i]) \
-                    or sources[i] in learned or own is not None:
+            if not found or sources[i] in learned or own is not None:
                 continue
-            if chosen[i] in found and size[i] >= min(found[chosen[i]]):
-                continue        # inside its origin's measured sizes: its runs answer it
-            ran = [origin for origin in found
-                   if str(modes[i]) in where.get(jobs[i], {}).get(origin, ())]
-            for origin in ran or list(found):
-                largest = max(found[origin])
-                if largest < size[i]:       # a hair inside its span: asked from its runs
-                    keys = _question_keys(X) if keys is None else keys
-                    edges.setdefault((keys[i], largest, origin), []).append(i)
+            for origin in smaller_origins(found, float(size[i]), str(modes[i]),
+                                          where.get(jobs[i], {})):
+                keys = _question_keys(X) if keys is None else keys
+                edges.setdefault((keys[i], max(found[origin]), origin), []).append(i)
         return edges
 
     def _above_smaller_levels(self, X, rows, out):

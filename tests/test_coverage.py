@@ -506,6 +506,31 @@ def test_the_origin_a_question_is_answered_from_ran_where_the_question_runs():
         "scout-multinode", "scout-multinode", "scout-multinode", "c3o-emr", "c3o-emr"]
 
 
+
+def test_the_origins_below_a_question_between_two_spans():
+    """``runtable.smaller_origins``: one rule for the stage model's floor between two
+    origins' spans (``StagePredictor._origin_edges``) and the note that names the origins
+    below (``MeasuredRange._below``): none inside the nearest origin's span or beyond
+    every span; between spans, those all below the size, among the ones that ran where
+    the question runs where any of them ran there."""
+    from jobgauge.runtable import smaller_origins
+
+    found = {"c3o-emr": [10.0, 12.0], "scout-multinode": [16.0, 18.0]}
+    assert smaller_origins(found, 11.0) == []            # inside C3O's span
+    assert smaller_origins(found, 14.0) == ["c3o-emr"]   # between: answered from Scout's
+    assert smaller_origins(found, 17.0) == []            # inside Scout's: its runs answer
+    assert smaller_origins(found, 25.0) == []            # beyond both: Scout's grown
+    assert smaller_origins(found, float("nan")) == []
+    assert smaller_origins({"c3o-emr": [10.0, 12.0]}, 14.0) == []
+    # jobgauge's runs on this machine, C3O's on clusters: a cluster's question below
+    # C3O's sizes is C3O's, and jobgauge's local runs below it do not hold it
+    local = {"": [8.0, 9.0], "c3o-emr": [23.0, 24.0]}
+    modes = {"": ["local"], "c3o-emr": ["remote"]}
+    assert smaller_origins(local, 14.0, "remote", modes) == []
+    assert smaller_origins(local, 14.0) == [""]          # modes not known: by size
+    three = {**found, "": [1.0, 2.0]}
+    assert smaller_origins(three, 14.0) == ["", "c3o-emr"]
+
 def test_a_job_a_public_table_shares_is_compared_with_the_runs_of_its_nearest_origin(
         datasets_dir):
     """C3O's sort (9.3-19 GiB on 16-96 cores of EMR) and Scout's join (HiBench huge and
@@ -558,6 +583,7 @@ def test_a_job_a_public_table_shares_is_compared_with_the_runs_of_its_nearest_or
     assert "c4.xlarge was measured on 4-24 nodes, not 1" in notes[7]
     # a cluster's question far below C3O's sizes is C3O's, not jobgauge's local runs'
     assert "sort of the c3o-emr table was measured at 9.3 GiB-19 GiB" in notes[8]
+    assert "below it" not in notes[8]       # jobgauge's local runs do not hold it
     # a held-out run of a public table is its table's, whatever its size
     c3o = public[public["source"] == "c3o-emr"].iloc[[0]].reset_index(drop=True)
     assert record.notes(c3o.assign(input_bytes=1e6)) == [
