@@ -1474,6 +1474,7 @@ class StagePredictor(RuntimeModel):
         self._check_fitted()
         X = X.reset_index(drop=True)
         with self._one_question(X):
+            self._predict_log(X)        # which answers are held at a smaller origin's
             return self._answer_tables(X)
 
     def _answer_tables(self, X) -> list[str]:

@@ -1776,6 +1776,9 @@ def test_more_data_is_never_faster_where_a_job_moves_from_one_tables_runs_to_the
                     instance_type, column, values.round(1))
         values = answers["predicted_runtime_s"].to_numpy()
         tables = np.array(answers["answered_from_table"].tolist())
+        asked = jobs_frame([Job("pagerank", "", Cluster.from_catalog(instance_type, nodes),
+                                input_bytes=size) for size in sizes])
+        assert model.answer_tables(asked) == tables.tolist()     # asked alone, the same
         gap = below & (sizes > c3o_largest)
         assert set(tables[sizes <= c3o_largest]) == {"c3o-emr"}
         assert set(tables[~below]) == {"scout-multinode"}
