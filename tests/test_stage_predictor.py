@@ -1790,8 +1790,8 @@ def test_more_data_is_never_faster_where_a_job_moves_from_one_tables_runs_to_the
                    in note for note in notes), notes
         steps += values[~below][0] < values[below][-1]
     # where C3O's program ran slower than Scout's, the answer steps down onto Scout's
-    # runs: on 8 m4.2xlarge, 499 s held at C3O's answer at 0.43 GB, then 228 s at 3 GB
-    # where Scout's ran 220 s
+    # runs: on 8 m4.2xlarge, 499 s held at C3O's answer at 0.43 GB, then 228 s at 3.0 GiB
+    # where Scout's ran 220 s at 2.8 GiB
     assert steps >= 1
     # Scout's own runs at its sizes are answered as they ran, asked as a user asks
     runs = pagerank[0]
