@@ -1250,6 +1250,48 @@ def test_a_measured_configuration_gets_the_interval_of_its_unseen_sizes(quiet_up
     assert (np.diff(low) >= 0).all() and (np.diff(high) >= 0).all(), (low, high)
 
 
+def test_a_measured_configuration_is_answered_with_its_runs_there(quiet_up_to_sf3):
+    """A configuration measured at the asked size is answered from its runs there (their
+    median) and the replay shrunk together (runs weighing n / (n + 0.5)), asked as the
+    web form asks it (no profile of its own); between and beyond its measured sizes the
+    answer never falls as the data grows, and far from them it is the replay's; with
+    ``measured_cell_shrink=None`` it is the replay's everywhere."""
+    from jobgauge.models._stage import MEASURED_CELL_SHRINK
+
+    frame = quiet_up_to_sf3
+    model = make_model("stage").fit(frame)
+    replay = make_model("stage", measured_cell_shrink=None).fit(frame)
+    assert replay.measured_cells_ == {} and len(model.measured_cells_) >= 100
+    done = frame[frame["completed"]]
+    moved = 0
+    for query in ("tpch-q3", "tpch-q9", "tpch-q18", "tpch-q11"):
+        runs = done[(done["workload"] == query) & (done["datasize"] == "sf3")
+                    & (done["config_json"] == '{"spark.master": "local[2]"}')]
+        assert len(runs) >= 2
+        asked = runs.iloc[[0]].drop(columns=["dag", "profile", "profile_reference"]) \
+            .reset_index(drop=True)
+        median = float(np.median(np.log(runs["runtime_s"])))
+        weight = len(runs) / (len(runs) + MEASURED_CELL_SHRINK)
+        alone = math.log(replay.predict(asked)[0])
+        answer = math.log(model.predict(asked)[0])
+        # the smaller sizes' answers may hold it up (never falling), never down
+        assert answer >= alone + weight * (median - alone) - 1e-9
+        assert abs(answer - median) <= abs(alone - median) + 1e-9
+        moved += abs(answer - alone) > 0.02
+        # never falling with the data: below, between and beyond the measured sizes
+        sizes = asked["input_bytes"].iat[0] * np.exp(np.linspace(math.log(0.005),
+                                                                 math.log(30), 80))
+        sweep = pd.concat([asked.assign(input_bytes=size, datasize="") for size in sizes],
+                          ignore_index=True)
+        values = model.predict(sweep)
+        assert (np.diff(np.log(values)) >= -1e-9).all(), (query, values)
+        assert np.isfinite(values).all() and (values > 0).all()
+        # far from every measured size it is the replay's
+        far = sweep.iloc[[-1]].reset_index(drop=True)
+        assert model.predict(far)[0] == pytest.approx(replay.predict(far)[0], rel=1e-9)
+    assert moved >= 2       # the replay missed some of these cells by more than 2 %
+
+
 def test_a_job_profiled_once_at_sf1_grows_at_sf10_as_measured():
     """Half the TPC-H queries kept as a user's job run once: one run at SF 1 with Spark's
     defaults and its profile, the other half with all their quiet runs.  Asked at SF 10,
