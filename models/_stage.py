@@ -1033,6 +1033,35 @@ class StagePredictor(RuntimeModel):
         return np.array([f"{job}|{core}|{setting}" for job, core, setting
                          in zip(jobs, cores, settings)], dtype=object)
 
+    def _cell_keys(self, X) -> np.ndarray:
+        """Per row, the configuration its measured cells are kept by
+        (:meth:`_fit_measured_cells`): its job, cluster (type, count, cores) and the knobs
+        that differ from their engine defaults (``knobs.changed_settings``: the tuner's
+        question with every knob at its default and a run that set none are one
+        configuration, as are ``100m`` and ``104857600``), with any setting the knob
+        table does not know as given (a workload's own parameter, such as wordcount's
+        combiner), the master aside.  (The interval kinds still read ``config_json``
+        as given, :meth:`_configurations`: read so, the tuner's defaults took the
+        measured configuration's interval, narrower than its candidates', and it kept
+        Spark's defaults for TPC-H Q1, Q3, Q5, Q9 and Q18 at SF 1.)  Once while ``X`` is
+        asked (:meth:`_once`)."""
+        import json
+
+        from jobgauge.knobs import changed_settings, find
+
+        def compute():
+            settings = [json.dumps([changed_settings(config), sorted(
+                (name, str(value)) for name, value in config.items()
+                if name not in SLOT_SETTINGS and find(name) is None)])
+                for config in row_configs(X)]
+            cores = [f"{value:g}" for value in np.asarray(X["vcpus"], dtype=float)]
+            jobs = join_columns(X, ["workload", "framework", "instance_type",
+                                    "instance_count"])
+            return np.array([f"{job}|{core}|{setting}" for job, core, setting
+                             in zip(jobs, cores, settings)], dtype=object)
+
+        return self._once(X, "cell keys", compute)
+
     # ------------------------------------------------------------ rows
     def _rows(self, X):
         """:meth:`_replay_rows` of ``X``, once while it is asked (:meth:`_once`): the
@@ -3162,7 +3191,7 @@ class StagePredictor(RuntimeModel):
 
     def _fit_measured_cells(self, X, rows, log_y, censored):
         """Learn what each configuration's runs measured at each of its sizes
-        (``measured_cells_``: configuration (:meth:`_configurations`) -> (log sizes, the
+        (``measured_cells_``: configuration (:meth:`_cell_keys`) -> (log sizes, the
         answer there, its offset from the replay's answer), sizes ascending): at each
         size, the median log runtime of its finished runs there (sizes within 1 % are one;
         the median, as one slow run of five moved the mean of TPC-H Q18's at SF 3 from
@@ -3179,7 +3208,7 @@ class StagePredictor(RuntimeModel):
         done = ~np.asarray(censored, dtype=bool) & np.isfinite(sizes) & (sizes > 0)
         replayed = np.array([row["stages"] is not None and not row["borrowed"]
                              for row in rows], dtype=bool)
-        keys = self._configurations(X)
+        keys = self._cell_keys(X)
         cells = collections.defaultdict(list)       # (configuration, size) -> its runs
         for i in np.flatnonzero(done & replayed):
             cells[(keys[i], round(math.log(sizes[i]), 2))].append(i)
@@ -3226,7 +3255,7 @@ class StagePredictor(RuntimeModel):
         cells = getattr(self, "measured_cells_", None)
         if not cells:
             return out
-        keys = self._configurations(X)
+        keys = self._cell_keys(X)
         sizes = self._input_sizes(X)
         reach = math.log(MEASURED_REACH)
         chosen = [i for i, (key, row) in enumerate(zip(keys, rows))

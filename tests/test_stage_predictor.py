@@ -5,6 +5,7 @@ stage exponents."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -383,8 +384,10 @@ def test_the_corrector_adds_seconds_beyond_the_sizes_it_learned_at(quiet_sf1):
     factor alone says ``r(k) f``.  So from the factor's answers at 1x and kx and the
     seconds' answer at kx, ``1 / f = (seconds(k) - factor(1)) / (factor(k) - factor(1))``
     comes out the same at 10x and 100x for every row, and it is the factor's own.
-    A factor below 1 is kept as a factor; at the measured size both agree."""
-    model = make_model("stage").fit(quiet_sf1)
+    A factor below 1 is kept as a factor; at the measured size both agree.  (The replay
+    and its corrector alone: a measured configuration's own runs move its answers at its
+    measured sizes, ``test_a_measured_configuration_is_answered_with_its_runs_there``.)"""
+    model = make_model("stage", measured_cell_shrink=None).fit(quiet_sf1)
     assert model.corrector_beyond == "seconds"
     rows = quiet_sf1.drop_duplicates(["workload", "config_json"]).reset_index(drop=True)
     grown = {k: rows.assign(input_bytes=rows["input_bytes"] * k, datasize="")
@@ -1289,6 +1292,13 @@ def test_a_measured_configuration_is_answered_with_its_runs_there(quiet_up_to_sf
         # far from every measured size it is the replay's
         far = sweep.iloc[[-1]].reset_index(drop=True)
         assert model.predict(far)[0] == pytest.approx(replay.predict(far)[0], rel=1e-9)
+        # the same configuration with every knob written out at its default, as the
+        # tuner prices Spark's defaults, is answered alike
+        written = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "200",
+                   "spark.sql.adaptive.enabled": "true",
+                   "spark.sql.autoBroadcastJoinThreshold": "10m"}
+        spelled = asked.assign(config=[written], config_json=json.dumps(written))
+        assert model.predict(spelled)[0] == pytest.approx(math.exp(answer), rel=1e-9)
     assert moved >= 2       # the replay missed some of these cells by more than 2 %
 
 
