@@ -55,3 +55,11 @@ def report_main(argv, doc: str, figures, markdown, name: str, options=None) -> i
     out.write_text(text, encoding="utf-8")
     print(f"wrote {out}", file=sys.stderr)
     return 0
+
+
+def table_lines(rows: list[dict]) -> list[str]:
+    """A Markdown table of ``rows`` (dicts with the same keys, in order): its header, its
+    rule and one line per row."""
+    columns = list(rows[0])
+    return (["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+            + ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in rows])

@@ -25,7 +25,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
-from _report import report_main  # noqa: E402  (bench/_report.py)
+from _report import report_main, table_lines  # noqa: E402  (bench/_report.py)
 
 
 
@@ -77,7 +77,6 @@ def rows() -> list[dict]:
 
 
 def markdown(table: list[dict], seconds: float) -> str:
-    columns = list(table[0])
     lines = ["# A job's own runs as calibration, by how far they are from the question",
              "",
              f"Reproduce with `nice -n 10 .venv/bin/python bench/calibration_reach.py` "
@@ -88,10 +87,7 @@ def markdown(table: list[dict], seconds: float) -> str:
              f"by its distance from the asked input (1 within 3x, 0 beyond 10x: "
              f"`models._default.reach_weights`).  Input ratio: the median of the asked "
              f"input over the runs'.",
-             "",
-             "| " + " | ".join(columns) + " |",
-             "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in table]
+             "", *table_lines(table)]
     return "\n".join(lines) + "\n"
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
-from _report import report_main  # noqa: E402  (bench/_report.py)
+from _report import report_main, table_lines  # noqa: E402  (bench/_report.py)
 
 #: The shrinkage constants tried: the runs weigh n / (n + k).
 SHRINK = (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -91,7 +91,6 @@ def figures() -> dict:
 
 def markdown(found: dict, seconds: float) -> str:
     table = found["rows"]
-    columns = list(table[0])
     inside = found["in_training"]
     lines = ["# A measured configuration: the model's answer against its own runs",
              "",
@@ -103,10 +102,7 @@ def markdown(found: dict, seconds: float) -> str:
              f"runs: the median of the cell's other runs.  Shrunk: the two in log, "
              f"the runs weighing n / (n + k).  The model: its answer, which shrinks them "
              f"with k = 0.5 (`MEASURED_CELL_SHRINK`).",
-             "",
-             "| " + " | ".join(columns) + " |",
-             "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in table]
+             "", *table_lines(table)]
     lines += ["",
               f"The replay alone trained on every run, against the mean log runtime of each "
               f"of the "

@@ -25,7 +25,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
-from _report import report_main  # noqa: E402  (bench/_report.py)
+from _report import report_main, table_lines  # noqa: E402  (bench/_report.py)
 
 #: The quiet TPC-H tables on local[1] and local[2] at SF 1 and SF 3 (data/runs, data/profiles).
 TABLES = ("tpch-sf1", "tpch-sf3")
@@ -74,17 +74,13 @@ def figures() -> list[dict]:
 
 
 def markdown(table: list[dict], seconds: float) -> str:
-    columns = list(table[0])
     lines = ["# What a task of a many-task stage costs on local[1] and local[2]",
              "",
              f"Reproduce with `.venv/bin/python bench/task_gaps.py` ({seconds:.0f} s).  "
              f"Stages of {MIN_TASKS} tasks or more in the quiet TPC-H profiles; per stage, "
              f"its duration, its tasks' summed run time and the gap (duration less run time "
              f"over the slots), each over its tasks; medians over the stages.",
-             "",
-             "| " + " | ".join(columns) + " |",
-             "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in table]
+             "", *table_lines(table)]
     return "\n".join(lines) + "\n"
 
 
