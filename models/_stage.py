@@ -985,7 +985,8 @@ class StagePredictor(RuntimeModel):
         state.setdefault("broadcast_size_factor", BROADCAST_SIZE_FACTOR)
         state.setdefault("broadcast_file_share", BROADCAST_FILE_SHARE)
         state.setdefault("measured_cell_shrink", None)  # saved before measured cells
-        state.setdefault("measured_cells_", {})
+        state["measured_cells_"] = {     # saved with each size's answer beside its offset
+            key: (cell[0], cell[-1]) for key, cell in state.get("measured_cells_", {}).items()}
         if "fallback_memory_slopes_" in state:      # one line through two ends: a curve
             state["fallback_memory_curves_"] = {
                 job: ((least, most), (0.0, slope * (most - least))) if most > least
@@ -1028,10 +1029,7 @@ class StagePredictor(RuntimeModel):
         """:meth:`_configurations`, computed."""
         settings = join_columns(X, ["config_json"]) if "config_json" in X.columns \
             else np.array([""] * len(X), dtype=object)
-        cores = [f"{value:g}" for value in np.asarray(X["vcpus"], dtype=float)]
-        jobs = join_columns(X, ["workload", "framework", "instance_type", "instance_count"])
-        return np.array([f"{job}|{core}|{setting}" for job, core, setting
-                         in zip(jobs, cores, settings)], dtype=object)
+        return _job_cluster_keys(X, settings)
 
     def _cell_keys(self, X) -> np.ndarray:
         """Per row, the configuration its measured cells are kept by
@@ -1049,18 +1047,11 @@ class StagePredictor(RuntimeModel):
 
         from jobgauge.knobs import changed_settings, find
 
-        def compute():
-            settings = [json.dumps([changed_settings(config), sorted(
+        return self._once(X, "cell keys", lambda: _job_cluster_keys(X, [
+            json.dumps([changed_settings(config), sorted(
                 (name, str(value)) for name, value in config.items()
                 if name not in SLOT_SETTINGS and find(name) is None)])
-                for config in row_configs(X)]
-            cores = [f"{value:g}" for value in np.asarray(X["vcpus"], dtype=float)]
-            jobs = join_columns(X, ["workload", "framework", "instance_type",
-                                    "instance_count"])
-            return np.array([f"{job}|{core}|{setting}" for job, core, setting
-                             in zip(jobs, cores, settings)], dtype=object)
-
-        return self._once(X, "cell keys", compute)
+            for config in row_configs(X)]))
 
     # ------------------------------------------------------------ rows
     def _rows(self, X):
@@ -3192,7 +3183,7 @@ class StagePredictor(RuntimeModel):
     def _fit_measured_cells(self, X, rows, log_y, censored):
         """Learn what each configuration's runs measured at each of its sizes
         (``measured_cells_``: configuration (:meth:`_cell_keys`) -> (log sizes, the
-        answer there, its offset from the replay's answer), sizes ascending): at each
+        answer's offset there from the replay's), sizes ascending): at each
         size, the median log runtime of its finished runs there (sizes within 1 % are one;
         the median, as one slow run of five moved the mean of TPC-H Q18's at SF 3 from
         18.3 to 21.3 s)
@@ -3226,7 +3217,7 @@ class StagePredictor(RuntimeModel):
         for key, found in levels.items():
             found.sort()
             anchored = np.maximum.accumulate([level[1] for level in found])
-            self.measured_cells_[key] = (np.array([level[0] for level in found]), anchored,
+            self.measured_cells_[key] = (np.array([level[0] for level in found]),
                                          anchored - np.array([level[2] for level in found]))
 
     def _at_measured_cells(self, X, rows, out):
@@ -3277,7 +3268,7 @@ class StagePredictor(RuntimeModel):
               in zip(wanted.items(), there) for i in rows_of}
         out = np.array(out, dtype=float)
         for i in chosen:
-            log_sizes, _, offsets = cells[keys[i]]
+            log_sizes, offsets = cells[keys[i]]
             size = math.log(sizes[i])
             moved = np.array([at[(i, float(s))] for s in log_sizes]) + offsets
             if not np.isfinite(moved).all():
@@ -3852,6 +3843,16 @@ def _shares(shared, offsets):
     """Fixed shares in [0, 1]: the shared one moved by logit ``offsets``."""
     clipped = min(max(float(shared), 1e-4), 1.0 - 1e-4)
     return 1.0 / (1.0 + np.exp(-(math.log(clipped / (1.0 - clipped)) + offsets)))
+
+
+def _job_cluster_keys(X, settings) -> np.ndarray:
+    """Per row of ``X``, its job, cluster (type, count, cores) and ``settings`` (one text
+    per row) as one key: :meth:`StagePredictor._configurations` and
+    :meth:`StagePredictor._cell_keys`."""
+    cores = [f"{value:g}" for value in np.asarray(X["vcpus"], dtype=float)]
+    jobs = join_columns(X, ["workload", "framework", "instance_type", "instance_count"])
+    return np.array([f"{job}|{core}|{setting}" for job, core, setting
+                     in zip(jobs, cores, settings)], dtype=object)
 
 
 def _question_keys(X) -> list:
