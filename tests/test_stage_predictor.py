@@ -316,6 +316,13 @@ def quiet_sf1():
     return attach_reference_profiles(read_run_tables([runs]), read_profile_records([profiles]))
 
 
+@pytest.fixture(scope="module")
+def quiet_sf1_model(quiet_sf1):
+    """The stage model fitted on :func:`quiet_sf1` with its defaults (one fit for the
+    tests that only ask it)."""
+    return make_model("stage").fit(quiet_sf1)
+
+
 def held_out_configuration_errors(frame, n_splits=5, **params):
     """Absolute percentage errors of the stage model on the configurations of ``frame``
     held out in ``n_splits`` groups (the reference runs are not scored)."""
@@ -429,7 +436,7 @@ def test_jobgauge_train_gives_the_stage_model_the_profiles_beside_its_runs(tmp_p
     assert not learns_reference_profiles("fc") and not learns_reference_profiles("gbm+classes")
 
 
-def test_a_measured_job_gets_intervals_of_its_own(quiet_sf1):
+def test_a_measured_job_gets_intervals_of_its_own(quiet_sf1, quiet_sf1_model):
     """The held-out residuals of jobs asked at a size they were measured at give those
     questions their intervals (Mondrian conformal: on the quiet corpus x2.2 high/low
     covering 79 % of held-out configurations, against x8.4 covering 85 % pooled); a job
@@ -439,7 +446,7 @@ def test_a_measured_job_gets_intervals_of_its_own(quiet_sf1):
     TPC-H pools are the Spark pools.)"""
     from jobgauge.models._base import conformal_offsets
 
-    model = make_model("stage").fit(quiet_sf1)
+    model = quiet_sf1_model
     assert set(model.interval_pools_) == {"measured job|spark", "measured job|spark|TPC-H",
                                           "new job|spark", "new job|spark|TPC-H",
                                           "pasted query|spark"}
@@ -474,7 +481,7 @@ def test_a_measured_job_gets_intervals_of_its_own(quiet_sf1):
     assert bounds["new"][1] - bounds["new"][0] > bounds["here"][1] - bounds["here"][0]
 
 
-def test_the_workers_of_the_standalone_cluster_share_one_machine(quiet_sf1):
+def test_the_workers_of_the_standalone_cluster_share_one_machine(quiet_sf1_model):
     """This project's standalone cluster runs its workers on 127.0.0.1, so its slots
     contend as local[2]'s cores do: 2 workers of 1 core each run a slot at 2 ** -c of a
     1-worker cluster's speed (c: the learned contention); a cloud type's nodes do not
@@ -482,7 +489,7 @@ def test_the_workers_of_the_standalone_cluster_share_one_machine(quiet_sf1):
     against 24.5 % when only an executor's cores counted)."""
     from jobgauge.job import Cluster, Job, jobs_frame
 
-    model = make_model("stage").fit(quiet_sf1)
+    model = quiet_sf1_model
     contention = model.params_["contention"]
     assert contention > 0.05
     standalone = [Job("tpch-q3", "sf1", Cluster("standalone", 1.0, 4.0, None, count),
@@ -509,7 +516,14 @@ def quiet_two_sizes():
     return attach_reference_profiles(read_run_tables(runs), read_profile_records(profiles))
 
 
-def test_a_contention_falling_with_the_data_keeps_every_answer_plausible(quiet_two_sizes):
+@pytest.fixture(scope="module")
+def quiet_two_sizes_model(quiet_two_sizes):
+    """The stage model fitted on :func:`quiet_two_sizes` with its defaults."""
+    return make_model("stage").fit(quiet_two_sizes)
+
+
+def test_a_contention_falling_with_the_data_keeps_every_answer_plausible(
+        quiet_two_sizes, quiet_two_sizes_model):
     """With ``falling_contention`` the contention of a slot sharing its cores falls as
     the data it processes grows, at the slope the runs' CPU accounting shows (the JVM's
     background is partly a fixed cost): so a second slot buys more at larger sizes, as
@@ -520,7 +534,7 @@ def test_a_contention_falling_with_the_data_keeps_every_answer_plausible(quiet_t
 
     from jobgauge.job import Cluster, Job, jobs_frame
 
-    falling = make_model("stage").fit(quiet_two_sizes)     # the default
+    falling = quiet_two_sizes_model     # the default
     assert falling.falling_contention is True
     shared = make_model("stage", falling_contention=False).fit(quiet_two_sizes)
     assert falling.params_["contention_slope"] < 0
@@ -554,14 +568,15 @@ def test_a_contention_falling_with_the_data_keeps_every_answer_plausible(quiet_t
         answers = falling.predict(jobs_frame([Job(query, "sf100", Cluster.from_catalog(
             "m5.xlarge", count)) for count in (1, 2, 4, 8, 16)]))
         assert (np.diff(answers) <= 1e-9 * answers[:-1]).all(), query
-    state = falling.__getstate__()
+    state = dict(falling.__getstate__())
     state.pop("falling_contention")
     old = StagePredictor.__new__(StagePredictor)
     old.__setstate__(pickle.loads(pickle.dumps(state)))
     assert old.falling_contention is False
 
 
-def test_intervals_widen_with_the_distance_beyond_the_measured_sizes(quiet_two_sizes):
+def test_intervals_widen_with_the_distance_beyond_the_measured_sizes(quiet_two_sizes,
+                                                                     quiet_two_sizes_model):
     """Fit holds out each job's largest size, predicts it from the smaller ones and keeps
     the error per unit of log distance (``scale_residuals_``); an answer asked further
     beyond the measured sizes gets an interval at least that wide at its distance, so it
@@ -569,7 +584,7 @@ def test_intervals_widen_with_the_distance_beyond_the_measured_sizes(quiet_two_s
     high/low, at SF 3, measured, x3.9).  The center is not moved."""
     from jobgauge.models._base import conformal_offsets
 
-    model = make_model("stage").fit(quiet_two_sizes)
+    model = quiet_two_sizes_model
     assert len(model.scale_residuals_[""]) >= 30
     assert model.scale_residuals_["spark"] == pytest.approx(model.scale_residuals_[""])
     row = quiet_two_sizes[(quiet_two_sizes["workload"] == "tpch-q3")
@@ -1215,7 +1230,15 @@ def quiet_up_to_sf3():
     return attach_reference_profiles(read_run_tables(runs), read_profile_records(profiles))
 
 
-def test_a_measured_configuration_gets_the_interval_of_its_unseen_sizes(quiet_up_to_sf3):
+@pytest.fixture(scope="module")
+def quiet_up_to_sf3_model(quiet_up_to_sf3):
+    """The stage model fitted on :func:`quiet_up_to_sf3` (one fit for the tests that
+    only ask it)."""
+    return make_model("stage").fit(quiet_up_to_sf3)
+
+
+def test_a_measured_configuration_gets_the_interval_of_its_unseen_sizes(
+        quiet_up_to_sf3, quiet_up_to_sf3_model):
     """The web form's usual question, Spark's defaults at or between measured scale
     factors, is answered with the residuals of sizes of measured configurations held out
     between their smallest and largest (the model saw the configuration at the others):
@@ -1225,7 +1248,7 @@ def test_a_measured_configuration_gets_the_interval_of_its_unseen_sizes(quiet_up
     (Q3, Q6 and Q9 at SF 0.01 fell inside the narrower one in 5 of 9 runs)."""
     from jobgauge.models._base import conformal_offsets
 
-    model = make_model("stage").fit(quiet_up_to_sf3)
+    model = quiet_up_to_sf3_model
     pools = model.interval_pools_
     assert len(pools["measured configuration|spark|TPC-H"]) >= 30
     own = conformal_offsets(pools["measured configuration|spark|TPC-H"], 0.8)
@@ -1253,7 +1276,8 @@ def test_a_measured_configuration_gets_the_interval_of_its_unseen_sizes(quiet_up
     assert (np.diff(low) >= 0).all() and (np.diff(high) >= 0).all(), (low, high)
 
 
-def test_a_measured_configuration_is_answered_with_its_runs_there(quiet_up_to_sf3):
+def test_a_measured_configuration_is_answered_with_its_runs_there(quiet_up_to_sf3,
+                                                                  quiet_up_to_sf3_model):
     """A configuration measured at the asked size is answered from its runs there (their
     median) and the replay shrunk together (runs weighing n / (n + 0.5)), asked as the
     web form asks it (no profile of its own); between and beyond its measured sizes the
@@ -1265,7 +1289,7 @@ def test_a_measured_configuration_is_answered_with_its_runs_there(quiet_up_to_sf
     from jobgauge.models._stage import MEASURED_CELL_SHRINK
 
     frame = quiet_up_to_sf3
-    model = make_model("stage").fit(frame)
+    model = quiet_up_to_sf3_model
     replay = make_model("stage", measured_cell_shrink=None).fit(frame)
     assert replay.measured_cells_ == {} and len(model.measured_cells_) >= 100
     done = frame[frame["completed"]]
