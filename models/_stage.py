@@ -2584,7 +2584,7 @@ class StagePredictor(RuntimeModel):
         what does not grow: ``fit`` learns how strongly a job's prior fixed share (log
         odds) follows this (``scan_share_slope``, in [0, :data:`MAX_SCAN_SHARE_SLOPE`]).
         Unseen TPC-H queries (protocol (c), each with its one reference run): 24.3 ->
-        23.0 % MdAPE (``bench/evaluate.py --quiet-corpus``).  Taken at a fixed slope 1
+        22.9 % MdAPE (``bench/evaluate.py --quiet-corpus``).  Taken at a fixed slope 1
         of the bytes of every scan, broadcasts' included (session 60), Q11 and Q16 came
         nearer but Q21, which reads lineitem three times, went from 11.5 to 31.9 %."""
         def scanned(reference):
@@ -3330,9 +3330,8 @@ class StagePredictor(RuntimeModel):
             if below.all():
                 # beyond the largest measured size the seconds its runs took beyond
                 # the replay's stay, and the replay's growth adds to them
-                largest = int(np.argmax(log_sizes))
-                grown = math.exp(out[i]) - math.exp(at[(i, float(log_sizes[largest]))])
-                value = max(value, math.log(math.exp(moved[largest]) + max(grown, 0.0)))
+                grown = math.exp(out[i]) - math.exp(at[(i, float(log_sizes[-1]))])
+                value = max(value, math.log(math.exp(moved[-1]) + max(grown, 0.0)))
             out[i] = value
         return out
 
