@@ -1702,8 +1702,8 @@ class StagePredictor(RuntimeModel):
             # (below 1) says: while the busiest slot runs the same number of whole
             # splits, each holds less work as the data grows, so the slot keeps the
             # work it had where it began to run that many (``_held_split_share``; the
-            # web service's model answered TPC-H Q1, Q6 and Q15 up to 0.5 % faster at
-            # the next of 60 sizes from 0.05x to 40x their SF 1 runs, at 45 steps)
+            # web service's model answered faster at the next of 60 sizes from 0.05x
+            # to 40x its SF 1 runs at 47 steps: TPC-H Q1, Q6 and Q15, up to 0.5 %)
             slot_work = np.where(by_files, np.maximum(slot_work, _held_split_share(
                 table["fractional"], table["slots"], exponent) * table["spill"]), slot_work)
         slot_work = np.maximum(slot_work, np.where(

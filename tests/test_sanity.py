@@ -224,7 +224,7 @@ def test_more_data_is_never_faster_and_never_zero(corpus, default_model):
 def test_more_data_is_never_faster_between_the_measured_sizes(corpus, default_model):
     """Every configuration the corpus ran at SF 1, asked at 60 sizes from 0.05x to 40x:
     the answer never falls from one size to the next.  The x10 steps above stepped
-    over falls of up to 0.5 % (TPC-H Q1, Q6 and Q15, 45 steps): a scan's splits are
+    over falls of up to 0.5 % (TPC-H Q1, Q6 and Q15, 47 steps): a scan's splits are
     cut from its files and grow as they do, its work as its learned exponent (below
     1) says, so between two split counts the busiest slot's whole splits held less
     work as the data grew; and the contention falling with a slot's data read the
