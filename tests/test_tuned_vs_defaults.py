@@ -10,7 +10,9 @@ applications (``WarmRunner``: 3 warm-up runs per query first; before any measure
 every application runs every query, so that each is as warm as the other).  A
 recommended driver heap is a setting of the application: the runner then keeps one
 application per heap up (up to three), each warmed up alike.  A
-recommendation that keeps the defaults must say why, and is measured all the same.  The data is
+recommendation that keeps the defaults must say why, and is measured all the same.  A run
+that fails (the default 1 GiB driver can run out of heap at SF 1) counts as infinitely slow;
+the recommendation's median must be a run that ended.  The data is
 the TPC-H workload's own SF 1 (``tpchgen-cli``, generated once into the data folder,
 ``~/.cache/jobgauge/data`` unless ``JOBGAUGE_DATA`` moves it).
 
@@ -27,6 +29,7 @@ It needs a quiet machine (the noise allowance is the SF 1 runs' repeat noise, 12
 
 from __future__ import annotations
 
+import math
 import statistics
 
 import pytest
@@ -123,15 +126,24 @@ def test_recommended_settings_are_no_slower_than_the_defaults(recommendations, t
                 order = list(variants) if repeat % 2 == 0 else list(reversed(variants))
                 for name in order:
                     run = runner.run(query, SIZE, dict(variants[name]), timeout_s=600)
-                    assert run["status"] == "succeeded", \
-                        f"{query} with the {name} ({variants[name]}) {run['status']}: " \
-                        f"{run.get('error')}"
-                    runs[name].append(run["runtime_s"])
+                    if run["status"] == "succeeded":
+                        runs[name].append(run["runtime_s"])
+                    else:
+                        # A run that fails is slower than any that ends: Spark's 1 GiB
+                        # driver can run out of heap at SF 1 (CI of stop 81: Q18 with the
+                        # defaults, its 29th run in one application, in the sorter's
+                        # spill reader).  It counts as infinitely slow, in either variant.
+                        print(f"{query} with the {name} ({variants[name]}) {run['status']}: "
+                              f"{(run.get('error') or '').splitlines()[:2]}")
+                        runs[name].append(math.inf)
             measured[query] = {name: statistics.median(values) for name, values in runs.items()}
             print(f"{query}: " + ", ".join(f"{name} {values}" for name, values in runs.items()))
     allowance = noise_allowance()
     for query, medians in measured.items():
         assert medians["defaults"] > 0
+        # most of the recommendation's runs ended: a median that failed is no answer
+        assert math.isfinite(medians["recommended"]), \
+            f"{query}: the recommended {recommended[query]} failed in most of its runs"
         assert medians["recommended"] <= medians["defaults"] * allowance, \
             (f"{query}: the recommended {recommended[query]} measured "
              f"{medians['recommended']:.2f} s (median of {REPEATS}), the defaults "
