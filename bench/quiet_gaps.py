@@ -10,7 +10,9 @@ unseen queries refit the model per fold).  For each protocol it prints every que
 every configuration's runs, MdAPE, median log(predicted / measured) (above 0: answered
 too slow) and the share inside the 80 % interval, largest error first: the cells that
 hold a target back, and whether they miss one way (a bias the replay lacks a term for)
-or both.  Writes ``bench/reports/quiet_gaps.md``; ``--json`` prints the figures.
+or both.  Beside them, what the runs say without a model: each query's growth with
+Spark's defaults from scale to scale, and each configuration's measured effect against
+the defaults on its cluster.  Writes ``bench/reports/quiet_gaps.md``; ``--json`` prints the figures.
 """
 
 from __future__ import annotations
@@ -32,43 +34,69 @@ PROTOCOLS = {"configs-sf1": "(a) held-out configurations at SF >= 1",
 def figures() -> dict:
     import numpy as np
 
-    from jobgauge.models.evaluation import evaluate_cell, load_quiet_frames
+    from jobgauge.models.evaluation import evaluate_cell, load_quiet_frames, metrics
     from jobgauge.models.features import row_configs, settings_key
 
     frame = load_quiet_frames()[0]["quiet"]
     configurations = np.array([f"{cluster} {settings_key(config)}" for cluster, config
                                in zip(frame["instance_type"].astype(str), row_configs(frame))],
                               dtype=object)
-    out = {}
+    out = {"protocols": {}, "measured": _measured(frame, configurations)}
     for protocol in PROTOCOLS:
         cell = evaluate_cell(frame, "quiet", protocol, "stage", cache_dir=REPORTS / "cache")
         done = np.array(cell["completed"], bool)
         index = np.array(cell["index"])[done]
-        measured = np.array(cell["y"], float)[done]
-        predicted = np.array(cell["predicted"], float)[done]
-        inside = (np.array(cell["low"], float)[done] <= measured) \
-            & (measured <= np.array(cell["high"], float)[done])
-        ape = np.abs(predicted - measured) / measured
+        measured, predicted, low, high = (np.array(cell[key], float)[done]
+                                          for key in ("y", "predicted", "low", "high"))
         bias = np.log(predicted / measured)
-        sizes = np.array(cell["datasize"], dtype=object)[done]
 
         def rows(keys):
             found = []
             for key in sorted(set(keys)):
                 mine = keys == key
-                found.append({"key": key, "runs": int(mine.sum()),
-                              "mdape": float(np.median(ape[mine])),
+                scores = metrics(measured[mine], predicted[mine], low[mine], high[mine])
+                found.append({"key": key, "runs": int(mine.sum()), "mdape": scores["mdape"],
                               "median_log_ratio": float(np.median(bias[mine])),
-                              "coverage": float(inside[mine].mean())})
+                              "coverage": scores["coverage80"]})
             return sorted(found, key=lambda row: -row["mdape"])
 
-        queries = frame["workload"].astype(str).to_numpy()[index]
+        sizes = np.array(cell["datasize"], dtype=object)[done]
         settings = np.array([f"{size} {key}" for size, key
                              in zip(sizes, configurations[index])], dtype=object)
-        out[protocol] = {"runs": int(done.sum()), "mdape": float(np.median(ape)),
-                         "median_log_ratio": float(np.median(bias)),
-                         "queries": rows(queries), "configurations": rows(settings)}
+        out["protocols"][protocol] = {
+            "runs": int(done.sum()), "mdape": metrics(measured, predicted)["mdape"],
+            "median_log_ratio": float(np.median(bias)),
+            "queries": rows(frame["workload"].astype(str).to_numpy()[index]),
+            "configurations": rows(settings)}
     return out
+
+
+def _measured(frame, configurations) -> dict:
+    """What the runs themselves say, no model: per query, the median runtime of Spark's
+    defaults on ``local[2]`` at each scale; per configuration and scale, the median over
+    the queries of log(its median runtime / the defaults' on the same cluster and scale)."""
+    import numpy as np
+
+    finished = frame["completed"].astype(bool).to_numpy()
+    done = frame[finished].assign(configuration=configurations[finished])
+    medians = done.groupby(["datasize", "configuration", "workload"])["runtime_s"].median()
+    growth = medians.xs("local[2] {}", level="configuration").unstack("datasize")
+    measured = set(medians.index.droplevel("workload"))
+    effects = []
+    for (size, configuration), runs in medians.groupby(level=["datasize", "configuration"]):
+        defaults = f"{configuration.split(' ', 1)[0]} {{}}"
+        if configuration == defaults or (size, defaults) not in measured:
+            continue
+        ratio = np.log(runs.droplevel([0, 1]) / medians.loc[size, defaults]).dropna()
+        if len(ratio):
+            effects.append({"key": f"{size} {configuration}", "queries": int(len(ratio)),
+                            "median_log_ratio": float(ratio.median())})
+    order = sorted(growth.columns, key=lambda size: float(size.removeprefix("sf")))
+    return {"scales": order,
+            "defaults_s": {query: {size: float(growth.loc[query, size]) for size in order
+                                   if np.isfinite(growth.loc[query, size])}
+                           for query in sorted(growth.index, key=lambda q: int(q[6:]))},
+            "effects": effects}
 
 
 def _table(title: str, rows: list[dict]) -> list[str]:
@@ -88,12 +116,33 @@ def markdown(found: dict, seconds: float) -> str:
              "Finished test runs only. A median log ratio above 0: answered too slow; below: "
              "too fast. A configuration is its cluster and its settings less "
              "`spark.master`, at one scale.", ""]
-    for protocol, part in found.items():
+    for protocol, part in found["protocols"].items():
         lines += [f"## {PROTOCOLS[protocol]}", "",
                   f"{part['runs']} finished test runs, MdAPE {100 * part['mdape']:.1f} %, "
                   f"median log ratio {part['median_log_ratio']:+.3f}.", ""]
         lines += _table("query", part["queries"]) + [""]
         lines += _table("scale, cluster and settings", part["configurations"]) + [""]
+    measured = found["measured"]
+    scales = measured["scales"]
+    lines += ["## Measured, no model", "",
+              "Spark's defaults on `local[2]`: each query's median runtime per scale, and "
+              "its growth from each scale to the next.", "",
+              "| query | " + " | ".join(scales) + " | "
+              + " | ".join(f"{a} to {b}" for a, b in zip(scales, scales[1:])) + " |",
+              "|---|" + "---|" * (2 * len(scales) - 1)]
+    for query, seconds in measured["defaults_s"].items():
+        cells = [f"{seconds[size]:.2f} s" if size in seconds else "—" for size in scales]
+        steps = [f"x{seconds[b] / seconds[a]:.2f}" if a in seconds and b in seconds else "—"
+                 for a, b in zip(scales, scales[1:])]
+        lines.append(f"| {query} | " + " | ".join(cells + steps) + " |")
+    lines += ["", "Each configuration against Spark's defaults on the same cluster at the "
+              "same scale: the median over the queries of log(its median runtime / the "
+              "defaults'); below 0, faster.", "",
+              "| scale, cluster and settings | queries | median log ratio to the defaults |",
+              "|---|---|---|"]
+    for row in measured["effects"]:
+        lines.append(f"| {row['key']} | {row['queries']} | {row['median_log_ratio']:+.3f} |")
+    lines.append("")
     return "\n".join(lines)
 
 
