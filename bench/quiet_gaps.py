@@ -22,7 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
-from _report import REPORTS, report_main  # noqa: E402  (bench/_report.py)
+from _report import REPORTS, report_main, table_lines  # noqa: E402  (bench/_report.py)
 
 #: The quiet corpus's protocols this report splits, with the names the report gives them.
 PROTOCOLS = {"configs-sf1": "(a) held-out configurations at SF >= 1",
@@ -100,12 +100,11 @@ def _measured(frame, configurations) -> dict:
 
 
 def _table(title: str, rows: list[dict]) -> list[str]:
-    lines = [f"| {title} | runs | MdAPE | median log(predicted / measured) | "
-             "inside the 80 % interval |", "|---|---|---|---|---|"]
-    for row in rows:
-        lines.append(f"| {row['key']} | {row['runs']} | {100 * row['mdape']:.1f} % | "
-                     f"{row['median_log_ratio']:+.3f} | {100 * row['coverage']:.0f} % |")
-    return lines
+    return table_lines([{title: row["key"], "runs": row["runs"],
+                         "MdAPE": f"{100 * row['mdape']:.1f} %",
+                         "median log(predicted / measured)": f"{row['median_log_ratio']:+.3f}",
+                         "inside the 80 % interval": f"{100 * row['coverage']:.0f} %"}
+                        for row in rows])
 
 
 def markdown(found: dict, seconds: float) -> str:
@@ -124,24 +123,25 @@ def markdown(found: dict, seconds: float) -> str:
         lines += _table("scale, cluster and settings", part["configurations"]) + [""]
     measured = found["measured"]
     scales = measured["scales"]
+    growth = []
+    for query, seconds in measured["defaults_s"].items():
+        row = {"query": query}
+        row.update({size: f"{seconds[size]:.2f} s" if size in seconds else "—"
+                    for size in scales})
+        row.update({f"{a} to {b}": f"x{seconds[b] / seconds[a]:.2f}"
+                    if a in seconds and b in seconds else "—"
+                    for a, b in zip(scales, scales[1:])})
+        growth.append(row)
     lines += ["## Measured, no model", "",
               "Spark's defaults on `local[2]`: each query's median runtime per scale, and "
-              "its growth from each scale to the next.", "",
-              "| query | " + " | ".join(scales) + " | "
-              + " | ".join(f"{a} to {b}" for a, b in zip(scales, scales[1:])) + " |",
-              "|---|" + "---|" * (2 * len(scales) - 1)]
-    for query, seconds in measured["defaults_s"].items():
-        cells = [f"{seconds[size]:.2f} s" if size in seconds else "—" for size in scales]
-        steps = [f"x{seconds[b] / seconds[a]:.2f}" if a in seconds and b in seconds else "—"
-                 for a, b in zip(scales, scales[1:])]
-        lines.append(f"| {query} | " + " | ".join(cells + steps) + " |")
+              "its growth from each scale to the next.", ""]
+    lines += table_lines(growth)
     lines += ["", "Each configuration against Spark's defaults on the same cluster at the "
               "same scale: the median over the queries of log(its median runtime / the "
-              "defaults'); below 0, faster.", "",
-              "| scale, cluster and settings | queries | median log ratio to the defaults |",
-              "|---|---|---|"]
-    for row in measured["effects"]:
-        lines.append(f"| {row['key']} | {row['queries']} | {row['median_log_ratio']:+.3f} |")
+              "defaults'); below 0, faster.", ""]
+    lines += table_lines([{"scale, cluster and settings": row["key"], "queries": row["queries"],
+                           "median log ratio to the defaults": f"{row['median_log_ratio']:+.3f}"}
+                          for row in measured["effects"]])
     lines.append("")
     return "\n".join(lines)
 
