@@ -46,11 +46,15 @@ another data size, with other settings and on other slots:
    ``hadoop_contention`` for Hadoop's local runner, whose map tasks share the machine
    differently; with ``falling_contention`` a stage's data work takes a contention
    that falls with the MiB one slot processes, :func:`_falling`); a stage's work takes
-   ``1 + memory_cost x pressure`` longer, the
+   ``1 + memory_cost x pressure + heap_cost x heap pressure`` longer, the
    pressure being a task's data over its share of execution memory (heap x
-   ``spark.memory.fraction`` / cores, at most 1): a small heap collects garbage more
-   (in local mode the heap is ``spark.driver.memory``); the driver adds a fixed time
-   and a time per stage.
+   ``spark.memory.fraction`` / cores, at most 1), the heap pressure
+   :data:`HEAP_PRESSURE_GIB` over the JVM's heap, whatever its data (at most 1): a
+   small heap collects garbage more (in local mode the heap is ``spark.driver.memory``;
+   at SF 1 on local[2] a 4g driver ran the 22 queries at 0.83 of the 1g time, the
+   small ones as much as the large ones, and on the standalone cluster a 3g executor at
+   0.85 of Spark's default 1g: a task's data over its memory gave the replay -0.03 of
+   the measured -0.18 in log); the driver adds a fixed time and a time per stage.
    The shipped profiles show the stages of one query running one after another
    (broadcast dependencies are not stage edges), so the replay is sequential and the
    stage DAG's longest path is reported as the critical path.
@@ -271,10 +275,16 @@ MEASURED_CELL_SHRINK = 0.5
 MAX_CONTENTION = 0.9
 #: The largest learned cost of memory pressure: a stage's work is slowed by
 #: ``1 + memory_cost x pressure``, the pressure being a task's data over its share of
-#: execution memory (at most 1; beyond it, spill).  With a 1 GiB heap the JVM collects
-#: garbage more (measured on the quiet SF 1 runs, local[2]: a 4g driver runs the 22
-#: queries at 0.83 of the 1g time, 8g at 0.81, median over queries).
+#: execution memory (at most 1; beyond it, spill).
 MAX_MEMORY_COST = 2.0
+#: A JVM's heap below this many GiB slows all of its work, whatever the data per task:
+#: the heap pressure is this over the heap (at most 1), its cost learned (``heap_cost``,
+#: at most :data:`MAX_HEAP_COST`).  With a 1 GiB heap the JVM collects garbage more
+#: (the quiet SF 1 runs on local[2]: a 4g driver runs the 22 queries at 0.83 of the 1g
+#: time, 8g at 0.81, median over queries, Q6's 0.6 s as much as Q18's 6.5 s; on the
+#: standalone cluster a 3g executor at 0.85 of Spark's default 1g).
+HEAP_PRESSURE_GIB = 1.0
+MAX_HEAP_COST = 1.0
 #: The steepest a job's time may fall with its instance type's memory per vCPU (log-log,
 #: between two adjacent measured levels) where no profile replays it
 #: (:meth:`StagePredictor._fit_fallback`).
@@ -1146,6 +1156,7 @@ class StagePredictor(RuntimeModel):
                          "borrowed": borrowed, "alike": alike[i],
                          "config": configs[i], "framework": keys[i][1], "slots": slots[i],
                          "task_memory": memory[i] * fraction / cores[i], "ratio": ratio,
+                         "heap_gib": memory[i] / 2 ** 30,
                          "read_bytes": read,
                          # a borrowed profile's bytes, as the query asked reads them
                          "asked_bytes": max(size[i], 1.0) * (borrowed[1] if borrowed else 1.0),
@@ -1405,7 +1416,8 @@ class StagePredictor(RuntimeModel):
                 owners.append(index)
         table = {key: np.array([stage[key] for stage in stages])
                  for key in ("group", "waves", "slot_mib", "work_mib", "volume_mib", "slot_work",
-                             "slot_blocks", "pressure", "run_s", "profiled_tasks", "fixed_slot",
+                             "slot_blocks", "pressure", "heap_pressure", "run_s",
+                             "profiled_tasks", "fixed_slot",
                              "log_ratio", "work_kind", "tasks", "stage_id", "switched",
                              "probe", "relief_rank", "spread", "spill", "fractional",
                              "slots", "by_files")}
@@ -1641,6 +1653,9 @@ class StagePredictor(RuntimeModel):
         # a scan holds its split's rows (its file bytes), whatever its counters say
         held = max(volume, files or 0.0) / fractional
         pressure = min(held / row["task_memory"], 1.0) if row["task_memory"] > 0 else 0.0
+        heap = row.get("heap_gib", 0.0)
+        heap_pressure = min(HEAP_PRESSURE_GIB / heap, 1.0) \
+            if heap > 0 and row["framework"] != "hadoop" else 0.0
         waves = math.ceil(whole / max(row["slots"], 1.0) - 1e-9)
         busiest = busiest_share(fractional, row["slots"])
         bytes_share = busiest_share(counted, row["slots"])
@@ -1670,7 +1685,7 @@ class StagePredictor(RuntimeModel):
                                   and fractional > row["slots"]),
                 "slot_work": busiest * spill, "slot_blocks": blocks,
                 "spread": spread, "spill": spill,
-                "pressure": pressure, "run_s": run_s,
+                "pressure": pressure, "heap_pressure": heap_pressure, "run_s": run_s,
                 "profiled_tasks": float(stage.get("n_tasks") or 1),
                 "fixed_slot": run_s / max(min(row["slots"], float(stage.get("n_tasks") or 1)),
                                           1.0),
@@ -1684,7 +1699,7 @@ class StagePredictor(RuntimeModel):
         spread over the profiled tasks' slots, the rest less its tasks' overhead, grown by
         the kind's work ``exponents`` and shared out over the waves) plus the data on one
         slot at the rate group's seconds per MiB (``rates``), times ``1 + memory_cost x
-        pressure``.  ``fixed``: the fixed share per stage (its workload's), else
+        pressure + heap_cost x heap_pressure``.  ``fixed``: the fixed share per stage (its workload's), else
         ``params["fixed_share"]``."""
         share = params["fixed_share"] if fixed is None else fixed
         work_rate = params["work_rate"] * np.where(
@@ -1718,7 +1733,8 @@ class StagePredictor(RuntimeModel):
                        * np.exp(exponent * table["log_ratio"]))
                       + rates[table["group"]] * table["slot_mib"] * falling
                       + params.get("block_s", 0.0) * table["slot_blocks"])
-                   * (1.0 + params.get("memory_cost", 0.0) * table["pressure"]) / speed)
+                   * (1.0 + params.get("memory_cost", 0.0) * table["pressure"]
+                      + params.get("heap_cost", 0.0) * table["heap_pressure"]) / speed)
         return StagePredictor._relieved(table, seconds, params.get("probe_relief", 0.0))
 
     @staticmethod
@@ -2685,6 +2701,7 @@ class StagePredictor(RuntimeModel):
         at_join = at_memory + 1
         at_relief = at_join + 1
         at_scanned = at_relief + 1
+        at_heap = at_scanned + 1
         log_cores = np.log(np.maximum([r["cores"] for r in rows], 1.0))
         hadoop = np.array([r["framework"] == "hadoop" for r in rows])
 
@@ -2699,6 +2716,7 @@ class StagePredictor(RuntimeModel):
             params["join_share"] = theta[at_join]
             params["probe_relief"] = theta[at_relief]
             params["scan_share_slope"] = theta[at_scanned]
+            params["heap_cost"] = theta[at_heap]
             offsets = theta[4 + n_groups:at_share]
             exponents = theta[len(theta) - n_kinds:] if n_kinds else self._work_exponents()
             shares = _shares(theta[at_share], theta[at_share + 1:at_share + 1 + n_fixed]
@@ -2749,12 +2767,12 @@ class StagePredictor(RuntimeModel):
                                        + [0.01] * n_groups + [1.0] * (n_types + n_jobs)),
                                 [0.5], np.zeros(n_fixed), [math.log(BLOCK_PRIOR_S), 0.0, 0.0,
                                                            0.1, SHUFFLE_JOIN_WORK_SHARE,
-                                                           PROBE_RELIEF_START, 0.0],
+                                                           PROBE_RELIEF_START, 0.0, 0.1],
                                 first])
         low = np.concatenate([np.log([1e-3, 1e-4, 1e-3, 1e-4] + [1e-6] * n_groups
                                      + [np.exp(-5.0)] * (n_types + n_jobs)), [0.0],
                               np.full(n_fixed, -8.0), [math.log(1e-8), 0.0, 0.0, 0.0, 0.0, 0.0,
-                                                       0.0],
+                                                       0.0, 0.0],
                               lowest])
         high = np.concatenate([np.log([10.0, 5.0, 300.0, 30.0] + [100.0] * n_groups
                                       + [np.exp(5.0)] * (n_types + n_jobs)), [1.0],
@@ -2762,7 +2780,7 @@ class StagePredictor(RuntimeModel):
                                                        MAX_CONTENTION, MAX_MEMORY_COST,
                                                        MAX_JOIN_SHARE, MAX_PROBE_RELIEF,
                                                        MAX_SCAN_SHARE_SLOPE if n_fixed
-                                                       else 1e-9],
+                                                       else 1e-9, MAX_HEAP_COST],
                                np.maximum(lowest, MAX_WORK_EXPONENT) + 1e-9])
         # which residuals each parameter moves (rows as ``residuals`` stacks them: the
         # runs, the family speeds' pulls, the work factors', the fixed shares', then the

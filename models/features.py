@@ -44,7 +44,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from jobgauge.errors import ModelError, NotFittedError, UsageError
-from jobgauge.knobs import defaults_as_text
+from jobgauge.knobs import defaults_as_text, knob
 from jobgauge.models._params import store_params
 from jobgauge.units import (  # noqa: F401 (size_scale and HIBENCH_SIZES re-exported)
     HIBENCH_SIZES, bytes_at_scale, parse_quantity, size_scale)
@@ -59,6 +59,8 @@ LAYOUT_KEYS = ("spark.executor.instances", "spark.executor.cores", "spark.execut
 # Engine defaults of the knobs (jobgauge.knobs), used for rows that do not set
 # them: the job then ran with the engine's default, a known value, not a missing one.
 KNOB_DEFAULTS = defaults_as_text()
+#: Spark's executor heap where no setting gives one (the knob table's default, GiB).
+SPARK_EXECUTOR_MEMORY_GIB = knob("spark.executor.memory").default / 1024
 
 
 # Profile-derived features: name -> function of a summary dict (None if it cannot say).
@@ -432,7 +434,15 @@ class RunFeatures(TransformerMixin, BaseEstimator):
             cores = np.where(runner, np.minimum(maps, vcpus * count), cores)
             executors = np.where(runner, 1.0, executors)
         executor_memory = np.array([_layout(c, "spark.executor.memory") for c in configs]) / 2 ** 30
-        executor_memory = np.where(np.isfinite(executor_memory), executor_memory, memory)
+        # without the setting: the node's memory (the public tables' clusters, whose
+        # platform sized the executors and whose configurations name no master), but
+        # Spark's own default heap on a standalone master a run names, as jobgauge's
+        # cluster ran: its 4 GiB workers ran 1g executors, and read as 4 GiB the
+        # 3g setting was less memory than none
+        standalone = np.array([str(c.get("spark.master", "")).startswith("spark://")
+                               for c in configs], dtype=bool)
+        executor_memory = np.where(np.isfinite(executor_memory), executor_memory,
+                                   np.where(standalone, SPARK_EXECUTOR_MEMORY_GIB, memory))
         # Spark's local mode runs its tasks in the driver's JVM on local[N]'s N threads and
         # ignores the executor settings: spark.executor.cores=64 on local[2] gave each task
         # 1/64 of the heap, and the web form answered TPC-H Q3 at SF 3 in 40.1 s (5.95 s

@@ -310,6 +310,17 @@ def test_slots_follow_the_cluster_manager_rules():
     on_cluster = cluster.assign(config=[{**c, "spark.executor.cores": "1"}
                                         for c in cluster["config"]])
     assert features.transform(on_cluster)[0, names.index("executor_cores")] == 1.0
+    # a standalone master without spark.executor.memory ran Spark's default 1g executors
+    # on its 4 GiB workers; 3g is more than that, never less; a public table's cluster
+    # (no master named) keeps the node's memory
+    heap = names.index("executor_memory_gib")
+    assert set(cluster["memory_gib"]) == {4.0}
+    assert (features.transform(cluster)[:, heap] == 1.0).all()
+    larger = cluster.assign(config=[{**c, "spark.executor.memory": "3g"}
+                                    for c in cluster["config"]])
+    assert (features.transform(larger)[:, heap] == 3.0).all()
+    public = cluster.assign(config=[{} for _ in range(len(cluster))])
+    assert (features.transform(public)[:, heap] == 4.0).all()
 
 
 def test_unseen_workload_and_instance_type_get_predictions(small):
