@@ -53,8 +53,9 @@ another data size, with other settings and on other slots:
    small heap collects garbage more (in local mode the heap is ``spark.driver.memory``;
    at SF 1 on local[2] a 4g driver ran the 22 queries at 0.83 of the 1g time, the
    small ones as much as the large ones, and on the standalone cluster a 3g executor at
-   0.85 of Spark's default 1g: a task's data over its memory gave the replay -0.03 of
-   the measured -0.18 in log); the driver adds a fixed time and a time per stage.
+   0.85 of Spark's default 1g: trained on local[1] and that cluster, a task's data over
+   its memory gave a 4g driver on local[2] -0.05 in log, the measured -0.18); the
+   driver adds a fixed time and a time per stage.
    The shipped profiles show the stages of one query running one after another
    (broadcast dependencies are not stage edges), so the replay is sequential and the
    stage DAG's longest path is reported as the critical path.
@@ -1699,8 +1700,8 @@ class StagePredictor(RuntimeModel):
         spread over the profiled tasks' slots, the rest less its tasks' overhead, grown by
         the kind's work ``exponents`` and shared out over the waves) plus the data on one
         slot at the rate group's seconds per MiB (``rates``), times ``1 + memory_cost x
-        pressure + heap_cost x heap_pressure``.  ``fixed``: the fixed share per stage (its workload's), else
-        ``params["fixed_share"]``."""
+        pressure + heap_cost x heap_pressure``.  ``fixed``: the fixed share per stage (its
+        workload's), else ``params["fixed_share"]``."""
         share = params["fixed_share"] if fixed is None else fixed
         work_rate = params["work_rate"] * np.where(
             table["switched"] > 0, params.get("join_share", SHUFFLE_JOIN_WORK_SHARE), 1.0)
