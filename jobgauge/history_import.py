@@ -350,11 +350,14 @@ def spark_resources(profile) -> dict:
     ``k8s://``): the hosts of its executors, each with the cores and memory
     of the executors it held; ``executor_*`` say how the executors were asked for.
     """
+    from jobgauge.job import DEFAULT_DRIVER_MEMORY, DEFAULT_EXECUTOR_MEMORY
+
     config = profile.config
     master = config.get("spark.master") or ("yarn" if str(profile.app_id or "").startswith(
         "application_") else "local[*]")
     executors = [e for e in profile.executors if e.get("executor_id") != "driver"]
-    executor_memory_gib = _memory_gib(config.get("spark.executor.memory"), "1g")
+    executor_memory_gib = _memory_gib(config.get("spark.executor.memory"),
+                                      DEFAULT_EXECUTOR_MEMORY)
     if master.startswith("local-cluster"):
         match = _LOCAL_CLUSTER.match(master)
         if match:
@@ -371,7 +374,7 @@ def spark_resources(profile) -> dict:
             cores = driver[0] if driver and "*" in master else local_cores(master)
         except UsageError:          # local[N,F] (with retries) and other spellings
             cores = driver[0] if driver else local_cores("local[*]")
-        memory = _memory_gib(config.get("spark.driver.memory"), "1g")
+        memory = _memory_gib(config.get("spark.driver.memory"), DEFAULT_DRIVER_MEMORY)
         return {"instance_type": f"local[{cores}]", "instance_count": 1, "vcpus": cores,
                 "memory_gib": round(memory, 3), "master": master, "executor_instances": 1,
                 "executor_cores": cores, "executor_memory_mb": int(memory * 1024)}

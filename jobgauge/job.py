@@ -47,6 +47,10 @@ from jobgauge.units import HIBENCH_SIZES, size_scale
 #: run that does not set it.
 DEFAULT_DRIVER_MEMORY = knobs.format_value("spark.driver.memory",
                                            knobs.knob("spark.driver.memory").default)
+#: Spark's default ``spark.executor.memory`` (the knob table's): the heap of an executor
+#: on a cluster master when no setting gives one.
+DEFAULT_EXECUTOR_MEMORY = knobs.format_value("spark.executor.memory",
+                                             knobs.knob("spark.executor.memory").default)
 
 
 # ------------------------------------------------------------------ cost
@@ -279,7 +283,8 @@ def resources(master: str, static: dict, cluster=None) -> dict:
             "memory_gib": round(memory_gib(cluster.memory_per_worker), 3),
             "master": master, "executor_instances": max(1, cores_max // executor_cores),
             "executor_cores": executor_cores,
-            "executor_memory_mb": int(memory_gib(static.get("spark.executor.memory", "1g"))
+            "executor_memory_mb": int(memory_gib(static.get("spark.executor.memory",
+                                                           DEFAULT_EXECUTOR_MEMORY))
                                       * 1024)}
 
 

@@ -1654,7 +1654,7 @@ class StagePredictor(RuntimeModel):
         # a scan holds its split's rows (its file bytes), whatever its counters say
         held = max(volume, files or 0.0) / fractional
         pressure = min(held / row["task_memory"], 1.0) if row["task_memory"] > 0 else 0.0
-        heap = row.get("heap_gib", 0.0)
+        heap = row["heap_gib"]
         heap_pressure = min(HEAP_PRESSURE_GIB / heap, 1.0) \
             if heap > 0 and row["framework"] != "hadoop" else 0.0
         waves = math.ceil(whole / max(row["slots"], 1.0) - 1e-9)

@@ -44,7 +44,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from jobgauge.errors import ModelError, NotFittedError, UsageError
-from jobgauge.knobs import defaults_as_text, knob
+from jobgauge.job import DEFAULT_EXECUTOR_MEMORY, memory_gib
+from jobgauge.knobs import defaults_as_text
 from jobgauge.models._params import store_params
 from jobgauge.units import (  # noqa: F401 (size_scale and HIBENCH_SIZES re-exported)
     HIBENCH_SIZES, bytes_at_scale, parse_quantity, size_scale)
@@ -59,8 +60,8 @@ LAYOUT_KEYS = ("spark.executor.instances", "spark.executor.cores", "spark.execut
 # Engine defaults of the knobs (jobgauge.knobs), used for rows that do not set
 # them: the job then ran with the engine's default, a known value, not a missing one.
 KNOB_DEFAULTS = defaults_as_text()
-#: Spark's executor heap where no setting gives one (the knob table's default, GiB).
-SPARK_EXECUTOR_MEMORY_GIB = knob("spark.executor.memory").default / 1024
+#: Spark's executor heap where no setting gives one (the knob table's default), GiB.
+SPARK_EXECUTOR_MEMORY_GIB = memory_gib(DEFAULT_EXECUTOR_MEMORY)
 
 
 # Profile-derived features: name -> function of a summary dict (None if it cannot say).

@@ -247,10 +247,11 @@ class StandaloneCluster:
 
     def check_fits(self, config: dict) -> None:
         """Refuse an executor layout the workers cannot host (it would wait forever)."""
+        from jobgauge.job import DEFAULT_EXECUTOR_MEMORY
         from jobgauge.profiler.runners.runner import memory_gib
 
         cores = int(config.get("spark.executor.cores", self.cores_per_worker))
-        memory = memory_gib(config.get("spark.executor.memory", "1g"))
+        memory = memory_gib(config.get("spark.executor.memory", DEFAULT_EXECUTOR_MEMORY))
         if cores > self.cores_per_worker:
             raise UsageError(f"spark.executor.cores={cores} exceeds the {self.cores_per_worker} "
                              "cores of a worker; the executor would never start")
