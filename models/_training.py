@@ -86,7 +86,9 @@ def train_model(frame, *, kind: str | None = None, params: dict | None = None,
     the model's failure notes count too
     (:meth:`jobgauge.models._coverage.MeasuredRange.with_failures_of`).  Returns ``(model,
     summary)``; the summary is the layout of the module docstring.  A bad
-    parameter fails before any work."""
+    parameter fails before any work.  The same training done before, with the same
+    code, libraries and machine, is loaded from the model cache instead
+    (:mod:`jobgauge.models._cache`, ``$JOBGAUGE_MODEL_CACHE``; ``progress`` says so)."""
     from jobgauge.models._params import validate_params
     from jobgauge.models._registry import DEFAULT_MODEL, make_model
 
@@ -103,16 +105,34 @@ def train_model(frame, *, kind: str | None = None, params: dict | None = None,
     params.setdefault("random_state", seed)
     model = make_model(kind, **params)
     validate_params(model)
-    if progress is not None:
-        print(f"training {kind} on {len(frame)} runs from {origin or 'a run table'} ...",
-              file=progress, flush=True)
-    model.fit(frame)
+    # the same runs trained on before, with the same code: that model, not another fit
+    # (models._cache; a new store trains the shipped runs' model on first need).  The
+    # origin and notes only describe the runs: they are not part of the key.
+    from jobgauge.models import _cache
+
+    folder = _cache.cache_dir()
+    key = _cache.training_key(frame, kind=kind, params=sorted(params.items(), key=str),
+                              failures_from=failures_from) if folder is not None else None
+    cached = _cache.cached_model(key, folder) if key is not None else None
+    if cached is not None:
+        model, path = cached
+        if progress is not None:
+            print(f"{kind} trained on these {len(frame)} runs before, with this code: "
+                  f"loaded from {path}", file=progress, flush=True)
+    else:
+        if progress is not None:
+            print(f"training {kind} on {len(frame)} runs from {origin or 'a run table'} ...",
+                  file=progress, flush=True)
+        model.fit(frame)
     if failures_from is not None and len(failures_from) \
             and getattr(model, "measured_range_", None) is not None:
-        model.measured_range_ = model.measured_range_.with_failures_of(failures_from)
+        if cached is None:      # a cached model has them counted already
+            model.measured_range_ = model.measured_range_.with_failures_of(failures_from)
         failed = int((~failures_from["completed"].astype(bool)).sum())
         notes.append(f"counted the failures of {len(failures_from)} re-measured runs, not "
                      f"learned from ({failed} failed)")
+    if cached is None and key is not None:
+        _cache.keep_model(key, folder, model)
     summary = training_summary(model, frame)
     summary["trained_from"] = origin
     summary["notes"] = notes
