@@ -76,12 +76,14 @@ def service_for(tables, folder: Path):
     return Service(store_url=str(folder / "store.db"), runs_dir=runs, profiles_dir=profiles)
 
 
-def answer(service, workload: str, scale: float, master: str = "local[2]") -> dict:
-    """The web form's first option for ``workload`` at SF ``scale`` on ``master``."""
+def answer(service, workload: str, scale: float, master: str = "local[2]",
+           config: dict | None = None) -> dict:
+    """The web form's first option for ``workload`` at SF ``scale`` on ``master``, with
+    the settings ``config`` (Spark's defaults without)."""
     from jobgauge.webapp.requests import parse_estimate
 
     request = parse_estimate({"workload": workload, "scale": scale,
-                              "instance_types": [master]},
+                              "instance_types": [master], "config": dict(config or {})},
                              known_workloads=service.known_workloads(),
                              catalog_names=list(service.instance_options()))
     option = service.estimate(request, plan=False)["options"][0]

@@ -1,10 +1,12 @@
 """The web form's answer next to a fresh measurement, for a few TPC-H queries at one scale.
 
     nice -n 10 .venv/bin/python bench/measure_now.py [--queries 3 9 18] [--scale 3] [--repeats 3]
-        [--master local[2]] [--eventlogs DIR]
+        [--master local[2]] [--conf KEY=VALUE ...] [--eventlogs DIR]
 
 Measures each query now with Spark's defaults on ``--master`` (local[2]; local[1] asks
-what one slot takes), inside one warm application
+what one slot takes), or with the settings of ``--conf`` (``spark.driver.memory=4g``:
+what a larger heap buys; the form is asked with the same settings), inside one warm
+application
 (``WarmRunner``: 3 warm-up runs of each query first, then ``--repeats`` runs each,
 interleaved; the query's own time, as the shipped corpus and the form mean it), each
 run after at most 20 s of waiting for fewer than 0.7 cores busy on the machine (each run
@@ -29,6 +31,8 @@ from pathlib import Path
 def main(argv=None) -> int:
     from _warm import warm_runs
 
+    from jobgauge.cli_options import add_conf_option, parse_key_values
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", nargs="+", type=int, default=[3, 9, 18])
     parser.add_argument("--scale", type=float, default=3.0)
@@ -38,8 +42,16 @@ def main(argv=None) -> int:
     parser.add_argument("--eventlogs", type=Path, default=None, metavar="DIR",
                         help="keep the application's event log in DIR and print where each "
                              "run's task time went (default: the log is discarded)")
+    add_conf_option(parser, help="a setting of the runs and of the form's question "
+                                 "(default: Spark's defaults); repeatable")
     args = parser.parse_args(argv)
+    from jobgauge.errors import UsageError
     from jobgauge.units import scale_label
+
+    try:
+        config = parse_key_values(args.conf, settings=True)
+    except UsageError as exc:
+        parser.error(str(exc))
     size = scale_label(args.scale)
     workloads = [f"tpch-q{q}" for q in args.queries]
     runs = {w: [] for w in workloads}
@@ -49,15 +61,16 @@ def main(argv=None) -> int:
                        profiles=bool(args.eventlogs)) as measure:
             for repeat in range(args.repeats):
                 for workload in workloads:
-                    run, load = measure(workload, size, {}, f"{workload} {size}")
+                    run, load = measure(workload, size, dict(config), f"{workload} {size}")
                     runs[workload].append(run["runtime_s"])
                     timed.append((workload, run))      # its profile comes at the end
                     print(f"  {workload} {size}: {run['runtime_s']:.2f} s (load {load:.2f} "
                           f"at start)", flush=True)
-        answers = _answers(workloads, args.scale, Path(tmp), args.master)
+        answers = _answers(workloads, args.scale, Path(tmp), args.master, config)
     if args.eventlogs:
         _where_the_time_went(args.eventlogs, timed)
-    print(f"\n| query at SF {args.scale:g} on {args.master} | the form's answer [80 %] | measured now (median "
+    settings = ", ".join(f"{k}={v}" for k, v in config.items()) or "Spark's defaults"
+    print(f"\n| query at SF {args.scale:g} on {args.master}, {settings} | the form's answer [80 %] | measured now (median "
           f"of {args.repeats}) | error |\n|---|---|---|---|")
     for workload in workloads:
         measured = statistics.median(runs[workload])
@@ -92,13 +105,15 @@ def _where_the_time_went(folder: Path, measured) -> None:
               f"{len(profile.stages)} |")
 
 
-def _answers(workloads, scale, folder: Path, master: str) -> dict:
-    """{workload: the web form's first option}, from a service on a fresh store."""
+def _answers(workloads, scale, folder: Path, master: str, config: dict) -> dict:
+    """{workload: the web form's first option with the settings ``config``}, from a
+    service on a fresh store."""
     from form_answers import answer                  # bench/form_answers.py, beside this
     from jobgauge.webapp.service import Service
 
     service = Service(store_url=str(folder / "store.db"))
-    return {workload: answer(service, workload, scale, master) for workload in workloads}
+    return {workload: answer(service, workload, scale, master, config)
+            for workload in workloads}
 
 
 if __name__ == "__main__":

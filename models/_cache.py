@@ -17,7 +17,7 @@ that training would make again.  A store's own runs, or one run more, make anoth
 and a training.
 
 Where: ``$JOBGAUGE_MODEL_CACHE`` (a folder; ``off`` keeps nothing), else
-``~/.cache/jobgauge/models``.  The :data:`KEPT_MODELS` newest are kept.  A cache that
+``~/.cache/jobgauge/models``.  The :data:`KEPT_MODELS` most recently used are kept.  A cache that
 cannot be read or written never fails a training: an unreadable entry is trained again
 and replaced, a folder that cannot be written is left alone (logged).
 """
@@ -38,17 +38,20 @@ MODEL_CACHE_ENV = "JOBGAUGE_MODEL_CACHE"
 #: What ``$JOBGAUGE_MODEL_CACHE`` says to keep no model.
 CACHE_OFF = ("off", "none", "0", "false", "no")
 #: How many cached models a folder keeps (the newest by use): one per kind of model and
-#: prior is what a machine needs; more are older code's.
-KEPT_MODELS = 8
+#: prior is what a machine needs, but the test suite trains dozens of small ones beside
+#: the default model on first need (20 KB to 3 MB each).
+KEPT_MODELS = 32
 #: Part of every key: bumped when what a key covers changes, so no older entry is read.
 CACHE_VERSION = 1
 SUFFIX = ".jobgauge-model"
 #: Files whose contents are part of :func:`source_digest`: the code and the small data
-#: files beside it (a knob table, the scan files' bytes).  Run tables and profiles are
-#: inputs, keyed through the frame.
-SOURCE_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".sql", ".properties", ".toml")
-#: Folders of a source checkout that are not the package's.
-NOT_SOURCE = {"tests", "bench", "docs", "build", "dist", "node_modules", "__pycache__"}
+#: files beside it (the instance catalog, the scan files' bytes).  Run tables and
+#: profiles (``.csv.gz``, ``.jsonl.gz``) are inputs, keyed through the frame.
+SOURCE_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".sql", ".properties", ".toml", ".csv")
+#: The package and its subpackages, whose folders :func:`source_digest` reads (the
+#: folders ``pyproject.toml`` maps them to; tests/test_packaging.py checks the two agree).
+PACKAGES = ("jobgauge", "jobgauge.profiler", "jobgauge.dag", "jobgauge.models",
+            "jobgauge.tuner", "jobgauge.webapp", "jobgauge.data")
 
 
 def cache_dir() -> Path | None:
@@ -64,24 +67,33 @@ def cache_dir() -> Path | None:
 @functools.lru_cache(maxsize=1)
 def source_digest() -> str:
     """A digest of the source of the jobgauge package as this process runs it: every
-    file of :data:`SOURCE_SUFFIXES` under the folder holding its subpackages (the
-    checkout, for an editable install; the installed ``jobgauge`` folder otherwise),
-    outside hidden folders and :data:`NOT_SOURCE`."""
-    import jobgauge.models
+    file of :data:`SOURCE_SUFFIXES` in the folders of :data:`PACKAGES` (wherever the
+    install put them), outside hidden folders and ``__pycache__``."""
+    import importlib.util
 
-    root = Path(jobgauge.models.__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for folder, folders, files in os.walk(root):
-        folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in NOT_SOURCE)
-        for name in sorted(files):
-            if name.endswith(SOURCE_SUFFIXES):
-                path = Path(folder) / name
-                digest.update(str(path.relative_to(root)).encode() + b"\0")
-                try:
-                    digest.update(path.read_bytes())
-                except OSError:
-                    digest.update(b"unreadable")
-                digest.update(b"\0")
+    walked = set()
+    for package in PACKAGES:
+        spec = importlib.util.find_spec(package)
+        for location in (spec.submodule_search_locations or ()) if spec else ():
+            root = Path(location).resolve()
+            for folder, folders, files in os.walk(root):
+                here = Path(folder)
+                if here in walked:
+                    folders[:] = []
+                    continue
+                walked.add(here)
+                folders[:] = sorted(f for f in folders
+                                    if not f.startswith(".") and f != "__pycache__")
+                for name in sorted(files):
+                    if name.endswith(SOURCE_SUFFIXES):
+                        path = here / name
+                        digest.update(f"{package}:{path.relative_to(root)}".encode() + b"\0")
+                        try:
+                            digest.update(path.read_bytes())
+                        except OSError:
+                            digest.update(b"unreadable")
+                        digest.update(b"\0")
     return digest.hexdigest()
 
 

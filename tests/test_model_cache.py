@@ -108,3 +108,30 @@ def test_the_key_reads_the_code(hibench_runs, monkeypatch):
     assert before == _cache.training_key(hibench_runs.copy(), kind="tree")
     monkeypatch.setattr(_cache, "source_digest", lambda: "other code")
     assert _cache.training_key(hibench_runs, kind="tree") != before
+
+
+def test_the_source_digest_changes_with_any_file_of_the_packages(tmp_path, monkeypatch):
+    package = tmp_path / "gaugepkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "rates.py").write_text("RATE = 1.0\n")
+    (package / "sub" / "catalog.csv").write_text("type,vcpus\nm5.xlarge,4\n")
+    (package / "__pycache__").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_cache, "PACKAGES", ("gaugepkg",))
+
+    def digest():
+        _cache.source_digest.cache_clear()
+        return _cache.source_digest()
+
+    try:
+        first = digest()
+        (package / "__pycache__" / "rates.cpython-311.pyc").write_bytes(b"compiled")
+        assert digest() == first                      # compiled files are not source
+        (package / "sub" / "rates.py").write_text("RATE = 2.0\n")
+        second = digest()
+        assert second != first
+        (package / "sub" / "catalog.csv").write_text("type,vcpus\nm5.xlarge,8\n")
+        assert digest() != second
+    finally:
+        _cache.source_digest.cache_clear()

@@ -90,3 +90,12 @@ def test_installed_code_reads_no_path_of_the_checkout():
     offenders = [str(path.relative_to(REPO)) for folder in _mapped_folders().values()
                  for path in (REPO / folder).rglob("*.py") if climbing.search(path.read_text())]
     assert offenders == []
+
+
+def test_the_model_cache_reads_the_source_of_every_mapped_package():
+    """A cached model is keyed on the source of the packages pyproject.toml maps
+    (``models._cache.source_digest``): a subpackage it missed could change unseen."""
+    from jobgauge.models import _cache
+
+    assert set(_cache.PACKAGES) == set(_mapped_folders())
+    assert len(_cache.source_digest()) == 64
