@@ -3,8 +3,9 @@
 A model trained on first need (``models._default.train_store_model``: a new store of the
 web service, of ``jobgauge-submit``, of the tuner) is trained on the shipped runs plus
 the store's own, and a new store holds none: every new store trained the same model
-again.  On this project's 2-core AMD EPYC that took 64 s for the default stage model
-(session 75), and the test suite trains it on first need in many of its stores.
+again.  On this project's 2-core AMD EPYC that took 76.1 s for the default stage model,
+loaded from the cache 4.7 s (session 75, ``bench/first_need.py``), and the test suite
+trains it on first need in many of its stores.
 
 :func:`train_model` (``models._training``) asks :func:`cached_model` first and keeps
 what it trained with :func:`keep_model`.  The key (:func:`training_key`) is everything
