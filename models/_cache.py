@@ -30,7 +30,6 @@ import hashlib
 import logging
 import os
 import pickle
-import tempfile
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -102,11 +101,10 @@ def training_key(frame, **inputs) -> str:
     """The key of a training of ``frame`` (with its reference profiles attached) with
     ``inputs`` (the kind, the parameters, the failures counted beside it: everything
     else the fitted model depends on)."""
-    from jobgauge.models.evaluation import _library_versions, _machine
+    from jobgauge.models.evaluation import _environment
 
     digest = hashlib.sha256()
-    digest.update(f"{CACHE_VERSION};{source_digest()};{_library_versions()};"
-                  f"{_machine()}".encode())
+    digest.update(f"{CACHE_VERSION};{source_digest()};{_environment()}".encode())
     digest.update(pickle.dumps(frame, protocol=pickle.HIGHEST_PROTOCOL))
     for name in sorted(inputs):
         digest.update(name.encode() + b"\0")
@@ -140,31 +138,19 @@ def cached_model(key: str, folder: Path | None):
 
 def keep_model(key: str, folder: Path | None, model) -> Path | None:
     """Keep the fitted ``model`` under ``key`` (a model file, as ``jobgauge train --out``
-    writes one; written whole or not at all: a file of its own, then a rename), then
-    prune the folder to :data:`KEPT_MODELS`.  The path, or None where nothing was kept."""
+    writes one: ``models.save_model``), then prune the folder to :data:`KEPT_MODELS`.
+    The path, or None where nothing was kept."""
     from jobgauge.errors import GaugeError
-    from jobgauge.models._registry import dumps_model
+    from jobgauge.models._registry import save_model
 
     if folder is None:
         return None
-    folder = Path(folder)
-    path = folder / f"{key}{SUFFIX}"
-    temporary = None
     try:
-        data = dumps_model(model)
-        folder.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{key}.", dir=folder)
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
-        temporary = None
-    except (OSError, GaugeError, pickle.PicklingError) as exc:
+        path = save_model(model, Path(folder) / f"{key}{SUFFIX}")
+    except (GaugeError, pickle.PicklingError) as exc:
         log.warning("the trained model could not be kept in %s (%s)", folder, exc)
         return None
-    finally:
-        if temporary is not None:
-            _remove(Path(temporary))
-    _prune(folder)
+    _prune(Path(folder))
     return path
 
 

@@ -15,6 +15,7 @@ a model file runs code when loaded: load only files you trust.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -155,16 +156,26 @@ def loads_model(data: bytes) -> RuntimeModel:
 
 
 def save_model(model, path) -> Path:
-    """Write a fitted model to ``path`` (atomically: a temporary file, then a rename)."""
+    """Write a fitted model to ``path`` (atomically: a temporary file of this call's own
+    beside it, then a rename, so two writers of one path never mix their bytes)."""
+    import tempfile
+
     path = Path(path)
     data = dumps_model(model)
+    temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(path.name + ".tmp")
-        temporary.write_bytes(data)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
         os.replace(temporary, path)
+        temporary = None
     except OSError as exc:
         raise ModelError(f"cannot write model to {path}: {exc.strerror or exc}") from None
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
     return path
 
 
